@@ -1,0 +1,257 @@
+package kcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// Tier is one binary tier of a Cache: a Store and the outcome its hits
+// report (OutcomeDisk or OutcomeRemote).
+type Tier struct {
+	Kind  Outcome
+	Store Store
+}
+
+// BuildFunc runs the compiler for a key and returns the binary. Its context
+// is detached from any one caller's cancellation: other callers may be
+// waiting for the same build.
+type BuildFunc func(ctx context.Context) ([]byte, error)
+
+// Result is what GetOrBuild hands back.
+type Result struct {
+	Binary  []byte
+	Outcome Outcome
+	Digest  Digest
+	// BuildTime is what the binary cost to build, where that is known (a
+	// build of this process or one recorded with the entry).
+	BuildTime time.Duration
+}
+
+// Cache composes the binary tiers (disk, then remote) over a builder, with
+// single-flight builds in this process and, where the first tier is a
+// Locker, across processes. It never makes a build fail: a tier that errs
+// is logged once, counted, and treated as a miss.
+type Cache struct {
+	cfg    Config
+	tiers  []Tier
+	log    *slog.Logger
+	flight singleflight.Group // keyed by key digest
+	stats  counters
+	warned sync.Map // "kind/op" -> struct{}: warnings already logged
+}
+
+// New returns a Cache over tiers, searched in order. With no tiers (the
+// persistent tier off, or none could be opened) every GetOrBuild builds,
+// still once per key at a time. logger may be nil to discard diagnostics.
+func New(cfg Config, logger *slog.Logger, tiers ...Tier) *Cache {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Cache{cfg: cfg, tiers: tiers, log: logger}
+}
+
+// Config returns the configuration the cache was made with.
+func (c *Cache) Config() Config { return c.cfg }
+
+// Logger returns the cache's logger, for backends that report through it.
+func (c *Cache) Logger() *slog.Logger { return c.log }
+
+// Stats returns a snapshot of the cache's counters.
+func (c *Cache) Stats() Stats { return c.stats.snapshot() }
+
+// RecordMemory lets an object tier above the cache count its lookups:
+// a hit that avoided a build of cost saved, or a miss.
+func (c *Cache) RecordMemory(hit bool, saved time.Duration) {
+	if !hit {
+		c.stats.memory.misses.Add(1)
+		return
+	}
+	c.stats.memory.hits.Add(1)
+	c.stats.saved(saved, 0)
+}
+
+// GetOrBuild returns the binary for key from the first tier that has it,
+// filling the tiers above, or builds it once: concurrent callers in this
+// process share one build, and callers in other processes wait on the
+// first tier's lock. If ctx ends while waiting, GetOrBuild returns ctx's
+// error and the build goes on for the others.
+func (c *Cache) GetOrBuild(ctx context.Context, key *Key, build BuildFunc) (Result, error) {
+	d := c.digests(key)
+	ch := c.flight.DoChan(string(d.Key[:]), func() (any, error) {
+		return c.lookupOrBuild(context.WithoutCancel(ctx), key, d.Key, build)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return Result{Digest: d.Key}, r.Err
+		}
+		return r.Val.(Result), nil
+	case <-ctx.Done():
+		return Result{Digest: d.Key}, ctx.Err()
+	}
+}
+
+// digests computes key's digests, tracing them when asked to: the trace is
+// how a user finds out why a lookup missed.
+func (c *Cache) digests(key *Key) Digests {
+	d := key.Digests()
+	if c.cfg.Trace {
+		c.log.Debug("kcache key", "key", d.Key, "device", d.Device, "image", d.Image,
+			"spec", d.Spec, "options", d.Options, "device_name", key.Device.Name,
+			"compiler", key.Compiler.Version, "compile_options", key.Options.Compile,
+			"headers", len(key.Image.Headers), "env", key.Options.Env)
+	}
+	return d
+}
+
+// Get looks key up in the binary tiers only, filling the tiers above a hit.
+// It returns an error wrapping ErrMiss when no tier has it.
+func (c *Cache) Get(ctx context.Context, key *Key) (Result, error) {
+	return c.get(ctx, key, key.Digest(), true)
+}
+
+// get searches the tiers. countMiss is false for the second look after
+// taking the build lock, so one request counts at most one miss per tier.
+func (c *Cache) get(ctx context.Context, key *Key, digest Digest, countMiss bool) (Result, error) {
+	for i, t := range c.tiers {
+		start := time.Now()
+		e, err := t.Store.Get(ctx, key)
+		if err != nil {
+			if countMiss {
+				c.missed(t, "get", err)
+			}
+			continue
+		}
+		c.stats.tier(t.Kind).hits.Add(1)
+		c.stats.saved(e.BuildTime, time.Since(start))
+		c.fill(ctx, key, e, c.tiers[:i])
+		c.debug("hit", "tier", t.Kind, "key", digest)
+		return Result{Binary: e.Binary, Outcome: t.Kind, Digest: digest, BuildTime: e.BuildTime}, nil
+	}
+	return Result{Digest: digest}, fmt.Errorf("kcache: %s: %w", digest, ErrMiss)
+}
+
+// missed counts a miss in tier t, and warns once per tier and operation
+// when the cause was a failure rather than an absent entry.
+func (c *Cache) missed(t Tier, op string, err error) {
+	tc := c.stats.tier(t.Kind)
+	tc.misses.Add(1)
+	if errors.Is(err, ErrMiss) || errors.Is(err, context.Canceled) {
+		return
+	}
+	tc.errors.Add(1)
+	c.warn(t, op, err)
+}
+
+// warn logs a tier failure once per tier and operation: a read-only or
+// full disk fails every call, and one clear line says all there is to say.
+func (c *Cache) warn(t Tier, op string, err error) {
+	if _, dup := c.warned.LoadOrStore(t.Kind.String()+"/"+op, struct{}{}); dup {
+		c.debug("tier failure", "tier", t.Kind, "op", op, "err", err)
+		return
+	}
+	c.log.Warn("kcache: tier failed; building without it", "tier", t.Kind, "op", op, "err", err)
+}
+
+func (c *Cache) debug(msg string, args ...any) {
+	if c.cfg.Debug {
+		c.log.Debug("kcache: "+msg, args...)
+	}
+}
+
+// fill copies an entry found in a lower tier into the tiers above it.
+func (c *Cache) fill(ctx context.Context, key *Key, e Entry, above []Tier) {
+	for _, t := range above {
+		if err := t.Store.Put(ctx, key, e); err != nil {
+			c.stats.tier(t.Kind).errors.Add(1)
+			c.warn(t, "put", err)
+		}
+	}
+}
+
+// lookupOrBuild runs once per key at a time in this process.
+func (c *Cache) lookupOrBuild(ctx context.Context, key *Key, digest Digest, build BuildFunc) (Result, error) {
+	if r, err := c.get(ctx, key, digest, true); err == nil {
+		return r, nil
+	}
+	unlock, locked := c.lockKey(ctx, key)
+	defer unlock()
+	if locked {
+		// Another process may have built the key while we waited for its
+		// lock: look again before paying for a build. A miss costs a failed
+		// open, nothing next to a compile.
+		if r, err := c.get(ctx, key, digest, false); err == nil {
+			c.stats.waited.Add(1)
+			r.Outcome = OutcomeWaited
+			return r, nil
+		}
+	}
+	return c.build(ctx, key, digest, build)
+}
+
+// lockKey takes the first tier's cross-process build lock for key, if it
+// has one, and reports whether it holds it. A lock that cannot be had is a
+// warning, not a failure: the build goes on without it.
+func (c *Cache) lockKey(ctx context.Context, key *Key) (unlock func(), locked bool) {
+	if len(c.tiers) == 0 {
+		return func() {}, false
+	}
+	l, ok := c.tiers[0].Store.(Locker)
+	if !ok {
+		return func() {}, false
+	}
+	unlock, err := l.Lock(ctx, key)
+	if err != nil {
+		c.stats.tier(c.tiers[0].Kind).errors.Add(1)
+		c.warn(c.tiers[0], "lock", err)
+		return func() {}, false
+	}
+	return unlock, true
+}
+
+// build runs the compiler and stores what it made in every tier.
+func (c *Cache) build(ctx context.Context, key *Key, digest Digest, build BuildFunc) (Result, error) {
+	start := time.Now()
+	bin, err := build(ctx)
+	took := time.Since(start)
+	c.stats.buildNanos.Add(int64(took))
+	if err != nil {
+		c.stats.failed.Add(1)
+		c.debug("build failed", "key", digest, "err", err)
+		return Result{Digest: digest, BuildTime: took}, err
+	}
+	c.stats.builds.Add(1)
+	c.fill(ctx, key, Entry{Binary: bin, BuildTime: took}, c.tiers)
+	c.debug("built", "key", digest, "took", took, "bytes", len(bin))
+	return Result{Binary: bin, Outcome: OutcomeBuilt, Digest: digest, BuildTime: took}, nil
+}
+
+// Put stores a binary built elsewhere in every tier.
+func (c *Cache) Put(ctx context.Context, key *Key, e Entry) error {
+	var errs []error
+	for _, t := range c.tiers {
+		if err := t.Store.Put(ctx, key, e); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", t.Kind, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Delete removes key from every tier. A backend calls it when the runtime
+// rejects a binary the tiers handed back (a driver that changed without
+// changing its version string), so the next lookup builds afresh.
+func (c *Cache) Delete(ctx context.Context, key *Key) error {
+	var errs []error
+	for _, t := range c.tiers {
+		if err := t.Store.Delete(ctx, key); err != nil && !errors.Is(err, ErrMiss) {
+			errs = append(errs, fmt.Errorf("%s: %w", t.Kind, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,223 @@
+package kcache
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+)
+
+// Config is kcache's configuration. ConfigFromEnv reads it from KCACHE_*
+// variables; Options given to Open override what the environment says.
+type Config struct {
+	// Dir is the persistent cache's root directory. Empty means no
+	// persistent tier could be placed (no KCACHE_DIR, XDG_CACHE_HOME or HOME).
+	Dir string
+	// Persistent enables the on-disk tier.
+	Persistent bool
+	// InMemory enables the in-process object tier.
+	InMemory bool
+	// InMemoryThreshold is the in-process tier's size in bytes above which
+	// least recently used entries are evicted; 0 disables eviction.
+	InMemoryThreshold int64
+	// MaxSize is the persistent tier's size in bytes above which least
+	// recently used entries are evicted; 0 disables size-based eviction.
+	MaxSize int64
+	// EvictionDisabled turns every kind of persistent eviction off.
+	EvictionDisabled bool
+	// AgeThreshold evicts persistent entries unused for longer; 0 disables
+	// age-based eviction.
+	AgeThreshold time.Duration
+	// MinImageSize is the smallest device image worth a disk entry: for tiny
+	// images a compile can cost less than the file system round trip.
+	MinImageSize int64
+	// MaxImageSize is the largest device image kept on disk, so a few huge
+	// builds cannot flush the rest of the cache.
+	MaxImageSize int64
+	// Trace logs, at debug level, every key component as it is hashed, to
+	// explain why a lookup missed.
+	Trace bool
+	// Debug logs every tier decision at debug level.
+	Debug bool
+}
+
+// Defaults, as in the systems kcache replaces. The persistent tier is on by
+// default: that is kcache's reason to exist, unlike the SYCL runtime where it
+// is opt-in.
+const (
+	DefaultMaxSize      = 8 << 30            // 8 GiB, the SYCL runtime's default
+	DefaultAgeThreshold = 7 * 24 * time.Hour // a week, the SYCL runtime's default
+	DefaultMaxImageSize = 1 << 30            // 1 GiB, the SYCL runtime's default
+)
+
+// Environment variable names. They are a public interface: scripts set them.
+const (
+	EnvDir               = "KCACHE_DIR"
+	EnvPersistent        = "KCACHE_PERSISTENT"
+	EnvInMemory          = "KCACHE_IN_MEM"
+	EnvInMemoryThreshold = "KCACHE_IN_MEM_EVICTION_THRESHOLD"
+	EnvMaxSize           = "KCACHE_MAX_SIZE"
+	EnvEvictionDisable   = "KCACHE_EVICTION_DISABLE"
+	EnvAgeThreshold      = "KCACHE_THRESHOLD"
+	EnvMinImageSize      = "KCACHE_MIN_IMAGE_SIZE"
+	EnvMaxImageSize      = "KCACHE_MAX_IMAGE_SIZE"
+	EnvTrace             = "KCACHE_TRACE"
+	EnvDebug             = "KCACHE_DEBUG"
+)
+
+// DefaultConfig returns the configuration used when no variable is set,
+// with the directory derived from XDG_CACHE_HOME or HOME in getenv.
+func DefaultConfig(getenv func(string) string) Config {
+	return Config{
+		Dir:          defaultDir(getenv),
+		Persistent:   true,
+		InMemory:     true,
+		MaxSize:      DefaultMaxSize,
+		AgeThreshold: DefaultAgeThreshold,
+		MaxImageSize: DefaultMaxImageSize,
+	}
+}
+
+func defaultDir(getenv func(string) string) string {
+	if x := getenv("XDG_CACHE_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "kcache")
+	}
+	if h := getenv("HOME"); filepath.IsAbs(h) {
+		return filepath.Join(h, ".cache", "kcache")
+	}
+	return ""
+}
+
+// ConfigFromEnv reads the configuration from the process environment.
+func ConfigFromEnv() (Config, error) { return ConfigFromGetenv(os.Getenv) }
+
+// LoadConfig reads the configuration from the environment, then applies
+// overrides in order: settings made in code win over the environment.
+func LoadConfig(overrides ...func(*Config)) (Config, error) {
+	c, err := ConfigFromEnv()
+	if err != nil {
+		return Config{}, err
+	}
+	for _, o := range overrides {
+		o(&c)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// ConfigFromGetenv reads the configuration through getenv, which lets tests
+// and embedders supply their own environment. An unset or empty variable
+// keeps its default; an unparsable one is an error naming the variable and
+// its value, never a silent default.
+func ConfigFromGetenv(getenv func(string) string) (Config, error) {
+	c := DefaultConfig(getenv)
+	var errs []error
+	set := func(name string, parse func(string) error) {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return
+		}
+		if err := parse(v); err != nil {
+			errs = append(errs, fmt.Errorf("kcache: %s=%q: %w", name, getenv(name), err))
+		}
+	}
+	set(EnvDir, func(v string) error {
+		if !filepath.IsAbs(v) {
+			return errors.New("must be an absolute path")
+		}
+		c.Dir = filepath.Clean(v)
+		return nil
+	})
+	set(EnvPersistent, boolInto(&c.Persistent))
+	set(EnvInMemory, boolInto(&c.InMemory))
+	set(EnvInMemoryThreshold, sizeInto(&c.InMemoryThreshold))
+	set(EnvMaxSize, sizeInto(&c.MaxSize))
+	set(EnvEvictionDisable, boolInto(&c.EvictionDisabled))
+	set(EnvAgeThreshold, durationInto(&c.AgeThreshold))
+	set(EnvMinImageSize, sizeInto(&c.MinImageSize))
+	set(EnvMaxImageSize, sizeInto(&c.MaxImageSize))
+	set(EnvTrace, boolInto(&c.Trace))
+	set(EnvDebug, boolInto(&c.Debug))
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Validate reports settings that contradict each other.
+func (c *Config) Validate() error {
+	if c.MaxImageSize != 0 && c.MinImageSize > c.MaxImageSize {
+		return fmt.Errorf("kcache: minimum image size %d exceeds maximum %d", c.MinImageSize, c.MaxImageSize)
+	}
+	if c.Dir != "" && !filepath.IsAbs(c.Dir) {
+		return fmt.Errorf("kcache: cache directory %q is not absolute", c.Dir)
+	}
+	return nil
+}
+
+// ParseBool accepts 1/0, true/false, yes/no and on/off, in any case.
+func ParseBool(s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "0", "false", "no", "off":
+		return false, nil
+	}
+	return false, errors.New("want 1/0, true/false, yes/no or on/off")
+}
+
+// ParseSize parses a byte size: a plain number of bytes, or a number with a
+// unit, SI ("500MB", "8G" = 8*10^9) or binary ("512MiB", "8GiB" = 8*2^30).
+func ParseSize(s string) (int64, error) {
+	n, err := humanize.ParseBytes(strings.TrimSpace(s))
+	if err != nil {
+		return 0, errors.New("want a size such as 4096, 512MiB or 8G")
+	}
+	if n > 1<<62 {
+		return 0, errors.New("size too large")
+	}
+	return int64(n), nil
+}
+
+// ParseAge parses a duration as time.ParseDuration does ("36h", "90m"), and
+// also whole or fractional days ("7d", "1.5d"). "0" means off.
+func ParseAge(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "0" {
+		return 0, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		f, err := strconv.ParseFloat(days, 64)
+		if err != nil || f < 0 || f > 100*365 {
+			return 0, errors.New("want a duration such as 7d, 36h or 90m")
+		}
+		return time.Duration(f * float64(24*time.Hour)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, errors.New("want a duration such as 7d, 36h or 90m")
+	}
+	return d, nil
+}
+
+func boolInto(dst *bool) func(string) error {
+	return func(v string) (err error) { *dst, err = ParseBool(v); return err }
+}
+
+func sizeInto(dst *int64) func(string) error {
+	return func(v string) (err error) { *dst, err = ParseSize(v); return err }
+}
+
+func durationInto(dst *time.Duration) func(string) error {
+	return func(v string) (err error) { *dst, err = ParseAge(v); return err }
+}

@@ -1,0 +1,133 @@
+package kcache
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestConfigDefaults(t *testing.T) {
+	c, err := ConfigFromGetenv(envOf(map[string]string{"HOME": "/home/u"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{Dir: "/home/u/.cache/kcache", Persistent: true, InMemory: true,
+		MaxSize: 8 << 30, AgeThreshold: 7 * 24 * time.Hour, MaxImageSize: 1 << 30}
+	if c != want {
+		t.Errorf("defaults = %+v, want %+v", c, want)
+	}
+}
+
+func TestConfigDir(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"HOME": "/h", "XDG_CACHE_HOME": "/x"}, "/x/kcache"},
+		{map[string]string{"HOME": "/h", "XDG_CACHE_HOME": "relative"}, "/h/.cache/kcache"},
+		{map[string]string{"HOME": "/h", "KCACHE_DIR": "/d/"}, "/d"},
+		{map[string]string{}, ""},
+	}
+	for _, tt := range tests {
+		c, err := ConfigFromGetenv(envOf(tt.env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Dir != tt.want {
+			t.Errorf("%v: Dir = %q, want %q", tt.env, c.Dir, tt.want)
+		}
+	}
+}
+
+func TestConfigValues(t *testing.T) {
+	env := map[string]string{
+		"KCACHE_PERSISTENT": "0", "KCACHE_IN_MEM": "off",
+		"KCACHE_IN_MEM_EVICTION_THRESHOLD": "512MiB", "KCACHE_MAX_SIZE": "8G",
+		"KCACHE_EVICTION_DISABLE": "yes", "KCACHE_THRESHOLD": "36h",
+		"KCACHE_MIN_IMAGE_SIZE": "1k", "KCACHE_MAX_IMAGE_SIZE": "4096",
+		"KCACHE_TRACE": "TRUE", "KCACHE_DEBUG": "1",
+	}
+	c, err := ConfigFromGetenv(envOf(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{InMemoryThreshold: 512 << 20, MaxSize: 8e9, EvictionDisabled: true,
+		AgeThreshold: 36 * time.Hour, MinImageSize: 1000, MaxImageSize: 4096, Trace: true, Debug: true}
+	if c != want {
+		t.Errorf("got %+v\nwant %+v", c, want)
+	}
+}
+
+func TestParseAge(t *testing.T) {
+	tests := map[string]time.Duration{"7d": 7 * 24 * time.Hour, "1.5d": 36 * time.Hour, "90m": 90 * time.Minute, "0": 0, "0d": 0}
+	for in, want := range tests {
+		got, err := ParseAge(in)
+		if err != nil || got != want {
+			t.Errorf("ParseAge(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+}
+
+// TestConfigRejectsEveryBadValue checks that each variable refuses garbage
+// with an error naming the variable and the value.
+func TestConfigRejectsEveryBadValue(t *testing.T) {
+	bad := map[string][]string{
+		EnvDir:               {"relative/path", "./x"},
+		EnvPersistent:        {"2", "maybe", "-1"},
+		EnvInMemory:          {"enabled"},
+		EnvInMemoryThreshold: {"-5", "lots", "12XB", "1.5.5G"},
+		EnvMaxSize:           {"-1", "8 gigs", "0x10"},
+		EnvEvictionDisable:   {"please"},
+		EnvAgeThreshold:      {"7", "-1h", "week", "d", "-2d", "1e9d"},
+		EnvMinImageSize:      {"small"},
+		EnvMaxImageSize:      {"big"},
+		EnvTrace:             {"verbose"},
+		EnvDebug:             {"11"},
+	}
+	for name, values := range bad {
+		for _, v := range values {
+			_, err := ConfigFromGetenv(envOf(map[string]string{"HOME": "/h", name: v}))
+			if err == nil {
+				t.Errorf("%s=%q accepted", name, v)
+				continue
+			}
+			if !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), v) {
+				t.Errorf("%s=%q: error %q does not name the variable and value", name, v, err)
+			}
+		}
+	}
+}
+
+func TestConfigContradiction(t *testing.T) {
+	_, err := ConfigFromGetenv(envOf(map[string]string{"KCACHE_MIN_IMAGE_SIZE": "2M", "KCACHE_MAX_IMAGE_SIZE": "1M"}))
+	if err == nil {
+		t.Error("minimum above maximum accepted")
+	}
+}
+
+func TestConfigReportsAllErrors(t *testing.T) {
+	_, err := ConfigFromGetenv(envOf(map[string]string{EnvDebug: "x", EnvTrace: "y"}))
+	if err == nil || !strings.Contains(err.Error(), EnvDebug) || !strings.Contains(err.Error(), EnvTrace) {
+		t.Errorf("want both variables named, got %v", err)
+	}
+}
+
+func TestLoadConfigOverridesEnvironment(t *testing.T) {
+	t.Setenv(EnvMaxSize, "1G")
+	t.Setenv(EnvPersistent, "1")
+	c, err := LoadConfig(func(c *Config) { c.MaxSize = 42; c.Persistent = false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxSize != 42 || c.Persistent {
+		t.Errorf("code overrides lost: %+v", c)
+	}
+	t.Setenv(EnvMaxSize, "huge")
+	if _, err := LoadConfig(); err == nil {
+		t.Error("bad environment accepted")
+	}
+}

@@ -1,0 +1,38 @@
+package kcache
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kcache/kcache/objcache"
+)
+
+// ErrMiss is returned by a Store that has no entry for a key. Every
+// malformed, truncated, foreign or unverifiable entry is reported as a miss
+// too (wrapped, so errors.Is(err, ErrMiss) holds): to a caller, an entry it
+// cannot trust is an entry it does not have.
+var ErrMiss = errors.New("kcache: miss")
+
+// ErrOutOfMemory marks a build that ran out of memory; see objcache.ErrOutOfMemory.
+var ErrOutOfMemory = objcache.ErrOutOfMemory
+
+// Transient marks err as a failure that must not be cached: the next caller
+// builds again. See objcache.Transient.
+func Transient(err error) error { return objcache.Transient(err) }
+
+// IsTransient reports whether err was marked by Transient.
+func IsTransient(err error) bool { return objcache.IsTransient(err) }
+
+// DecodeError reports bytes that do not decode: a damaged or foreign file, a
+// truncated record. It wraps ErrMiss, since such an entry is never used.
+type DecodeError struct {
+	What   string // what was being decoded: "key", "entry", ...
+	Reason string
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("kcache: malformed %s: %s", e.What, e.Reason)
+}
+
+// Unwrap makes a DecodeError a miss.
+func (e *DecodeError) Unwrap() error { return ErrMiss }

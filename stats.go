@@ -1,0 +1,74 @@
+package kcache
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// TierStats counts lookups in one tier.
+type TierStats struct {
+	Hits   int64 `json:"hits"`
+	Misses int64 `json:"misses"`
+	Errors int64 `json:"errors"` // I/O or lock failures; each was a miss to the caller
+}
+
+// Stats is a snapshot of a cache's counters.
+type Stats struct {
+	Memory       TierStats     `json:"memory"`
+	Disk         TierStats     `json:"disk"`
+	Remote       TierStats     `json:"remote"`
+	Builds       int64         `json:"builds"`        // compiler runs that succeeded
+	FailedBuilds int64         `json:"failed_builds"` // compiler runs that failed
+	Waited       int64         `json:"waited"`        // entries another process built while this one waited
+	BuildTime    time.Duration `json:"build_time_ns"` // time spent in successful and failed builds
+	SavedTime    time.Duration `json:"saved_time_ns"` // build time avoided by hits, less the time the hits took
+}
+
+// tierCounters are the live counters behind TierStats.
+type tierCounters struct{ hits, misses, errors atomic.Int64 }
+
+func (t *tierCounters) snapshot() TierStats {
+	return TierStats{Hits: t.hits.Load(), Misses: t.misses.Load(), Errors: t.errors.Load()}
+}
+
+// counters are the live counters behind Stats. They are atomics so that
+// recording a hit never takes a lock.
+type counters struct {
+	memory, disk, remote tierCounters
+	builds, failed       atomic.Int64
+	waited               atomic.Int64
+	buildNanos           atomic.Int64
+	savedNanos           atomic.Int64
+}
+
+func (c *counters) tier(o Outcome) *tierCounters {
+	switch o {
+	case OutcomeMemory:
+		return &c.memory
+	case OutcomeRemote:
+		return &c.remote
+	default:
+		return &c.disk
+	}
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Memory:       c.memory.snapshot(),
+		Disk:         c.disk.snapshot(),
+		Remote:       c.remote.snapshot(),
+		Builds:       c.builds.Load(),
+		FailedBuilds: c.failed.Load(),
+		Waited:       c.waited.Load(),
+		BuildTime:    time.Duration(c.buildNanos.Load()),
+		SavedTime:    time.Duration(c.savedNanos.Load()),
+	}
+}
+
+// saved records that a hit avoided a build of cost built, having itself
+// taken took. A hit slower than the build it replaced saves nothing.
+func (c *counters) saved(built, took time.Duration) {
+	if built > took {
+		c.savedNanos.Add(int64(built - took))
+	}
+}
