@@ -42,7 +42,13 @@ func (k *Key) UnmarshalBinary(data []byte) error {
 	out.Image.Format = d.str()
 	out.Image.Source = d.bytes()
 	for n := d.count(); n > 0 && d.err == nil; n-- {
-		out.Image.Headers = append(out.Image.Headers, Header{Name: d.str(), Content: d.bytes()})
+		h := Header{Name: d.str()}
+		if b := d.bytes(); len(b) == len(h.Digest) {
+			copy(h.Digest[:], b)
+		} else {
+			d.fail("bad header digest")
+		}
+		out.Image.Headers = append(out.Image.Headers, h)
 	}
 	for n := d.count(); n > 0 && d.err == nil; n-- {
 		id := d.uvarint()
@@ -87,7 +93,7 @@ func (k *Key) appendImage(b []byte) []byte {
 	e.uvarint(uint64(len(k.Image.Headers)))
 	for _, h := range k.Image.Headers {
 		e.str(h.Name)
-		e.bytes(h.Content)
+		e.bytes(h.Digest[:])
 	}
 	return e.buf
 }

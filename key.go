@@ -57,10 +57,18 @@ type Image struct {
 }
 
 // Header is one file included by an image, named as the include directive
-// resolved it.
+// resolved it, and identified by the SHA-256 of its content. A digest, not
+// the content, is what the key holds: a warm lookup can then reuse a
+// header's digest while the file's size and mtime are unchanged instead of
+// reading and hashing it again (ccache's "direct mode").
 type Header struct {
-	Name    string
-	Content []byte
+	Name   string
+	Digest Digest
+}
+
+// HeaderOf returns the Header for a file's name and content.
+func HeaderOf(name string, content []byte) Header {
+	return Header{Name: name, Digest: sha256.Sum256(content)}
 }
 
 // SpecConstant is one specialization constant: its ID and its value's bytes.
@@ -161,7 +169,7 @@ func (k *Key) canonical() *Key {
 	c := *k
 	c.Image.Headers = slices.Clone(k.Image.Headers)
 	slices.SortStableFunc(c.Image.Headers, func(a, b Header) int {
-		return cmp.Or(cmp.Compare(a.Name, b.Name), compareBytes(a.Content, b.Content))
+		return cmp.Or(cmp.Compare(a.Name, b.Name), compareBytes(a.Digest[:], b.Digest[:]))
 	})
 	c.Spec = slices.Clone(k.Spec)
 	slices.SortStableFunc(c.Spec, func(a, b SpecConstant) int {

@@ -18,8 +18,8 @@ func sampleKey() *Key {
 		Device:   Device{Platform: "Portable Computing Language", Name: "cpu-x86-64", Version: "OpenCL 3.0 PoCL", Driver: "6.0"},
 		Compiler: Compiler{Name: "pocl", Version: "6.0+debian", Library: "/usr/lib/libpocl.so.2", LibrarySize: 1234567, LibraryTime: 1700000000123456789},
 		Image: Image{Format: "opencl-c", Source: []byte("#include \"a.h\"\n__kernel void k(){}"), Headers: []Header{
-			{Name: "b.h", Content: []byte("#define B 2")},
-			{Name: "a.h", Content: []byte("#include \"b.h\"")},
+			HeaderOf("b.h", []byte("#define B 2")),
+			HeaderOf("a.h", []byte("#include \"b.h\"")),
 		}},
 		Spec: []SpecConstant{{ID: 7, Value: []byte{1, 0, 0, 0}}, {ID: 2, Value: []byte{0xff}}},
 		Options: BuildOptions{Compile: "-cl-fast-relaxed-math -DN=4", Link: "-cl-denorms-are-zero", Env: []EnvVar{
@@ -99,7 +99,7 @@ func TestEveryComponentChangesDigest(t *testing.T) {
 		{"compiler mtime", dev, func(k *Key) { k.Compiler.LibraryTime++ }},
 		{"image format", img, func(k *Key) { k.Image.Format = "spirv" }},
 		{"source", img, func(k *Key) { k.Image.Source = append(k.Image.Source, ' ') }},
-		{"header content", img, func(k *Key) { k.Image.Headers[1].Content = []byte("#define B 3") }},
+		{"header content", img, func(k *Key) { k.Image.Headers[1] = HeaderOf(k.Image.Headers[1].Name, []byte("#define B 3")) }},
 		{"header name", img, func(k *Key) { k.Image.Headers[1].Name = "c.h" }},
 		{"header added", img, func(k *Key) { k.Image.Headers = append(k.Image.Headers, Header{Name: "d.h"}) }},
 		{"spec value", spec, func(k *Key) { k.Spec[0].Value = []byte{2, 0, 0, 0} }},

@@ -1,0 +1,26 @@
+# The two entry points the README names: `make demo` runs the main job and
+# `make test` runs the tests. Both install what is missing first.
+export PATH := $(PATH):/usr/local/go/bin
+GO ?= go
+
+.PHONY: demo test setup check build
+
+setup:
+	@scripts/setup
+
+build:
+	CGO_ENABLED=0 $(GO) build -o kcache ./cmd/kcache
+
+demo: setup build
+	./kcache demo --plot demo.svg
+
+# check is what CI enforces besides the tests: formatting and vet.
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
+
+test: setup check
+	$(GO) test -race -timeout 30m ./...
+	CGO_ENABLED=0 $(GO) test -timeout 20m ./opencl ./cmd/...
+	cd bench && $(GO) test -run '^$$' -bench . -benchtime 50ms ./...
