@@ -177,22 +177,97 @@ func (c *Cache) fill(ctx context.Context, key *Key, e Entry, above []Tier) {
 
 // lookupOrBuild runs once per key at a time in this process.
 func (c *Cache) lookupOrBuild(ctx context.Context, key *Key, digest Digest, build BuildFunc) (Result, error) {
+	r, p, err := c.lookup(ctx, key, digest)
+	if p == nil {
+		return r, err
+	}
+	return p.build(ctx, build)
+}
+
+// Lookup looks key up in the tiers. On a hit it returns the result and a
+// nil Pending. On a miss it returns a Pending that holds the key's
+// cross-process build lock (where the first tier has one): the caller
+// builds, then calls Commit with the binary or Abort. Other processes
+// that miss the same key wait, bounded, for that Commit.
+//
+// Lookup is for builders that can only produce a complete binary some time
+// after the build: PoCL, for one, compiles work-group functions at a
+// kernel's first launch and includes them in the binary only if it is read
+// afterwards. GetOrBuild is Lookup, build, Commit in one call.
+func (c *Cache) Lookup(ctx context.Context, key *Key) (Result, *Pending, error) {
+	return c.lookup(ctx, key, c.digests(key).Key)
+}
+
+func (c *Cache) lookup(ctx context.Context, key *Key, digest Digest) (Result, *Pending, error) {
 	if r, err := c.get(ctx, key, digest, true); err == nil {
-		return r, nil
+		return r, nil, nil
 	}
 	unlock, locked := c.lockKey(ctx, key)
-	defer unlock()
 	if locked {
 		// Another process may have built the key while we waited for its
 		// lock: look again before paying for a build. A miss costs a failed
 		// open, nothing next to a compile.
 		if r, err := c.get(ctx, key, digest, false); err == nil {
+			unlock()
 			c.stats.waited.Add(1)
 			r.Outcome = OutcomeWaited
-			return r, nil
+			return r, nil, nil
 		}
 	}
-	return c.build(ctx, key, digest, build)
+	return Result{Digest: digest}, &Pending{c: c, key: key, digest: digest, unlock: unlock, start: time.Now()}, nil
+}
+
+// Pending is a build in progress after a miss. Exactly one of Commit and
+// Abort must be called; later calls do nothing.
+type Pending struct {
+	c      *Cache
+	key    *Key
+	digest Digest
+	start  time.Time
+	once   sync.Once
+	unlock func()
+}
+
+// Digest returns the digest of the key being built.
+func (p *Pending) Digest() Digest { return p.digest }
+
+// Commit stores bin, built in buildTime, in every tier and releases the
+// build lock. buildTime <= 0 means the time since Lookup.
+func (p *Pending) Commit(ctx context.Context, bin []byte, buildTime time.Duration) {
+	p.once.Do(func() {
+		defer p.unlock()
+		if buildTime <= 0 {
+			buildTime = time.Since(p.start)
+		}
+		p.c.stats.builds.Add(1)
+		p.c.stats.buildNanos.Add(int64(buildTime))
+		p.c.fill(ctx, p.key, Entry{Binary: bin, BuildTime: buildTime}, p.c.tiers)
+		p.c.debug("built", "key", p.digest, "took", buildTime, "bytes", len(bin))
+	})
+}
+
+// Abort records a failed build and releases the build lock; nothing is
+// stored, so the next lookup builds again.
+func (p *Pending) Abort(err error) {
+	p.once.Do(func() {
+		defer p.unlock()
+		p.c.stats.failed.Add(1)
+		p.c.stats.buildNanos.Add(int64(time.Since(p.start)))
+		p.c.debug("build failed", "key", p.digest, "err", err)
+	})
+}
+
+// build runs the compiler and commits what it made.
+func (p *Pending) build(ctx context.Context, build BuildFunc) (Result, error) {
+	start := time.Now()
+	bin, err := build(ctx)
+	took := time.Since(start)
+	if err != nil {
+		p.Abort(err)
+		return Result{Digest: p.digest, BuildTime: took}, err
+	}
+	p.Commit(ctx, bin, took)
+	return Result{Binary: bin, Outcome: OutcomeBuilt, Digest: p.digest, BuildTime: took}, nil
 }
 
 // lockKey takes the first tier's cross-process build lock for key, if it
@@ -213,23 +288,6 @@ func (c *Cache) lockKey(ctx context.Context, key *Key) (unlock func(), locked bo
 		return func() {}, false
 	}
 	return unlock, true
-}
-
-// build runs the compiler and stores what it made in every tier.
-func (c *Cache) build(ctx context.Context, key *Key, digest Digest, build BuildFunc) (Result, error) {
-	start := time.Now()
-	bin, err := build(ctx)
-	took := time.Since(start)
-	c.stats.buildNanos.Add(int64(took))
-	if err != nil {
-		c.stats.failed.Add(1)
-		c.debug("build failed", "key", digest, "err", err)
-		return Result{Digest: digest, BuildTime: took}, err
-	}
-	c.stats.builds.Add(1)
-	c.fill(ctx, key, Entry{Binary: bin, BuildTime: took}, c.tiers)
-	c.debug("built", "key", digest, "took", took, "bytes", len(bin))
-	return Result{Binary: bin, Outcome: OutcomeBuilt, Digest: digest, BuildTime: took}, nil
 }
 
 // Put stores a binary built elsewhere in every tier.

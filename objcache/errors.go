@@ -1,6 +1,10 @@
 package objcache
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+)
 
 // ErrOutOfMemory marks a build that failed because the device or host ran
 // out of memory. A builder returns an error that wraps it (errors.Is); the
@@ -30,3 +34,25 @@ type transientError struct{ err error }
 
 func (e *transientError) Error() string { return e.err.Error() }
 func (e *transientError) Unwrap() error { return e.err }
+
+// ErrClosed is returned by GetOrBuild once the cache is closed, wrapped
+// around the build's own error for the callers of a build that Close
+// cancelled.
+var ErrClosed = errors.New("objcache: closed")
+
+// ErrBuildPanic is wrapped by the error that callers get when their builder
+// panicked. The panic is recovered so that it neither crashes the process
+// nor leaves waiters hanging; the error carries the panic value (wrapped, if
+// it is an error) and the builder's stack. Like a Transient error it is not
+// cached: the next caller builds again.
+var ErrBuildPanic = errors.New("objcache: build panicked")
+
+// panicError turns a recovered panic value into an error. It must be called
+// from the deferred function that recovered, for the stack to be the
+// builder's.
+func panicError(r any) error {
+	if err, ok := r.(error); ok {
+		return fmt.Errorf("%w: %w\n\n%s", ErrBuildPanic, err, debug.Stack())
+	}
+	return fmt.Errorf("%w: %v\n\n%s", ErrBuildPanic, r, debug.Stack())
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/kcache/kcache/internal/suite"
+	"github.com/kcache/kcache/opencl"
+	"github.com/spf13/cobra"
+)
+
+// demoPhase is one process of the demo: how its environment is set, and
+// whether it runs through the cache or measures the floor.
+type demoPhase struct {
+	name  string
+	title string
+	mode  string
+	env   func(dir string) []string
+}
+
+// demoPhases run in this order. Every phase is a new process, so nothing
+// carries over in memory; they differ only in what is on disk.
+//
+// PoCL's own kernel cache is off in the kcache phases, each with its own
+// PoCL directory, so that the warm phase measures kcache alone. PoCL
+// shares temporary directories between processes that compile at once
+// with its cache off; a directory per phase keeps them apart.
+var demoPhases = []demoPhase{
+	{"cold", "kcache, empty cache", modeCache, func(d string) []string {
+		return []string{"KCACHE_DIR=" + filepath.Join(d, "kcache"), "KCACHE_PERSISTENT=1", "POCL_KERNEL_CACHE=0", "POCL_CACHE_DIR=" + filepath.Join(d, "pocl-cold")}
+	}},
+	{"warm", "kcache, new process", modeCache, func(d string) []string {
+		return []string{"KCACHE_DIR=" + filepath.Join(d, "kcache"), "KCACHE_PERSISTENT=1", "POCL_KERNEL_CACHE=0", "POCL_CACHE_DIR=" + filepath.Join(d, "pocl-warm")}
+	}},
+	{"peer-cold", "PoCL cache, empty", modeCache, func(d string) []string {
+		return []string{"KCACHE_PERSISTENT=0", "POCL_KERNEL_CACHE=1", "POCL_CACHE_DIR=" + filepath.Join(d, "pocl-peer")}
+	}},
+	{"peer", "PoCL cache, new process", modeCache, func(d string) []string {
+		return []string{"KCACHE_PERSISTENT=0", "POCL_KERNEL_CACHE=1", "POCL_CACHE_DIR=" + filepath.Join(d, "pocl-peer")}
+	}},
+	{"floor", "binary in memory", modeFloor, func(d string) []string {
+		return []string{"KCACHE_DIR=" + filepath.Join(d, "kcache"), "KCACHE_PERSISTENT=1", "POCL_KERNEL_CACHE=0", "POCL_CACHE_DIR=" + filepath.Join(d, "pocl-floor")}
+	}},
+}
+
+func newDemoCmd() *cobra.Command {
+	var (
+		plotFile string
+		asJSON   bool
+		keep     bool
+		cases    []string
+	)
+	cmd := &cobra.Command{
+		Use:   "demo [--plot FILE] [--json] [--case NAME]...",
+		Short: "Run the kernel suite cold, warm and against PoCL's own cache",
+		Long: `Run a suite of OpenCL kernels, each checked against a Go reference, in five
+processes: through kcache with an empty cache (cold), again in a new process
+(warm), with PoCL's own kernel cache empty and then warm (the peer), and from
+a binary already in memory (the floor). Print, per kernel, the time to the
+first correct result in each, and the speedups.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), demoOptions{plot: plotFile, json: asJSON, keep: keep, cases: cases})
+		},
+	}
+	cmd.Flags().StringVar(&plotFile, "plot", "", "also write the results as a chart to `FILE` (.svg or .png)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per kernel instead of the table")
+	cmd.Flags().BoolVar(&keep, "keep", false, "keep the demo's cache directories")
+	cmd.Flags().StringArrayVar(&cases, "case", nil, "run only the case `NAME` (repeatable)")
+	return cmd
+}
+
+type demoOptions struct {
+	plot  string
+	json  bool
+	keep  bool
+	cases []string
+}
+
+func runDemo(ctx context.Context, out, progress io.Writer, o demoOptions) error {
+	if err := opencl.Load(); err != nil {
+		return err
+	}
+	for _, name := range o.cases {
+		if len(selectCases([]string{name})) == 0 {
+			return fmt.Errorf("no case named %q", name)
+		}
+	}
+	dir, err := os.MkdirTemp("", "kcache-demo-")
+	if err != nil {
+		return err
+	}
+	if o.keep {
+		fmt.Fprintln(progress, "demo: keeping", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	include := filepath.Join(dir, "include")
+	if err := writeSuiteHeaders(include); err != nil {
+		return err
+	}
+	results := map[string]map[string]phaseResult{} // phase -> case -> result
+	for _, ph := range demoPhases {
+		rs, err := runPhaseProcess(ctx, progress, ph, dir, include, o.cases)
+		if err != nil {
+			return fmt.Errorf("phase %s: %w", ph.name, err)
+		}
+		results[ph.name] = rs
+	}
+	rows := demoRows(selectCases(o.cases), results)
+	if o.json {
+		err = writeDemoJSON(out, rows)
+	} else {
+		err = writeDemoTable(out, rows)
+	}
+	if err != nil {
+		return err
+	}
+	if o.plot != "" {
+		if err := writeDemoPlot(o.plot, rows); err != nil {
+			return err
+		}
+		fmt.Fprintln(progress, "demo: wrote", o.plot)
+	}
+	if failed := countFailed(rows); failed > 0 {
+		fmt.Fprintf(progress, "demo: %d case(s) failed\n", failed)
+		return exitError{1}
+	}
+	return nil
+}
+
+// writeSuiteHeaders puts the headers of every case in dir. The directory
+// is shared by all phases: it is part of the build options, and so of the
+// key, and must not change between the cold and the warm run.
+func writeSuiteHeaders(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, c := range suite.All() {
+		if err := c.WriteHeaders(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runPhaseProcess runs one phase as a child process of this binary and
+// collects its results, showing progress as each case finishes.
+func runPhaseProcess(ctx context.Context, progress io.Writer, ph demoPhase, dir, include string, cases []string) (map[string]phaseResult, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"demo-phase", "--mode", ph.mode, "--include", include}
+	for _, c := range cases {
+		args = append(args, "--case", c)
+	}
+	cmd := exec.CommandContext(ctx, self, args...)
+	cmd.Env = append(cleanEnv(os.Environ()), ph.env(dir)...)
+	cmd.Stderr = progress
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	results := map[string]phaseResult{}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		var r phaseResult
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			return nil, fmt.Errorf("bad line from phase process: %q", sc.Text())
+		}
+		results[r.Case] = r
+		status := r.Outcome
+		if r.Error != "" {
+			status = "FAILED: " + firstLine(r.Error)
+		}
+		fmt.Fprintf(progress, "%-10s %3d  %-22s %9.1f ms  %s\n", ph.name, len(results), r.Case, r.MS, status)
+	}
+	if err := cmd.Wait(); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// cleanEnv drops the variables the phases set, so the user's own settings
+// cannot skew one phase and not another.
+func cleanEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "KCACHE_") && !strings.HasPrefix(kv, "POCL_KERNEL_CACHE=") && !strings.HasPrefix(kv, "POCL_CACHE_DIR=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/internal/suite"
+	"github.com/kcache/kcache/opencl"
+	"github.com/spf13/cobra"
+)
+
+// phaseResult is one case's result in one phase of the demo, as a phase
+// process reports it to the demo on its standard output.
+type phaseResult struct {
+	Case     string  `json:"case"`
+	Category string  `json:"category"`
+	Outcome  string  `json:"outcome,omitempty"`
+	MS       float64 `json:"ms"`        // time to the first correct result
+	CommitMS float64 `json:"commit_ms"` // storing the binary, after the result
+	Error    string  `json:"error,omitempty"`
+}
+
+// Phase modes: through the cache (its tiers as configured by the
+// environment), or the floor: a program made from a binary already in
+// memory, which is what any cache can at best achieve.
+const (
+	modeCache = "cache"
+	modeFloor = "floor"
+)
+
+func newDemoPhaseCmd() *cobra.Command {
+	var mode, include string
+	var cases []string
+	cmd := &cobra.Command{
+		Use:    "demo-phase",
+		Hidden: true, // run by `kcache demo`, one process per phase
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPhase(cmd.Context(), cmd.OutOrStdout(), mode, include, cases)
+		},
+	}
+	cmd.Flags().StringVar(&mode, "mode", modeCache, "cache or floor")
+	cmd.Flags().StringVar(&include, "include", "", "directory holding the suite's headers")
+	cmd.Flags().StringArrayVar(&cases, "case", nil, "run only these cases")
+	return cmd
+}
+
+func runPhase(ctx context.Context, out io.Writer, mode, include string, only []string) error {
+	cfg, err := kcache.ConfigFromEnv()
+	if err != nil {
+		return err
+	}
+	dev, err := selectDevice(0)
+	if err != nil {
+		return err
+	}
+	cl, err := opencl.NewContext(dev)
+	if err != nil {
+		return err
+	}
+	defer cl.Release()
+	q, err := cl.NewQueue(dev)
+	if err != nil {
+		return err
+	}
+	defer q.Release()
+	// The demo commits each program after its case ran, so the delay only
+	// matters if a case fails before that.
+	bins := openCache(cfg, logger(cfg.Debug))
+	cache := opencl.NewCache(cl, bins, opencl.CacheOptions{CommitDelay: time.Hour})
+	defer cache.Close()
+	enc := json.NewEncoder(out)
+	for _, c := range selectCases(only) {
+		src := opencl.Source{Code: []byte(c.Source), Options: c.BuildOptions(include)}
+		var r phaseResult
+		if mode == modeFloor {
+			r = runFloor(ctx, bins, cache, cl, q, dev, c, src)
+		} else {
+			r = runCached(ctx, cache, cl, q, dev, c, src)
+		}
+		r.Case, r.Category = c.Name, c.Category
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func selectCases(only []string) []suite.Case {
+	all := suite.All()
+	if len(only) == 0 {
+		return all
+	}
+	return slices.DeleteFunc(all, func(c suite.Case) bool { return !slices.Contains(only, c.Name) })
+}
+
+// runCached times a case from the request for its program to its checked
+// result, through the cache.
+func runCached(ctx context.Context, cache *opencl.Cache, cl *opencl.Context, q *opencl.Queue, dev opencl.Device, c suite.Case, src opencl.Source) phaseResult {
+	start := time.Now()
+	p, err := cache.Program(ctx, dev, src)
+	if err != nil {
+		return phaseResult{Error: err.Error()}
+	}
+	defer p.Release()
+	kernels := func(name string) (*opencl.Kernel, error) {
+		k, err := p.Kernel(name)
+		if err != nil {
+			return nil, err
+		}
+		return k.Raw(), nil
+	}
+	err = execute(cl, q, kernels, c)
+	r := phaseResult{Outcome: p.Outcome.String(), MS: msSince(start)}
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	commit := time.Now()
+	p.Commit(ctx)
+	r.CommitMS = msSince(commit)
+	return r
+}
+
+// runFloor reads the case's binary from the cache untimed, then times what
+// remains: program from that binary, build, kernels, run, check.
+func runFloor(ctx context.Context, bins *kcache.Cache, cache *opencl.Cache, cl *opencl.Context, q *opencl.Queue, dev opencl.Device, c suite.Case, src opencl.Source) phaseResult {
+	key, err := cache.Key(dev, src)
+	if err != nil {
+		return phaseResult{Error: err.Error()}
+	}
+	stored, err := bins.Get(ctx, key)
+	if err != nil {
+		return phaseResult{Error: fmt.Sprintf("no stored binary for the floor: %v", err)}
+	}
+	bin := stored.Binary
+	start := time.Now()
+	prog, err := cl.ProgramWithBinary([]opencl.Device{dev}, [][]byte{bin})
+	if err != nil {
+		return phaseResult{Error: err.Error()}
+	}
+	defer prog.Release()
+	if err := prog.Build([]opencl.Device{dev}, src.Options); err != nil {
+		return phaseResult{Error: err.Error()}
+	}
+	var made []*opencl.Kernel
+	defer func() {
+		for _, k := range made {
+			k.Release()
+		}
+	}()
+	kernels := func(name string) (*opencl.Kernel, error) {
+		k, err := prog.NewKernel(name)
+		if err == nil {
+			made = append(made, k)
+		}
+		return k, err
+	}
+	err = execute(cl, q, kernels, c)
+	r := phaseResult{Outcome: "floor", MS: msSince(start)}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	return r
+}
+
+// execute runs a case's launches and checks the result against the Go
+// reference.
+func execute(cl *opencl.Context, q *opencl.Queue, kernels func(string) (*opencl.Kernel, error), c suite.Case) error {
+	out, err := suite.Execute(cl, q, kernels, c)
+	if err != nil {
+		return err
+	}
+	if err := c.Verify(out); err != nil {
+		return fmt.Errorf("wrong result: %w", err)
+	}
+	return nil
+}
+
+func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }

@@ -1,0 +1,111 @@
+package disk
+
+import (
+	"encoding/hex"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/kcache/kcache"
+)
+
+// On-disk layout, under the cache root:
+//
+//	v<FormatVersion>/
+//	  size.txt      total bytes of all .src and .bin files (see size.go)
+//	  trim.txt      Unix time of the last maintenance pass (see evict.go)
+//	  evict.lock    held by the one process evicting or trimming
+//	  <device>/<image>/<spec>/<options>/    the key's leaf directory
+//	    <n>.src     key record, binary size and checksums (see record.go)
+//	    <n>.bin     the built binary
+//	    lock        the key's build lock (see lock.go)
+//	    .tmp-*      a write in progress, or left by a dead writer
+//
+// The version directory keeps entries of another format version apart: a
+// kcache of another version never opens them, and its size file and locks
+// are its own.
+
+// digestHexLen is how many hex digits of each component digest name its
+// directory level: 128 bits. The name only spreads entries and makes
+// collisions rare; the full key record in .src decides a hit, so a shorter
+// name costs no correctness. Half the digits keep the leaf path about 140
+// bytes under the root instead of 270, which matters on deep roots and on
+// file systems that slow down with long names.
+const digestHexLen = 32
+
+// maxSlots bounds the collision chain <n> in one leaf directory. Two keys
+// share a leaf only if all four 128-bit component names collide, which no
+// cache will see by accident; the bound exists so that a forged or damaged
+// directory cannot make a lookup scan without end. A miss probes every
+// slot: maxSlots failed opens, a few microseconds against a build's
+// milliseconds.
+const maxSlots = 4
+
+// File names inside the version and leaf directories.
+const (
+	sizeName   = "size.txt"
+	trimName   = "trim.txt"
+	evictName  = "evict.lock"
+	lockName   = "lock"
+	tempPrefix = ".tmp-"
+	srcSuffix  = ".src"
+	binSuffix  = ".bin"
+)
+
+// versionDir returns the directory that holds this format version's tree.
+func versionDir(root string) string {
+	return filepath.Join(root, "v"+strconv.Itoa(kcache.FormatVersion))
+}
+
+// leafDir returns the leaf directory of a key with digests d.
+func (s *Store) leafDir(d kcache.Digests) string {
+	// Plain concatenation: the parts are clean, and this runs on every hit.
+	return s.dir + "/" + shortHex(d.Device) + "/" + shortHex(d.Image) + "/" +
+		shortHex(d.Spec) + "/" + shortHex(d.Options)
+}
+
+// shortHex names one directory level after a component digest.
+func shortHex(d kcache.Digest) string {
+	return hex.EncodeToString(d[:digestHexLen/2])
+}
+
+// isLevelName reports whether name could be a directory level: exactly
+// digestHexLen lower-case hex digits. Anything else under the version
+// directory is not an entry.
+func isLevelName(name string) bool {
+	if len(name) != digestHexLen {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func srcPath(leaf string, n int) string { return leaf + "/" + strconv.Itoa(n) + srcSuffix }
+func binPath(leaf string, n int) string { return leaf + "/" + strconv.Itoa(n) + binSuffix }
+
+// parseSlotName splits "<n>.src" or "<n>.bin" into n and the suffix. It
+// accepts only the names this package writes: n in [0, maxSlots), no
+// leading zeros.
+func parseSlotName(name string) (n int, suffix string, ok bool) {
+	for _, suf := range [...]string{srcSuffix, binSuffix} {
+		num, found := strings.CutSuffix(name, suf)
+		if !found {
+			continue
+		}
+		v, err := strconv.Atoi(num)
+		if err != nil || v < 0 || v >= maxSlots || strconv.Itoa(v) != num {
+			return 0, "", false
+		}
+		return v, suf, true
+	}
+	return 0, "", false
+}
+
+// imageSize is the size of a key's device image as the size limits see it.
+// Headers are in the key by digest only, so their size cannot count.
+func imageSize(k *kcache.Key) int64 { return int64(len(k.Image.Source)) }

@@ -1,0 +1,214 @@
+package disk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kcache/kcache"
+)
+
+// Locks. Each is an flock(2) on an open file description, which the kernel
+// drops when the descriptor is closed, so a holder killed at any instant
+// leaves nothing locked. No lock is a file whose mere existence means
+// "locked".
+//
+//	what            held by                  while
+//	<leaf>/lock     a builder (Store.Lock)   the build, then its Put
+//	<leaf> (dir)    a writer or remover      one entry's slot choice, renames or removal
+//	size.txt        whoever changes the total  one read-modify-write
+//	evict.lock      the evictor or trimmer   one pass; taken without waiting
+//
+// Readers take no lock: files appear only by rename, and a record is renamed
+// into place after its binary, so a reader sees a whole entry, no entry, or
+// a record and binary that disagree, which fails the checksum and is a miss.
+//
+// No wait for a lock happens while another is held, except the leaf
+// directory's under the builder's <leaf>/lock, which nothing takes in the
+// other order. Every wait is bounded: a lock is tried without blocking and
+// retried with backoff until it is free, the context ends or the wait runs
+// out, and then the caller goes on without it.
+
+// Backoff between tries of a busy lock.
+const (
+	// minBackoff is the first pause. Short locks (a rename, a counter
+	// update) are held for tens of microseconds, so the first retry comes
+	// soon.
+	minBackoff = time.Millisecond
+	// maxBackoff caps the pause, and so the delay between a release and the
+	// waiter noticing: against builds of tenths of a second and more, 50 ms
+	// is small, and 20 tries a second cost nothing.
+	maxBackoff = 50 * time.Millisecond
+	// maxRelock bounds how often a lock is retaken because its file or
+	// directory was removed between the open and the lock. Each retry means
+	// a remover got there first; more than a few in a row means something is
+	// deleting the tree, and the caller is better off without the lock.
+	maxRelock = 8
+)
+
+// Lock takes the build lock of key: cross-process single-flight. It blocks
+// until the caller holds the lock, ctx ends, or Options.BuildWait runs out
+// (then the error wraps ErrLockTimeout). unlock releases it and is safe to
+// call more than once; it is never nil, so a caller may defer it even after
+// an error. If the holder dies the kernel releases the lock.
+//
+// The protocol, as the caller (kcache.Cache) runs it:
+//
+//	Get               hit: done
+//	miss -> Lock      waits while another process builds the same key
+//	Get again         hit: another process built it while we waited
+//	miss -> build -> Put -> unlock
+//
+// If Lock fails the caller builds anyway: single-flight saves work and
+// never gates correctness, since Put of the same key twice is harmless. A
+// key the size limits keep out of the cache is never waited for: its lock
+// returns at once.
+func (s *Store) Lock(ctx context.Context, key *kcache.Key) (unlock func(), err error) {
+	if !s.admits(key) {
+		return func() {}, nil
+	}
+	leaf := s.leafDir(s.digests(key))
+	f, err := lockPath(ctx, leaf+"/"+lockName, openLockFile, leaf, s.opts.BuildWait)
+	if err != nil {
+		return func() {}, fmt.Errorf("disk: build lock: %w", err)
+	}
+	return closer(f), nil
+}
+
+// lockLeaf takes the lock on a leaf directory, creating the directory if
+// create is set. A directory that does not exist and is not to be created
+// gives an error wrapping fs.ErrNotExist.
+func (s *Store) lockLeaf(ctx context.Context, leaf string, create bool, wait time.Duration) (unlock func(), err error) {
+	mkdir := ""
+	if create {
+		mkdir = leaf
+	}
+	f, err := lockPath(ctx, leaf, os.Open, mkdir, wait)
+	if err != nil {
+		return nil, err
+	}
+	return closer(f), nil
+}
+
+// lockFile takes the lock on a file of the version directory (size.txt,
+// evict.lock), creating it if needed.
+func (s *Store) lockFile(ctx context.Context, name string, wait time.Duration) (*os.File, error) {
+	return lockPath(ctx, s.dir+"/"+name, openLockFile, "", wait)
+}
+
+// closer returns a function that closes f once; closing drops its flock.
+func closer(f *os.File) func() {
+	var once sync.Once
+	return func() { once.Do(func() { f.Close() }) }
+}
+
+func openLockFile(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDWR|os.O_CREATE, filePerm)
+}
+
+// lockPath opens path and holds an exclusive flock on it within wait. It
+// creates mkdir first when that is set. A remover unlinks a lock file or
+// directory only while holding its lock, so a waiter can win the lock on
+// something already unlinked; lockPath then starts over on what the path
+// names now.
+func lockPath(ctx context.Context, path string, open func(string) (*os.File, error), mkdir string, wait time.Duration) (*os.File, error) {
+	deadline := time.Now().Add(wait) // real time: waits are real even under a test clock
+	for attempt := 0; ; attempt++ {
+		f, err := openFor(path, open, mkdir)
+		if errors.Is(err, fs.ErrNotExist) && mkdir != "" && attempt < maxRelock {
+			continue // a remover took the directory between mkdir and open
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := flockWait(ctx, f, time.Until(deadline)); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if linked(f, path) {
+			return f, nil
+		}
+		f.Close()
+		if attempt >= maxRelock {
+			return nil, fmt.Errorf("%w: %s keeps being removed", ErrLockTimeout, path)
+		}
+	}
+}
+
+func openFor(path string, open func(string) (*os.File, error), mkdir string) (*os.File, error) {
+	if mkdir != "" {
+		if err := os.MkdirAll(mkdir, dirPerm); err != nil {
+			return nil, err
+		}
+	}
+	return open(path)
+}
+
+// linked reports whether path still names the file f has open.
+func linked(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
+}
+
+// flockWait takes an exclusive flock on f, trying without blocking and
+// retrying with jittered exponential backoff. A blocking flock could not be
+// abandoned when ctx ends or the wait runs out: the goroutine would stay in
+// the kernel until the holder let go. wait <= 0 means one try.
+func flockWait(ctx context.Context, f *os.File, wait time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	fd := int(f.Fd())
+	deadline := time.Now().Add(wait)
+	delay := minBackoff
+	for {
+		err := flockNB(fd)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return &fs.PathError{Op: "flock", Path: f.Name(), Err: err}
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("%w: %s", ErrLockTimeout, f.Name())
+		}
+		// Jitter keeps processes that started waiting together from
+		// retrying in lockstep.
+		pause := min(delay/2+rand.N(delay/2+1), left)
+		if err := sleep(ctx, pause); err != nil {
+			return err
+		}
+		delay = min(2*delay, maxBackoff)
+	}
+}
+
+func flockNB(fd int) error {
+	for {
+		err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

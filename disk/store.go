@@ -1,0 +1,498 @@
+package disk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/kcache/kcache"
+)
+
+// Options configures a Store. The zero value of every field but Dir is a
+// usable default.
+type Options struct {
+	// Dir is the cache root. Open fails with ErrNoDir when it is empty.
+	Dir string
+	// MaxSize is the total size in bytes (records and binaries) above which
+	// a Put evicts least recently used entries; 0 means no size limit.
+	MaxSize int64
+	// EvictTo is the fraction of MaxSize eviction goes down to; 0 means
+	// DefaultEvictTo.
+	EvictTo float64
+	// AgeThreshold removes entries unused for longer, in the daily
+	// maintenance pass; 0 disables age-based eviction.
+	AgeThreshold time.Duration
+	// EvictionDisabled turns off both kinds of eviction. Leftovers of
+	// crashed writers are still cleaned up.
+	EvictionDisabled bool
+	// MinImageSize and MaxImageSize bound the input image size (source plus
+	// headers) of keys worth caching; 0 means no bound. Put of a key outside
+	// them does nothing.
+	MinImageSize, MaxImageSize int64
+	// LockTimeout bounds waits for the short locks of a write; 0 means
+	// DefaultLockTimeout.
+	LockTimeout time.Duration
+	// BuildWait bounds how long Lock waits for another process's build of
+	// the same key; 0 means DefaultBuildWait.
+	BuildWait time.Duration
+	// Logger receives warnings and debug events; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock for access times and ages; nil means time.Now.
+	Now func() time.Time
+}
+
+// Defaults for Options.
+const (
+	// DefaultEvictTo evicts down to half of MaxSize, as the SYCL runtime
+	// does, so that one eviction pass (a walk of the whole tree) pays for
+	// many later inserts.
+	DefaultEvictTo = 0.5
+	// DefaultLockTimeout bounds waits for short locks. They are held for
+	// microseconds, except the size file while a missing total is rebuilt
+	// by a walk (about a second per 10^5 entries); a holder stopped for
+	// longer is not worth waiting for.
+	DefaultLockTimeout = 10 * time.Second
+	// DefaultBuildWait bounds a wait for another process's build. JIT builds
+	// of large kernels take tens of seconds; past two minutes the other
+	// builder is more likely hung than slow, and building here is cheaper
+	// than waiting on.
+	DefaultBuildWait = 2 * time.Minute
+)
+
+// Permissions of what the store creates: the cache is private to its user.
+const (
+	dirPerm  = 0o700
+	filePerm = 0o600
+)
+
+// FromConfig returns the Options that c describes. The lock waits keep
+// their defaults.
+func FromConfig(c kcache.Config) Options {
+	return Options{
+		Dir:              c.Dir,
+		MaxSize:          c.MaxSize,
+		AgeThreshold:     c.AgeThreshold,
+		EvictionDisabled: c.EvictionDisabled,
+		MinImageSize:     c.MinImageSize,
+		MaxImageSize:     c.MaxImageSize,
+	}
+}
+
+// Store is a persistent cache of built binaries in a directory tree shared
+// by every process of the user (see the layout in layout.go). It implements
+// kcache.Store and kcache.Locker, and is safe for concurrent use by
+// goroutines and processes.
+type Store struct {
+	root string // the cache root, Options.Dir
+	dir  string // root/v<FormatVersion>
+	opts Options
+	now  func() time.Time
+	log  *slog.Logger
+	// sync makes a write fsync the binary before the record commits it.
+	// Tests that build large fixtures turn it off.
+	sync bool
+	// digests names a key's leaf directory. Tests replace it with a weak
+	// hash to force collisions.
+	digests func(*kcache.Key) kcache.Digests
+	// nextTrim caches, in Unix nanoseconds of the store's clock, when the
+	// next maintenance pass is due, so that most Puts skip reading trim.txt.
+	nextTrim atomic.Int64
+}
+
+var (
+	_ kcache.Store  = (*Store)(nil)
+	_ kcache.Locker = (*Store)(nil)
+)
+
+// Open opens the cache under opts.Dir, creating it if needed. It fails with
+// ErrNoDir when no directory is configured and with ErrUnsafeDir when the
+// directory belongs to another user or others may write it; an existing
+// cache that cannot be written opens fine, and its Puts fail.
+func Open(opts Options) (*Store, error) {
+	if err := opts.fill(); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		root:    opts.Dir,
+		dir:     versionDir(opts.Dir),
+		opts:    opts,
+		now:     opts.Now,
+		log:     opts.Logger,
+		sync:    true,
+		digests: (*kcache.Key).Digests,
+	}
+	if err := prepareDir(s.root, s.dir); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// fill checks opts and sets its defaults.
+func (o *Options) fill() error {
+	switch {
+	case o.Dir == "":
+		return ErrNoDir
+	case !filepath.IsAbs(o.Dir):
+		return fmt.Errorf("disk: cache directory %q is not absolute", o.Dir)
+	case o.EvictTo < 0 || o.EvictTo > 1:
+		return fmt.Errorf("disk: EvictTo %v is not a fraction in (0, 1]", o.EvictTo)
+	case o.MaxSize < 0 || o.MinImageSize < 0 || o.MaxImageSize < 0:
+		return errors.New("disk: negative size limit")
+	}
+	o.Dir = filepath.Clean(o.Dir)
+	if o.EvictTo == 0 {
+		o.EvictTo = DefaultEvictTo
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	if o.BuildWait <= 0 {
+		o.BuildWait = DefaultBuildWait
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return nil
+}
+
+// Dir returns the cache root.
+func (s *Store) Dir() string { return s.root }
+
+// errMiss is what Get returns when no slot holds the key.
+var errMiss = fmt.Errorf("disk: no entry: %w", kcache.ErrMiss)
+
+// Get returns the entry for key. Anything it cannot verify (a missing,
+// truncated, damaged or unreadable file, a checksum mismatch) is a miss: the
+// error wraps kcache.ErrMiss, and the cause too where there is one. A hit
+// writes nothing, except the entry's access time at most once an hour.
+func (s *Store) Get(ctx context.Context, key *kcache.Key) (kcache.Entry, error) {
+	h, err := s.find(ctx, key)
+	if err != nil {
+		return kcache.Entry{}, err
+	}
+	s.touch(h.path, h.mtime)
+	return kcache.Entry{Binary: h.bin, BuildTime: time.Duration(h.rec.buildTime)}, nil
+}
+
+// found is an entry read and checked by find.
+type found struct {
+	path  string // of the record
+	mtime time.Time
+	src   []byte // the record as stored
+	rec   rawRecord
+	bin   []byte
+}
+
+// find looks key up in every slot of its leaf.
+func (s *Store) find(ctx context.Context, key *kcache.Key) (found, error) {
+	if err := ctx.Err(); err != nil {
+		return found{}, fmt.Errorf("disk: %w: %w", kcache.ErrMiss, err)
+	}
+	want, _ := key.MarshalBinary()
+	leaf := s.leafDir(s.digests(key))
+	for n := range maxSlots {
+		h, err := readSlot(leaf, n, want)
+		switch {
+		case err == nil:
+			return h, nil
+		case isOwnDamage(err):
+			s.log.Warn("kcache: damaged cache entry ignored", "path", binPath(leaf, n), "err", err)
+			return found{}, fmt.Errorf("disk: %w", err)
+		case errors.Is(err, errOtherKey), errors.Is(err, fs.ErrNotExist):
+			continue // a collision, or an empty slot before a used one
+		case errors.Is(err, kcache.ErrMiss):
+			s.log.Warn("kcache: damaged cache entry ignored", "path", srcPath(leaf, n), "err", err)
+			continue // a damaged record could belong to anyone
+		default:
+			return found{}, fmt.Errorf("disk: %w: %w", kcache.ErrMiss, err)
+		}
+	}
+	return found{}, errMiss
+}
+
+// errOtherKey says a slot holds a sound record for a different key.
+var errOtherKey = errors.New("disk: slot holds another key")
+
+// readSlot reads slot n of leaf and returns its entry if it holds the key
+// encoded as want and its binary checks out.
+func readSlot(leaf string, n int, want []byte) (found, error) {
+	path := srcPath(leaf, n)
+	src, info, err := readFile(path, maxRecordSize)
+	if err != nil {
+		return found{}, err
+	}
+	rec, err := parseRecord(src)
+	if err != nil {
+		return found{}, err
+	}
+	if string(rec.key) != string(want) {
+		return found{}, errOtherKey
+	}
+	bin, err := readBinary(binPath(leaf, n), &rec)
+	if err != nil {
+		return found{}, &binaryError{err} // the key's entry, damaged
+	}
+	return found{path: path, mtime: info.ModTime(), src: src, rec: rec, bin: bin}, nil
+}
+
+// readBinary reads the binary rec describes and checks its length and
+// CRC-32C. Any mismatch is a *kcache.DecodeError.
+func readBinary(path string, rec *rawRecord) ([]byte, error) {
+	bin, _, err := readFile(path, rec.size)
+	if err != nil {
+		return nil, err
+	}
+	if !rec.checkCRC(bin) {
+		return nil, &kcache.DecodeError{What: "binary", Reason: "size or checksum mismatch"}
+	}
+	return bin, nil
+}
+
+// readFile reads a whole file of at most limit bytes with one open, one
+// fstat and one read: the fstat gives the length (files here are replaced,
+// never written in place) and the access time.
+func readFile(path string, limit int64) ([]byte, fs.FileInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if info.Size() > limit || !info.Mode().IsRegular() {
+		return nil, nil, &kcache.DecodeError{What: "file", Reason: fmt.Sprintf("%s: %d bytes, not a regular file of at most %d", path, info.Size(), limit)}
+	}
+	b := make([]byte, info.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, nil, &kcache.DecodeError{What: "file", Reason: fmt.Sprintf("%s: %v", path, err)}
+	}
+	return b, info, nil
+}
+
+// mtimeInterval is how stale an entry's access time may get before a hit
+// refreshes it. Eviction needs only a rough order, and ages are counted in
+// days, so an hour of imprecision costs nothing; in exchange a warm cache
+// read by many processes is written at most once an hour per entry instead
+// of on every hit. (Go's build cache made the same trade.)
+const mtimeInterval = time.Hour
+
+// touch records a use of the entry whose record is at path and was last
+// marked at mtime.
+func (s *Store) touch(path string, mtime time.Time) {
+	now := s.now()
+	if now.Sub(mtime) < mtimeInterval {
+		return
+	}
+	// Best effort: on a read-only cache this fails, and the entry merely
+	// looks older to eviction than it is.
+	_ = os.Chtimes(path, now, now)
+}
+
+// admits reports whether key's image is within the size limits.
+func (s *Store) admits(key *kcache.Key) bool {
+	n := imageSize(key)
+	return n >= s.opts.MinImageSize && (s.opts.MaxImageSize == 0 || n <= s.opts.MaxImageSize)
+}
+
+// Put stores e for key. A key outside the image size limits, or an entry
+// larger than eviction's target, is not stored, and Put returns nil. An
+// error means the binary is not cached (a read-only or full disk, a lock
+// that stayed busy); the caller goes on with the binary it has.
+//
+// The binary is written to a temporary file and renamed into place, then
+// the record likewise: the record is the commit. A sound entry already
+// present for key is kept.
+func (s *Store) Put(ctx context.Context, key *kcache.Key, e kcache.Entry) error {
+	if !s.admits(key) {
+		s.log.Debug("kcache: image outside the cache's size limits, not stored", "size", imageSize(key))
+		return nil
+	}
+	enc, _ := key.MarshalBinary()
+	raw := newRawRecord(enc, e.Binary, e.BuildTime, s.now())
+	src := raw.marshal()
+	if s.limited() && int64(len(src)+len(e.Binary)) > s.target() {
+		s.log.Debug("kcache: entry larger than the cache's eviction target, not stored", "size", len(src)+len(e.Binary))
+		return nil
+	}
+	delta, err := s.commit(ctx, s.leafDir(s.digests(key)), raw.key, src, e.Binary)
+	if err != nil {
+		return fmt.Errorf("disk: put: %w", err)
+	}
+	s.afterWrite(ctx, delta)
+	return nil
+}
+
+// commit writes an entry into leaf under the leaf's lock and returns by how
+// much the cache grew.
+func (s *Store) commit(ctx context.Context, leaf string, key, src, bin []byte) (int64, error) {
+	unlock, err := s.lockLeaf(ctx, leaf, true, s.opts.LockTimeout)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	n, present, err := s.chooseSlot(leaf, key)
+	if err != nil || present {
+		return 0, err
+	}
+	old := fileSize(srcPath(leaf, n)) + fileSize(binPath(leaf, n))
+	// Uncommit whatever the slot held before replacing its binary, so no
+	// reader pairs the old record with the new binary.
+	if err := removeIfExists(srcPath(leaf, n)); err != nil {
+		return 0, err
+	}
+	if err := writeFile(leaf, binPath(leaf, n), bin, s.sync, time.Time{}); err != nil {
+		return 0, err
+	}
+	if err := writeFile(leaf, srcPath(leaf, n), src, false, s.now()); err != nil {
+		return 0, err
+	}
+	return int64(len(src)+len(bin)) - old, nil
+}
+
+// chooseSlot picks the slot for key in leaf: the one holding key's entry
+// (present reports that entry sound, so there is nothing to write), else the
+// first empty or damaged one. The caller holds the leaf's lock.
+func (s *Store) chooseSlot(leaf string, key []byte) (n int, present bool, err error) {
+	free := -1
+	for i := range maxSlots {
+		h, err := readSlot(leaf, i, key)
+		switch {
+		case err == nil:
+			s.touch(h.path, h.mtime) // storing it again is a use
+			return i, true, nil
+		case errors.Is(err, errOtherKey):
+			continue
+		case isOwnDamage(err):
+			return i, false, nil // key's entry, damaged: replace it
+		}
+		if free < 0 {
+			free = i // empty, or damaged beyond telling whose it was
+		}
+	}
+	if free < 0 {
+		return 0, false, fmt.Errorf("%w: %s", ErrCollision, leaf)
+	}
+	return free, false, nil
+}
+
+// binaryError reports a slot that holds the key's record but whose binary is
+// missing, unreadable or fails its check. It is a miss.
+type binaryError struct{ err error }
+
+func (e *binaryError) Error() string   { return "entry's binary: " + e.err.Error() }
+func (e *binaryError) Unwrap() []error { return []error{kcache.ErrMiss, e.err} }
+
+// isOwnDamage reports whether a readSlot error says the slot holds the key's
+// record with a bad binary.
+func isOwnDamage(err error) bool {
+	var b *binaryError
+	return errors.As(err, &b)
+}
+
+// Delete removes key's entry, if any. Removing what is not there is not an
+// error.
+func (s *Store) Delete(ctx context.Context, key *kcache.Key) error {
+	want, _ := key.MarshalBinary()
+	leaf := s.leafDir(s.digests(key))
+	unlock, err := s.lockLeaf(ctx, leaf, false, s.opts.LockTimeout)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("disk: delete: %w", err)
+	}
+	defer unlock()
+	var freed int64
+	var errs []error
+	for n := range maxSlots {
+		if _, err := readSlot(leaf, n, want); err == nil || isOwnDamage(err) {
+			f, err := s.removeSlot(leaf, n)
+			freed += f
+			errs = append(errs, err)
+		}
+	}
+	if freed > 0 {
+		s.addSize(ctx, -freed)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("disk: delete: %w", err)
+	}
+	return nil
+}
+
+// removeSlot removes slot n of leaf, record first so that the entry is
+// uncommitted before its binary goes, and returns the bytes freed. The
+// caller holds the leaf's lock. Passes ignore the error: what stays behind
+// is found again by the next one.
+func (s *Store) removeSlot(leaf string, n int) (int64, error) {
+	var freed int64
+	for _, p := range [...]string{srcPath(leaf, n), binPath(leaf, n)} {
+		size := fileSize(p)
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return freed, err
+		}
+		freed += size
+	}
+	return freed, nil
+}
+
+// fileSize returns the size of the file at path, 0 if there is none.
+func fileSize(path string) int64 {
+	info, err := os.Lstat(path)
+	if err != nil {
+		return 0
+	}
+	return info.Size()
+}
+
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// writeFile writes data to a temporary file in dir and renames it to path,
+// so that path names either its old content or all of data. It fsyncs the
+// data first if sync is set, and stamps the file with mtime if that is set.
+func writeFile(dir, path string, data []byte, sync bool, mtime time.Time) (err error) {
+	f, err := os.CreateTemp(dir, tempPrefix+"*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if sync {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if !mtime.IsZero() {
+		if err := os.Chtimes(f.Name(), mtime, mtime); err != nil {
+			return err
+		}
+	}
+	return os.Rename(f.Name(), path)
+}

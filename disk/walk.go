@@ -1,0 +1,389 @@
+package disk
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kcache/kcache"
+)
+
+// Info describes one slot of the cache, as Walk finds it.
+type Info struct {
+	Dir        string         // the key's leaf directory
+	Slot       int            // n in <n>.src and <n>.bin
+	Key        *kcache.Key    // nil when the record is missing or does not decode
+	Digests    kcache.Digests // the key's digests; zero when Key is nil
+	Size       int64          // bytes on disk: record and binary
+	BinarySize int64          // length of the binary file
+	BuildTime  time.Duration  // what the build cost
+	Created    time.Time      // when the entry was written
+	AccessTime time.Time      // last use, to within an hour: the record's mtime
+	Err        error          // nil for a sound entry, else wraps ErrDamaged or ErrIncomplete
+}
+
+// OK reports whether the entry is sound as far as it was checked.
+func (i *Info) OK() bool { return i.Err == nil }
+
+// RecordPath returns the path of the entry's record (.src).
+func (i *Info) RecordPath() string { return srcPath(i.Dir, i.Slot) }
+
+// BinaryPath returns the path of the entry's binary (.bin).
+func (i *Info) BinaryPath() string { return binPath(i.Dir, i.Slot) }
+
+// Walk calls fn for every slot holding a record or a binary, in path order,
+// and stops at the first error fn returns, returning it. It checks each
+// record and that its binary has the recorded length, but does not read
+// binaries: Verify does. Walk takes no lock; entries written or removed
+// while it runs may or may not be seen.
+func (s *Store) Walk(ctx context.Context, fn func(Info) error) error {
+	return s.eachLeaf(ctx, func(leaf string) error {
+		c, err := listLeaf(leaf)
+		if err != nil {
+			return nil // removed since its parent was listed
+		}
+		for n := range maxSlots {
+			if c.slots[n].used() {
+				if err := fn(s.inspect(leaf, n, c.slots[n], false)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// Report is what Verify found.
+type Report struct {
+	Entries    int       // sound entries
+	Bytes      int64     // their size on disk
+	Damaged    int       // entries whose record or binary fails a check
+	Incomplete int       // leftovers of interrupted writes
+	Removed    int       // damaged entries and leftovers removed, with repair
+	Problems   []Problem // the first maxProblems damaged or incomplete items
+}
+
+// Problem is one damaged or incomplete item found by Verify.
+type Problem struct {
+	Path string
+	Err  error // wraps ErrDamaged or ErrIncomplete
+}
+
+// maxProblems bounds Report.Problems, so that verifying a wrecked cache of
+// millions of entries does not build a report as large.
+const maxProblems = 1000
+
+// Verify checks every entry: its record decodes, sits where its key's
+// digests place it, and its binary has the recorded length, SHA-256 and
+// CRC-32C. With repair it removes damaged entries and leftovers of
+// interrupted writes (each under its leaf's lock, rechecked there, so a
+// write in progress is never taken for a leftover) and rewrites the size
+// file from what remains.
+func (s *Store) Verify(ctx context.Context, repair bool) (Report, error) {
+	var r Report
+	err := s.eachLeaf(ctx, func(leaf string) error {
+		c, err := listLeaf(leaf)
+		if err != nil {
+			return nil
+		}
+		if s.tally(&r, leaf, c) && repair {
+			r.Removed += s.repairLeaf(ctx, leaf)
+		}
+		return nil
+	})
+	if err == nil && repair {
+		_, err = s.updateTotal(ctx, func(int64, bool) (int64, error) { return s.walkTotal(ctx) })
+	}
+	return r, err
+}
+
+// tally adds a leaf's slots and leftovers to r and reports whether any was
+// damaged or incomplete.
+func (s *Store) tally(r *Report, leaf string, c leafContents) (bad bool) {
+	add := func(path string, err error) {
+		bad = true
+		if errors.Is(err, ErrIncomplete) {
+			r.Incomplete++
+		} else {
+			r.Damaged++
+		}
+		if len(r.Problems) < maxProblems {
+			r.Problems = append(r.Problems, Problem{Path: path, Err: err})
+		}
+	}
+	for n := range maxSlots {
+		if !c.slots[n].used() {
+			continue
+		}
+		in := s.inspect(leaf, n, c.slots[n], true)
+		if in.Err != nil {
+			add(in.RecordPath(), in.Err)
+			continue
+		}
+		r.Entries++
+		r.Bytes += in.Size
+	}
+	for _, t := range c.temps {
+		add(leaf+"/"+t, fmt.Errorf("%w: temporary file", ErrIncomplete))
+	}
+	return bad
+}
+
+// repairLeaf removes, under the leaf's lock, every slot that fails a deep
+// check and every temporary file, and returns how many it removed.
+func (s *Store) repairLeaf(ctx context.Context, leaf string) int {
+	unlock, err := s.lockLeaf(ctx, leaf, false, s.opts.LockTimeout)
+	if err != nil {
+		return 0
+	}
+	defer unlock()
+	c, err := listLeaf(leaf)
+	if err != nil {
+		return 0
+	}
+	removed := 0
+	for n := range maxSlots {
+		if c.slots[n].used() && s.inspect(leaf, n, c.slots[n], true).Err != nil {
+			if _, err := s.removeSlot(leaf, n); err == nil {
+				removed++
+			}
+		}
+	}
+	removed += removeTemps(leaf, c.temps)
+	s.dropLeafIfEmpty(leaf)
+	return removed
+}
+
+// inspect checks slot n of leaf; deep also reads the binary and checks its
+// checksums.
+func (s *Store) inspect(leaf string, n int, f slotFiles, deep bool) Info {
+	in := Info{Dir: leaf, Slot: n}
+	if f.src != nil {
+		in.AccessTime = f.src.ModTime()
+		in.Size += f.src.Size()
+	}
+	if f.bin != nil {
+		in.BinarySize = f.bin.Size()
+		in.Size += f.bin.Size()
+	}
+	if f.src == nil {
+		in.Err = fmt.Errorf("%w: binary without record", ErrIncomplete)
+		return in
+	}
+	raw, rec, err := readRecord(in.RecordPath())
+	if err != nil {
+		in.Err = fmt.Errorf("%w: %w", ErrDamaged, err)
+		return in
+	}
+	in.Key, in.BuildTime, in.Created = &rec.Key, rec.BuildTime, rec.Created
+	in.Digests = s.digests(in.Key)
+	in.Err = checkSlot(in, s.leafDir(in.Digests), &raw, f, deep)
+	return in
+}
+
+// checkSlot checks a decoded slot against its place and its binary.
+func checkSlot(in Info, want string, raw *rawRecord, f slotFiles, deep bool) error {
+	switch {
+	case want != in.Dir:
+		return fmt.Errorf("%w: record for another directory (%s)", ErrDamaged, want)
+	case f.bin == nil:
+		return fmt.Errorf("%w: record without binary", ErrDamaged)
+	case f.bin.Size() != raw.size:
+		return fmt.Errorf("%w: binary is %d bytes, record says %d", ErrDamaged, f.bin.Size(), raw.size)
+	case !deep:
+		return nil
+	}
+	bin, _, err := readFile(in.BinaryPath(), raw.size)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrDamaged, err)
+	}
+	if !raw.checkSHA256(bin) || !raw.checkCRC(bin) {
+		return fmt.Errorf("%w: binary checksum mismatch", ErrDamaged)
+	}
+	return nil
+}
+
+// readRecord reads and fully decodes the record at path.
+func readRecord(path string) (rawRecord, Record, error) {
+	data, _, err := readFile(path, maxRecordSize)
+	if err != nil {
+		return rawRecord{}, Record{}, err
+	}
+	raw, err := parseRecord(data)
+	if err != nil {
+		return rawRecord{}, Record{}, err
+	}
+	rec, err := raw.decodeKey()
+	return raw, rec, err
+}
+
+// slotFiles holds what Lstat said of a slot's two files; nil when absent.
+type slotFiles struct{ src, bin fs.FileInfo }
+
+func (f slotFiles) used() bool { return f.src != nil || f.bin != nil }
+
+// size is the slot's bytes on disk.
+func (f slotFiles) size() int64 {
+	var n int64
+	if f.src != nil {
+		n += f.src.Size()
+	}
+	if f.bin != nil {
+		n += f.bin.Size()
+	}
+	return n
+}
+
+// leafContents is what a leaf directory holds.
+type leafContents struct {
+	slots [maxSlots]slotFiles
+	temps []string // names of temporary files
+}
+
+// listLeaf lists a leaf directory and stats its slot files.
+func listLeaf(leaf string) (leafContents, error) {
+	var c leafContents
+	names, err := readNames(leaf)
+	if err != nil {
+		return c, err
+	}
+	for _, name := range names {
+		if strings.HasPrefix(name, tempPrefix) {
+			c.temps = append(c.temps, name)
+			continue
+		}
+		n, suffix, ok := parseSlotName(name)
+		if !ok {
+			continue
+		}
+		info, err := os.Lstat(leaf + "/" + name)
+		if err != nil {
+			continue
+		}
+		if suffix == srcSuffix {
+			c.slots[n].src = info
+		} else {
+			c.slots[n].bin = info
+		}
+	}
+	return c, nil
+}
+
+// eachLeaf calls fn for every leaf directory, in path order.
+func (s *Store) eachLeaf(ctx context.Context, fn func(leaf string) error) error {
+	return eachLevel(ctx, s.dir, 4, fn)
+}
+
+// eachLevel descends depth directory levels below dir. Directories that
+// vanish meanwhile (another process evicting) are skipped.
+func eachLevel(ctx context.Context, dir string, depth int, fn func(string) error) error {
+	if depth == 0 {
+		return fn(dir)
+	}
+	names, err := readNames(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	for _, name := range names {
+		if !isLevelName(name) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := eachLevel(ctx, dir+"/"+name, depth-1, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readNames returns the names in dir, sorted.
+func readNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	slices.Sort(names)
+	return names, err
+}
+
+// walkTotal sums the sizes of every record and binary.
+func (s *Store) walkTotal(ctx context.Context) (int64, error) {
+	var total int64
+	err := s.eachLeaf(ctx, func(leaf string) error {
+		c, err := listLeaf(leaf)
+		if err == nil {
+			for _, f := range c.slots {
+				total += f.size()
+			}
+		}
+		return nil
+	})
+	return total, err
+}
+
+// trashPrefix names a version directory that Clear has taken out of use
+// and is removing.
+const trashPrefix = ".trash-"
+
+// Clear removes every entry, of every format version. It first renames each
+// version directory aside, which other processes see at once as an empty
+// cache, then removes it; a Clear interrupted midway leaves a .trash-*
+// directory that the next Clear removes.
+func (s *Store) Clear(ctx context.Context) error {
+	names, err := readNames(s.root)
+	if err != nil {
+		return fmt.Errorf("disk: clear: %w", err)
+	}
+	var errs []error
+	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p := filepath.Join(s.root, name)
+		if isVersionName(name) {
+			trash := filepath.Join(s.root, trashPrefix+rand.Text())
+			if err := os.Rename(p, trash); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			p = trash
+		} else if !strings.HasPrefix(name, trashPrefix) {
+			continue
+		}
+		errs = append(errs, os.RemoveAll(p))
+	}
+	s.nextTrim.Store(0)
+	errs = append(errs, os.MkdirAll(s.dir, dirPerm))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("disk: clear: %w", err)
+	}
+	return nil
+}
+
+// isVersionName reports whether name is a version directory's: "v" and
+// digits.
+func isVersionName(name string) bool {
+	if len(name) < 2 || name[0] != 'v' {
+		return false
+	}
+	for _, c := range name[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}

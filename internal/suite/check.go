@@ -1,0 +1,205 @@
+package suite
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+)
+
+// spec is a Case together with what its Check compares, so that tests can
+// synthesise the reference output and corrupt it.
+type spec struct {
+	Case
+	expects []expect
+}
+
+// expect is one checked output buffer: exactly one of f32, u32 and u8 is
+// set. Float outputs pass where |got - want| <= atol + rtol*|want| (the
+// usual mixed test: atol covers results near zero, where a relative bound
+// means nothing, and rtol scales with magnitude); every case documents why
+// its tolerances fit its arithmetic. Integer outputs must match exactly.
+type expect struct {
+	buf        int
+	f32        func() []float64
+	rtol, atol float64
+	u32        func() []uint32
+	u8         func() []byte
+}
+
+// expectF32 checks buffer buf as float32 against want.
+func expectF32(buf int, rtol, atol float64, want func() []float64) expect {
+	return expect{buf: buf, f32: sync.OnceValue(want), rtol: rtol, atol: atol}
+}
+
+// expectU32 checks buffer buf as uint32 (or int32, or float bit patterns)
+// exactly against want.
+func expectU32(buf int, want func() []uint32) expect {
+	return expect{buf: buf, u32: sync.OnceValue(want)}
+}
+
+// expectU8 checks buffer buf byte for byte against want.
+func expectU8(buf int, want func() []byte) expect {
+	return expect{buf: buf, u8: sync.OnceValue(want)}
+}
+
+// newSpec attaches the Check that compares every expectation.
+func newSpec(c Case, expects ...expect) spec {
+	c.Check = func(out [][]byte) error {
+		for _, e := range expects {
+			if e.buf >= len(out) {
+				return fmt.Errorf("%s: buffer %d missing from output", c.Name, e.buf)
+			}
+			if err := e.compare(out[e.buf]); err != nil {
+				return fmt.Errorf("%s: buffer %q: %w", c.Name, c.Buffers[e.buf].Name, err)
+			}
+		}
+		return nil
+	}
+	return spec{Case: c, expects: expects}
+}
+
+// compare checks got against the expectation, element by element.
+func (e expect) compare(got []byte) error {
+	switch {
+	case e.f32 != nil:
+		return compareF32(got, e.f32(), e.rtol, e.atol)
+	case e.u32 != nil:
+		return compareU32(got, e.u32())
+	default:
+		return compareU8(got, e.u8())
+	}
+}
+
+// encoded returns the expectation's reference as device bytes.
+func (e expect) encoded() []byte {
+	switch {
+	case e.f32 != nil:
+		return f32Bytes(narrow(e.f32()))
+	case e.u32 != nil:
+		return u32Bytes(e.u32())
+	default:
+		return append([]byte(nil), e.u8()...)
+	}
+}
+
+func compareF32(got []byte, want []float64, rtol, atol float64) error {
+	if len(got) != 4*len(want) {
+		return fmt.Errorf("%d bytes, want %d float32", len(got), len(want))
+	}
+	bad, first := 0, -1
+	var worst float64
+	for i, w := range want {
+		g := float64(math.Float32frombits(binary.LittleEndian.Uint32(got[4*i:])))
+		diff := math.Abs(g - w)
+		// !(diff <= tol) also rejects NaN, which compares false with everything.
+		if !(diff <= atol+rtol*math.Abs(w)) {
+			if first < 0 {
+				first = i
+			}
+			bad++
+		}
+		worst = max(worst, diff)
+	}
+	if bad > 0 {
+		g := math.Float32frombits(binary.LittleEndian.Uint32(got[4*first:]))
+		return fmt.Errorf("%d of %d elements off; first [%d] = %g, want %g (atol %g, rtol %g; largest |error| %g)",
+			bad, len(want), first, g, want[first], atol, rtol, worst)
+	}
+	return nil
+}
+
+func compareU32(got []byte, want []uint32) error {
+	if len(got) != 4*len(want) {
+		return fmt.Errorf("%d bytes, want %d uint32", len(got), len(want))
+	}
+	bad, first := 0, -1
+	for i, w := range want {
+		if binary.LittleEndian.Uint32(got[4*i:]) != w {
+			if first < 0 {
+				first = i
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d of %d elements differ; first [%d] = %d, want %d",
+			bad, len(want), first, binary.LittleEndian.Uint32(got[4*first:]), want[first])
+	}
+	return nil
+}
+
+func compareU8(got, want []byte) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d bytes, want %d", len(got), len(want))
+	}
+	bad, first := 0, -1
+	for i := range want {
+		if got[i] != want[i] {
+			if first < 0 {
+				first = i
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d of %d bytes differ; first [%d] = %d, want %d", bad, len(want), first, got[first], want[first])
+	}
+	return nil
+}
+
+// f32Bytes encodes floats little-endian.
+func f32Bytes(v []float32) []byte {
+	b := make([]byte, 0, 4*len(v))
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+	}
+	return b
+}
+
+// u32Bytes encodes uints little-endian.
+func u32Bytes(v []uint32) []byte {
+	b := make([]byte, 0, 4*len(v))
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint32(b, x)
+	}
+	return b
+}
+
+// i32Bytes encodes ints little-endian.
+func i32Bytes(v []int32) []byte {
+	b := make([]byte, 0, 4*len(v))
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint32(b, uint32(x))
+	}
+	return b
+}
+
+// widen converts float32 inputs to float64 for the references, which are
+// computed in double precision.
+func widen(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// narrow rounds references to float32.
+func narrow(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
+
+// bits returns the IEEE bit patterns of v, for outputs that merely move
+// floats around (transpose, compaction) and so must match exactly.
+func floatBits(v []float32) []uint32 {
+	out := make([]uint32, len(v))
+	for i, x := range v {
+		out[i] = math.Float32bits(x)
+	}
+	return out
+}

@@ -1,0 +1,444 @@
+package opencl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/objcache"
+)
+
+// CacheOptions configures a Cache.
+type CacheOptions struct {
+	// CommitDelay is how long after a build from source the program's
+	// binary is read and stored in the binary tiers, unless Commit comes
+	// first. PoCL compiles each kernel's work-group function at its first
+	// launch and includes it in the binary only if the binary is read
+	// afterwards; reading it after the first launches makes the stored
+	// binary complete, so a warm start compiles nothing. Zero means
+	// DefaultCommitDelay; negative means commit right after the build.
+	CommitDelay time.Duration
+	// Environ is the environment whose compiler-relevant variables enter
+	// the key; nil means os.Environ().
+	Environ []string
+}
+
+// DefaultCommitDelay leaves a program's first launches, which on PoCL
+// compile its work-group functions, time to happen before its binary is
+// stored. A second covers a runtime's warm-up; a program whose kernels
+// first run later is still stored complete on an explicit Commit, and
+// otherwise without the late functions, which then compile at first launch.
+const DefaultCommitDelay = time.Second
+
+// Cache caches built programs and their kernels for one OpenCL context:
+// the object tier of the spec's runtime (programs by image, options and
+// device; kernels by program and name, with a lock-free fast path) over
+// kcache's binary tiers. A Cache is safe for concurrent use.
+type Cache struct {
+	cl       *Context
+	bins     *kcache.Cache
+	programs *objcache.Cache[programKey, *programEntry]
+	kernels  *objcache.Cache[kernelKey, *SafeKernel]
+	headers  *statCache
+	env      []kcache.EnvVar
+	delay    time.Duration
+
+	idMu sync.Mutex           // guards ids
+	ids  map[uintptr]identity // device identities, by cl_device_id
+}
+
+type identity struct {
+	dev  kcache.Device
+	comp kcache.Compiler
+}
+
+// programKey identifies a program in the object tier: the build's key
+// digest (image, headers, options, device identity) and the device.
+type programKey struct {
+	digest kcache.Digest
+	device uintptr
+}
+
+// kernelKey identifies a kernel in the object tier: its program object and
+// its name. It is comparable without allocation, which keeps kernel hits,
+// the hottest lookup, free of garbage.
+type kernelKey struct {
+	program uintptr
+	name    string
+}
+
+// NewCache returns a cache of programs for cl over the binary tiers of
+// bins. The in-memory settings of bins's configuration (InMemory,
+// InMemoryThreshold) apply to the object tier.
+func NewCache(cl *Context, bins *kcache.Cache, opts CacheOptions) *Cache {
+	cfg := bins.Config()
+	environ := opts.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	delay := opts.CommitDelay
+	if delay == 0 {
+		delay = DefaultCommitDelay
+	}
+	c := &Cache{cl: cl, bins: bins, headers: newStatCache(), env: compilerEnv(environ), delay: delay, ids: map[uintptr]identity{}}
+	// Kernels are released with their program (releaseProgram), not by
+	// the kernel tier: a caller holding a program may use its kernels.
+	c.kernels = objcache.New[kernelKey, *SafeKernel](objcache.Options[*SafeKernel]{})
+	c.programs = objcache.New[programKey, *programEntry](objcache.Options[*programEntry]{
+		Threshold: cfg.InMemoryThreshold,
+		Disabled:  !cfg.InMemory,
+		Release:   c.releaseProgram,
+	})
+	return c
+}
+
+// Context returns the OpenCL context the cache belongs to.
+func (c *Cache) Context() *Context { return c.cl }
+
+// Close commits every pending binary and releases every program and kernel
+// no caller still holds.
+func (c *Cache) Close() {
+	c.kernels.Close()
+	c.programs.Close()
+}
+
+// Key returns the kcache key of src built for dev: device and driver
+// identity, source, every header it includes, options and the compiler's
+// environment.
+func (c *Cache) Key(dev Device, src Source) (*kcache.Key, error) {
+	dir := ""
+	if src.Path != "" {
+		dir = filepath.Dir(src.Path)
+	}
+	headers, err := resolveHeaders(c.headers, src.Code, dir, includeDirs(src.Options))
+	if err != nil {
+		return nil, err
+	}
+	id := c.identity(dev)
+	return &kcache.Key{
+		Device:   id.dev,
+		Compiler: id.comp,
+		Image:    kcache.Image{Format: FormatOpenCLC, Source: src.Code, Headers: headers},
+		Options:  kcache.BuildOptions{Compile: src.Options, Env: c.env},
+	}, nil
+}
+
+func (c *Cache) identity(d Device) identity {
+	c.idMu.Lock()
+	defer c.idMu.Unlock()
+	id, ok := c.ids[d.Handle()]
+	if !ok {
+		id.dev, id.comp = deviceIdentity(d)
+		c.ids[d.Handle()] = id
+	}
+	return id
+}
+
+// Program returns src built for dev, from the first place that has it:
+// this context's live programs, the binary tiers, or the compiler. A build
+// error is a *BuildError carrying the compiler's log; it is kept for this
+// context, so a broken program is not recompiled on every call, and is
+// never stored in the binary tiers. The caller must Release the result.
+func (c *Cache) Program(ctx context.Context, dev Device, src Source) (*BuiltProgram, error) {
+	key, err := c.Key(dev, src)
+	if err != nil {
+		return nil, err
+	}
+	pk := programKey{digest: key.Digest(), device: dev.Handle()}
+	if h, ok := c.programs.Get(pk); ok {
+		c.bins.RecordMemory(true, h.Value().buildTime)
+		return &BuiltProgram{h: h, c: c, Outcome: kcache.OutcomeMemory}, nil
+	}
+	c.bins.RecordMemory(false, 0)
+	var outcome kcache.Outcome = kcache.OutcomeMemory // unless this call builds it
+	h, err := c.programs.GetOrBuild(ctx, pk, func(ctx context.Context) (*programEntry, int64, error) {
+		e, err := c.load(ctx, dev, src, key)
+		if err != nil {
+			return nil, 0, err
+		}
+		outcome = e.outcome
+		return e, e.size, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &BuiltProgram{h: h, c: c, Outcome: outcome}, nil
+}
+
+// load brings a program into this context from the binary tiers, or builds
+// it from source. A binary the runtime refuses (a driver changed in place)
+// is deleted from the tiers and the program built from source instead.
+func (c *Cache) load(ctx context.Context, dev Device, src Source, key *kcache.Key) (*programEntry, error) {
+	r, pending, err := c.bins.Lookup(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if pending == nil {
+		p, err := c.fromBinary(dev, r.Binary, src.Options)
+		if err == nil {
+			return &programEntry{prog: p, digest: r.Digest, outcome: r.Outcome, binary: r.Binary,
+				size: int64(len(r.Binary)), buildTime: r.BuildTime}, nil
+		}
+		c.bins.Logger().Warn("kcache: runtime rejected a cached binary; rebuilding", "key", r.Digest, "err", err)
+		if derr := c.bins.Delete(ctx, key); derr != nil {
+			c.bins.Logger().Warn("kcache: removing rejected binary", "key", r.Digest, "err", derr)
+		}
+		if _, pending, err = c.bins.Lookup(ctx, key); err != nil {
+			return nil, err
+		}
+	}
+	return c.fromSource(ctx, dev, src, key, pending)
+}
+
+func (c *Cache) fromBinary(dev Device, bin []byte, options string) (*Program, error) {
+	p, err := c.cl.ProgramWithBinary([]Device{dev}, [][]byte{bin})
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Build([]Device{dev}, options); err != nil {
+		p.Release()
+		return nil, err
+	}
+	return p, nil
+}
+
+// fromSource runs the compiler. pending, when not nil, is committed with
+// the program's binary after the commit delay (see CacheOptions).
+func (c *Cache) fromSource(ctx context.Context, dev Device, src Source, key *kcache.Key, pending *kcache.Pending) (*programEntry, error) {
+	start := time.Now()
+	p, err := c.cl.ProgramWithSource(string(src.Code))
+	if err == nil {
+		err = p.Build([]Device{dev}, src.Options)
+		if err != nil {
+			p.Release()
+		}
+	}
+	took := time.Since(start)
+	if err != nil {
+		if pending != nil {
+			pending.Abort(err)
+		}
+		return nil, c.classify(err)
+	}
+	e := &programEntry{prog: p, digest: key.Digest(), outcome: kcache.OutcomeBuilt, pending: pending,
+		buildTime: took, size: int64(len(src.Code))}
+	if pending != nil {
+		if c.delay < 0 {
+			e.commit(ctx)
+		} else {
+			e.timer = time.AfterFunc(c.delay, func() { e.commit(context.Background()) })
+		}
+	}
+	return e, nil
+}
+
+// classify marks errors for the object tier: a compile error is a property
+// of the input and is kept; running out of memory makes the tier evict and
+// retry; anything else might not recur and is not kept.
+func (c *Cache) classify(err error) error {
+	var be *BuildError
+	switch {
+	case errors.As(err, &be):
+		return err
+	case IsOutOfMemory(err):
+		return fmt.Errorf("%w: %w", objcache.ErrOutOfMemory, err)
+	default:
+		return objcache.Transient(err)
+	}
+}
+
+// releaseProgram runs once the object tier has dropped a program and no
+// caller holds it. Its kernels leave the kernel tier first: their keys name
+// the program's handle, which the runtime may reuse once it is released.
+func (c *Cache) releaseProgram(e *programEntry) {
+	e.commit(context.Background())
+	e.mu.Lock()
+	kernels := e.kernels
+	e.kernels = nil
+	e.mu.Unlock()
+	for _, k := range kernels {
+		c.kernels.Remove(kernelKey{program: e.prog.Handle(), name: k.Name()})
+		k.k.Release()
+	}
+	e.prog.Release()
+}
+
+// programEntry is a live program in the object tier.
+type programEntry struct {
+	prog      *Program
+	digest    kcache.Digest
+	outcome   kcache.Outcome // how this process obtained it
+	buildTime time.Duration  // what a build cost, for the time-saved count
+	size      int64          // bytes counted toward the in-memory threshold
+
+	mu      sync.Mutex      // guards the fields below
+	pending *kcache.Pending // the binary tiers' build slot, until committed
+	timer   *time.Timer     // the delayed commit
+	binary  []byte          // the stored binary, once known
+	kernels []*SafeKernel   // kernels made from prog, released with it
+}
+
+// commit reads the program's binary and stores it, once.
+func (e *programEntry) commit(ctx context.Context) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	if e.pending == nil {
+		return
+	}
+	p := e.pending
+	e.pending = nil
+	bins, err := e.prog.Binaries()
+	if err != nil || len(bins) != 1 || len(bins[0]) == 0 {
+		p.Abort(fmt.Errorf("opencl: reading program binary: %w", err))
+		return
+	}
+	e.binary = bins[0]
+	p.Commit(ctx, e.binary, e.buildTime)
+}
+
+// blob returns the program's binary, committing it first if need be.
+func (e *programEntry) blob(ctx context.Context) ([]byte, error) {
+	e.commit(ctx)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.binary == nil {
+		bins, err := e.prog.Binaries()
+		if err != nil {
+			return nil, err
+		}
+		e.binary = bins[0]
+	}
+	return e.binary, nil
+}
+
+// BuiltProgram is a caller's hold on a cached program.
+type BuiltProgram struct {
+	h *objcache.Handle[*programEntry]
+	c *Cache
+	// Outcome says where the program came from: built, waited, disk,
+	// remote, or memory (a live program of this context).
+	Outcome kcache.Outcome
+}
+
+// Program returns the OpenCL program. It stays valid until Release.
+func (p *BuiltProgram) Program() *Program { return p.h.Value().prog }
+
+// BlobID returns the key digest that identifies the program's binary: with
+// Blob, what a user who keeps binaries in storage of their own needs.
+func (p *BuiltProgram) BlobID() kcache.Digest { return p.h.Value().digest }
+
+// Blob returns the program's binary, for storage of the caller's own.
+// ProgramFromBlob turns it back into a program.
+func (p *BuiltProgram) Blob(ctx context.Context) ([]byte, error) { return p.h.Value().blob(ctx) }
+
+// Commit stores the program's binary in the binary tiers now, if it was
+// built from source and not stored yet. Call it after the program's first
+// launches to store a binary that a warm start needs to compile nothing
+// more; see CacheOptions.CommitDelay.
+func (p *BuiltProgram) Commit(ctx context.Context) { p.h.Value().commit(ctx) }
+
+// Release lets go of the program. Release is idempotent.
+func (p *BuiltProgram) Release() { p.h.Release() }
+
+// Kernel returns the program's kernel name, made once per program and
+// shared: a hit takes no lock and allocates nothing. The kernel stays
+// valid while the caller holds the program.
+func (p *BuiltProgram) Kernel(name string) (*SafeKernel, error) {
+	k := kernelKey{program: p.h.Value().prog.Handle(), name: name}
+	if h, ok := p.c.kernels.Get(k); ok {
+		h.Release() // the program's hold keeps the kernel alive
+		return h.Value(), nil
+	}
+	e := p.h.Value()
+	h, err := p.c.kernels.GetOrBuild(context.Background(), k, func(context.Context) (*SafeKernel, int64, error) {
+		kern, err := e.prog.NewKernel(name)
+		if err != nil {
+			return nil, 0, err
+		}
+		sk := &SafeKernel{k: kern}
+		e.mu.Lock()
+		e.kernels = append(e.kernels, sk)
+		e.mu.Unlock()
+		return sk, 0, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.Release()
+	return h.Value(), nil
+}
+
+// ProgramFromBlob makes a program of src for dev from a blob saved by
+// Blob, and places it in the object tier under src's key. The runtime
+// verifies the blob; a foreign or damaged one is an error.
+func (c *Cache) ProgramFromBlob(ctx context.Context, dev Device, src Source, blob []byte) (*BuiltProgram, error) {
+	key, err := c.Key(dev, src)
+	if err != nil {
+		return nil, err
+	}
+	pk := programKey{digest: key.Digest(), device: dev.Handle()}
+	h, err := c.programs.GetOrBuild(ctx, pk, func(context.Context) (*programEntry, int64, error) {
+		p, err := c.fromBinary(dev, blob, src.Options)
+		if err != nil {
+			return nil, 0, objcache.Transient(err)
+		}
+		return &programEntry{prog: p, digest: pk.digest, outcome: kcache.OutcomeMemory, binary: blob, size: int64(len(blob))}, int64(len(blob)), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &BuiltProgram{h: h, c: c, Outcome: kcache.OutcomeMemory}, nil
+}
+
+// SafeKernel is a cached kernel that many goroutines may launch at once.
+// An OpenCL kernel's arguments are state of the kernel object, so setting
+// them and enqueuing must not interleave between goroutines; SafeKernel
+// serializes the two. The enqueue captures the arguments, so the lock is
+// held only for the calls, not for the kernel's execution.
+type SafeKernel struct {
+	mu sync.Mutex // serializes argument setting and enqueue
+	k  *Kernel
+}
+
+// Name returns the kernel's function name.
+func (k *SafeKernel) Name() string { return k.k.Name() }
+
+// Run sets args (a *Buffer, a Local size, or a scalar SetArg accepts) and
+// enqueues the kernel on q over global work items in work-groups of local
+// (nil lets the runtime choose).
+func (k *SafeKernel) Run(q *Queue, global, local []int, args ...any) (*Event, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for i, a := range args {
+		var err error
+		if b, ok := a.(*Buffer); ok {
+			err = k.k.SetArgBuffer(i, b)
+		} else {
+			err = k.k.SetArg(i, a)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("opencl: %s argument %d: %w", k.k.Name(), i, err)
+		}
+	}
+	return q.Run(k.k, global, local)
+}
+
+// Raw returns the underlying kernel, for a caller that launches it from
+// one goroutine only; concurrent callers use Run or Use.
+func (k *SafeKernel) Raw() *Kernel { return k.k }
+
+// Use runs f with exclusive use of the underlying kernel, for callers that
+// set arguments themselves.
+func (k *SafeKernel) Use(f func(*Kernel) error) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return f(k.k)
+}
