@@ -105,7 +105,7 @@ func newRawRecord(key, bin []byte, buildTime time.Duration, created time.Time) r
 		key:       key,
 		size:      int64(len(bin)),
 		sha:       sha256.Sum256(bin),
-		crc:       crc32.Checksum(bin, castagnoli),
+		crc:       crc32c(bin),
 		buildTime: int64(buildTime),
 		created:   created.UnixNano(),
 	}
@@ -122,7 +122,7 @@ func (r *rawRecord) marshal() []byte {
 	b = binary.LittleEndian.AppendUint32(b, r.crc)
 	b = binary.AppendVarint(b, r.buildTime)
 	b = binary.AppendVarint(b, r.created)
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return binary.LittleEndian.AppendUint32(b, crc32c(b))
 }
 
 // parseRecord checks and splits a record without decoding its key.
@@ -132,7 +132,7 @@ func parseRecord(data []byte) (rawRecord, error) {
 		return r, recordError("bad magic")
 	}
 	body, check := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
-	if crc32.Checksum(body, castagnoli) != check {
+	if crc32c(body) != check {
 		return r, recordError("checksum mismatch")
 	}
 	p := parser{buf: body[len(recordMagic):], ok: true}
@@ -185,7 +185,7 @@ func (r *rawRecord) decodeKey() (Record, error) {
 // checkCRC reports whether bin is the binary r describes, by length and
 // CRC-32C: the check a hit makes.
 func (r *rawRecord) checkCRC(bin []byte) bool {
-	return int64(len(bin)) == r.size && crc32.Checksum(bin, castagnoli) == r.crc
+	return int64(len(bin)) == r.size && crc32c(bin) == r.crc
 }
 
 // checkSHA256 reports whether bin is the binary r describes, by length and
@@ -243,3 +243,6 @@ func (p *parser) bytes() []byte {
 	}
 	return p.fixed(int(n))
 }
+
+// crc32c returns the CRC-32C of b.
+func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }

@@ -65,7 +65,7 @@ func (c *Cache[K, V]) join(ctx context.Context, key K, build BuildFunc[V]) (*ent
 			c.hit(e)
 			return nil, &e.h, nil
 		case stateFailed:
-			c.hit(e)
+			c.errorHits.Add(1)
 			return nil, nil, e.err
 		}
 		if !e.abandoned {
@@ -176,6 +176,7 @@ func (c *Cache[K, V]) finish(e *entry[K, V], out outcome[V]) {
 	} else {
 		e.h.val, e.size = out.val, out.size
 		e.h.acquireN(e.waiters) // each waiter's reference, before anyone can drop e
+		e.preTaken = uint64(e.waiters)
 		e.state.Store(stateReady | gone)
 	}
 	switch {
@@ -184,8 +185,8 @@ func (c *Cache[K, V]) finish(e *entry[K, V], out outcome[V]) {
 	case keep: // a build error stays in the index as it is
 	case gone == 0:
 		c.detach(e, &t)
-	case out.err == nil && e.h.drop():
-		t.frees = append(t.frees, &e.h)
+	case out.err == nil:
+		c.dropObject(e, &t)
 	}
 	c.mu.Unlock()
 	// Waiters wake only once what this build evicted is dropped and

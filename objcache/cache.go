@@ -100,7 +100,7 @@ func (c *Cache[K, V]) GetOrBuild(ctx context.Context, key K, build BuildFunc[V])
 				return &e.h, nil
 			}
 		case stateFailed:
-			c.hit(e)
+			c.errorHits.Add(1)
 			return nil, e.err
 		}
 	}
@@ -119,19 +119,16 @@ func (c *Cache[K, V]) Get(key K) (*Handle[V], bool) {
 	return nil, false
 }
 
-// hit records a hit on e: its recency, for eviction, and the hit counter.
-// Both live in e, whose cache line acquire has just written, so that hits
-// on different entries write no shared line. The stamp is written only when
+// hit records a hit on e's object for eviction. The hit itself is counted
+// by the reference it took (see Stats). The stamp is written only when
 // stale: the epoch advances only on inserts, so a hot entry is stamped once
-// per insert, not once per hit.
+// per insert, not once per hit; and it lives in e, whose cache line acquire
+// has just written, so hits on different entries write no shared line.
 func (c *Cache[K, V]) hit(e *entry[K, V]) {
 	if c.threshold > 0 {
 		if ep := c.epoch.Load(); e.stamp.Load() != ep {
 			e.stamp.Store(ep)
 		}
-	}
-	if e.hits.Add(1) < 0 {
-		c.retiredHits.Add(1) // e left the index meanwhile; see retire
 	}
 }
 

@@ -2,7 +2,6 @@ package objcache
 
 import (
 	"context"
-	"math"
 	"sync/atomic"
 )
 
@@ -16,21 +15,15 @@ const (
 	stateGone     uint32 = 1 << 4
 )
 
-// hitsRetired is stored in entry.hits once the entry has left the index and
-// its hits were added to the cache's total: a hit that lands later sees a
-// negative count and counts itself on the cache instead.
-const hitsRetired = math.MinInt64
-
 // entry is the cache's record of one key: the build's state and result, the
 // handle callers share, and the bookkeeping of eviction. It is the Go
 // counterpart of the spec's BuildResult.
 type entry[K comparable, V any] struct {
-	// Hot: read on every hit, and written by hits through h.refs, stamp
-	// and hits, with atomics only.
+	// Hot: read on every hit, and written by hits through h's counters and
+	// stamp, with atomics only.
 	h     Handle[V]
 	state atomic.Uint32
 	stamp atomic.Uint64 // epoch of the latest hit; see Cache.hit
-	hits  atomic.Int64  // hits served, or hitsRetired plus late hits
 
 	key  K
 	done chan struct{} // closed once the build finished and its result is set
@@ -39,6 +32,7 @@ type entry[K comparable, V any] struct {
 
 	// Protected by Cache.mu.
 	waiters   int                // callers waiting on the build
+	preTaken  uint64             // references taken for waiters: h.acq less hits
 	cancel    context.CancelFunc // cancels the build's context
 	abandoned bool               // cancel fired because every waiter left
 	listed    bool               // e is in the eviction list

@@ -133,17 +133,20 @@ func (c *Cache[K, V]) unlink(e *entry[K, V], t *cleanup[V]) {
 		c.size -= e.size
 		c.count--
 	}
-	c.retire(e)
-	if st == stateReady && e.h.drop() {
-		t.frees = append(t.frees, &e.h)
+	if st == stateReady {
+		c.dropObject(e, t)
 	}
 	t.deps = append(t.deps, e.deps...)
 	e.deps = nil
 }
 
-// retire moves e's hit count to the cache's total, and leaves e's counter
-// negative so that a hit landing on e later counts itself there too (see
-// Cache.hit): Stats adds up only the entries in the index.
-func (c *Cache[K, V]) retire(e *entry[K, V]) {
-	c.retiredHits.Add(uint64(e.hits.Swap(hitsRetired)))
+// dropObject drops e's built object, scheduling its release if no one holds
+// it, and adds e's final hit count to the cache's: Stats adds up only the
+// entries in the index. c.mu is held.
+func (c *Cache[K, V]) dropObject(e *entry[K, V], t *cleanup[V]) {
+	taken, free := e.h.drop()
+	c.retiredHits.Add(taken - e.preTaken)
+	if free {
+		t.frees = append(t.frees, &e.h)
+	}
 }

@@ -2,13 +2,10 @@ package objcache
 
 import "sync/atomic"
 
-// Bits of Handle.refs. The holder count and the two flags share one word so
-// that acquiring, releasing and dropping each decide with a single atomic
-// operation whether they are the one that must run the release hook.
+// Bits of Handle.acq.
 const (
-	refDropped uint64 = 1 << 62      // the cache no longer holds the entry
-	refFreed   uint64 = 1 << 61      // the release hook has run or is running
-	refCount   uint64 = refFreed - 1 // holders: handles not yet released
+	refDropped uint64 = 1 << 63        // the cache no longer holds the entry
+	refCount   uint64 = refDropped - 1 // references ever taken
 )
 
 // Handle is a counted reference to a cached runtime object. GetOrBuild and
@@ -24,9 +21,18 @@ const (
 // then be released while one of them still uses it. Release is safe to call
 // from any goroutine and never panics.
 type Handle[V any] struct {
-	val  V             // set once before the handle is first returned; read-only after
-	refs atomic.Uint64 // holder count | refDropped | refFreed
-	hook func(V)       // Options.Release; nil for none. Immutable.
+	val V // set once before the handle is first returned; read-only after
+
+	// References are counted as two monotonic counters rather than one
+	// count, so that a hit costs one atomic add to take a reference and one
+	// to give it back, and the number taken doubles as the entry's hit
+	// counter. Every release follows its acquisition, so rel <= acq at all
+	// times, and whoever reads rel then acq and finds them equal knows that
+	// no one held the object in between.
+	acq   atomic.Uint64 // references taken | refDropped
+	rel   atomic.Uint64 // references given back
+	freed atomic.Bool   // the release hook has run or is running
+	hook  func(V)       // Options.Release; nil for none. Immutable.
 }
 
 // Value returns the cached object. It is valid until the caller's Release.
@@ -36,63 +42,51 @@ func (h *Handle[V]) Value() V { return h.val }
 // entry and the last reference is given back, the cache's release hook runs,
 // exactly once, on the goroutine that gave back that last reference.
 func (h *Handle[V]) Release() {
-	for {
-		old := h.refs.Load()
-		if old&refCount == 0 {
-			return // surplus Release: nothing outstanding to give back
-		}
-		next := old - 1
-		free := next&(refCount|refDropped|refFreed) == refDropped
-		if free {
-			next |= refFreed
-		}
-		if h.refs.CompareAndSwap(old, next) {
-			if free {
-				h.free()
-			}
-			return
-		}
+	r := h.rel.Add(1)
+	a := h.acq.Load()
+	if r > a&refCount {
+		h.rel.Add(^uint64(0)) // surplus Release: nothing outstanding to give back
+		return
+	}
+	if a&refDropped != 0 && r == a&refCount {
+		h.free()
 	}
 }
 
-// acquire counts one more holder. It fails, counting nothing, once the cache
-// has dropped the entry: its object may already be released.
+// acquire takes a reference. It fails, keeping none, once the cache has
+// dropped the entry: its object may already be released.
 func (h *Handle[V]) acquire() bool {
-	if h.refs.Add(1)&refDropped != 0 {
+	if h.acq.Add(1)&refDropped != 0 {
 		h.Release()
 		return false
 	}
 	return true
 }
 
-// acquireN counts n holders at once, for callers that waited on a build. The
-// caller holds the cache's lock and the entry is not dropped yet.
-func (h *Handle[V]) acquireN(n int) { h.refs.Add(uint64(n)) }
+// acquireN takes n references at once, for the callers that waited on a
+// build. The caller holds the cache's lock and the entry is not dropped.
+func (h *Handle[V]) acquireN(n int) { h.acq.Add(uint64(n)) }
 
-// drop records that the cache no longer holds the entry. It reports whether
-// no one holds it either, in which case the caller must run free (after
-// releasing its locks).
-func (h *Handle[V]) drop() bool {
-	for {
-		old := h.refs.Load()
-		if old&refDropped != 0 {
-			return false
-		}
-		next := old | refDropped
-		free := old&(refCount|refFreed) == 0
-		if free {
-			next |= refFreed
-		}
-		if h.refs.CompareAndSwap(old, next) {
-			return free
-		}
+// drop records that the cache no longer holds the entry, releasing the
+// object if no one holds it either, and returns the number of references
+// ever taken: no more can be. It reports whether no one holds the object;
+// the caller then runs free, once it has released its locks.
+func (h *Handle[V]) drop() (taken uint64, free bool) {
+	a := h.acq.Or(refDropped)
+	if a&refDropped != 0 {
+		return a & refCount, false
 	}
+	// Read rel, then acq again: failed acquisitions may have come and gone
+	// since the Or, and only a current pair proves that no one holds it.
+	r := h.rel.Load()
+	return a & refCount, r == h.acq.Load()&refCount
 }
 
-// free runs the release hook. The caller won the refFreed bit, so it runs
-// once per handle.
+// free runs the release hook unless it has run. Several goroutines may see
+// the last reference go (a drop and a failed acquisition, say); the freed
+// bit picks one.
 func (h *Handle[V]) free() {
-	if h.hook != nil {
+	if h.freed.CompareAndSwap(false, true) && h.hook != nil {
 		h.hook(h.val)
 	}
 }

@@ -44,7 +44,7 @@ func builder(name string, size int64) BuildFunc[*object] {
 }
 
 // mustGet is GetOrBuild for tests that expect success.
-func mustGet[K comparable, V any](t *testing.T, c *Cache[K, V], key K, build BuildFunc[V]) *Handle[V] {
+func mustGet[K comparable, V any](t testing.TB, c *Cache[K, V], key K, build BuildFunc[V]) *Handle[V] {
 	t.Helper()
 	h, err := c.GetOrBuild(context.Background(), key, build)
 	if err != nil {

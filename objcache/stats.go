@@ -26,10 +26,12 @@ type Stats struct {
 }
 
 // counters are a cache's statistics. Misses and builds are rare (a miss
-// means a JIT compile), so shared atomics are cheap enough; hits are not,
-// and are counted in their entries (see Cache.hit).
+// means a JIT compile), so shared atomics are cheap enough. Hits are not:
+// a hit on a built object is counted by the reference it takes on its
+// entry (Handle.acq), and added here when the entry leaves the index.
 type counters struct {
-	retiredHits  atomic.Uint64 // hits of entries that left the index
+	retiredHits  atomic.Uint64 // hits of built objects that left the index
+	errorHits    atomic.Uint64 // hits on cached build errors
 	misses       atomic.Uint64
 	builds       atomic.Uint64
 	failedBuilds atomic.Uint64
@@ -41,8 +43,12 @@ type counters struct {
 // so it is meant for reports, not hot paths.
 func (c *Cache[K, V]) Stats() Stats {
 	c.mu.Lock()
-	hits := c.retiredHits.Load()
-	c.idx.Load().each(func(e *entry[K, V]) { hits += uint64(e.hits.Load()) })
+	hits := c.retiredHits.Load() + c.errorHits.Load()
+	c.idx.Load().each(func(e *entry[K, V]) {
+		if e.state.Load() == stateReady {
+			hits += e.h.acq.Load()&refCount - e.preTaken
+		}
+	})
 	c.mu.Unlock()
 	return Stats{
 		Hits:         hits,

@@ -43,7 +43,7 @@ func writeDemoPlot(file string, rows []demoRow) error {
 	for i, s := range series {
 		vals := make(plotter.Values, len(rows))
 		for j, r := range rows {
-			vals[j] = max(s.value(r), 0.01) // a log scale has no zero
+			vals[j] = max(s.value(r), 1) // the axis starts below 1 ms
 		}
 		bars, err := plotter.NewBarChart(vals, width)
 		if err != nil {
@@ -55,6 +55,9 @@ func writeDemoPlot(file string, rows []demoRow) error {
 		p.Add(bars)
 		p.Legend.Add(s.name, bars)
 	}
+	// Bars start at zero, which a log axis cannot show: start the axis
+	// just below the smallest bar instead.
+	p.Y.Min = 0.5
 	p.Legend.Top = true
 	p.NominalX(names...)
 	p.X.Tick.Label.Rotation = 0.8

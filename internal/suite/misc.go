@@ -1,8 +1,6 @@
 package suite
 
-import (
-	"math"
-)
+import "math"
 
 // Simulation, ML and finance kernels: n-body, Mandelbrot, softmax,
 // layer norm, Black-Scholes, stream compaction.

@@ -11,8 +11,11 @@ import (
 // contents (zeros where Init is nil), sets the arguments of and enqueues
 // every launch in order, waits, and returns the final contents of every
 // buffer, in the order of c.Buffers. kernels supplies the kernel object for
-// a name; the kernels belong to the caller, who may cache them (Execute
-// sets all their arguments before each launch and does not release them).
+// a name and is called once per launch, so it should return the same
+// object for repeated names; the kernels belong to the caller, who may
+// cache them (Execute sets all their arguments before each launch and does
+// not release them). A kernel must not be used concurrently by another
+// Execute, since arguments are kernel state.
 // The buffers are released before Execute returns.
 func Execute(ctx *opencl.Context, q *opencl.Queue, kernels func(name string) (*opencl.Kernel, error), c Case) ([][]byte, error) {
 	bufs := make([]*opencl.Buffer, 0, len(c.Buffers))

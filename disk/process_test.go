@@ -1,0 +1,442 @@
+package disk
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kcache/kcache"
+)
+
+// Multi-process tests re-execute the test binary as a child running
+// TestHelperProcess, with the role in helperEnv and its parameters in
+// further KCACHE_DISK_* variables.
+const helperEnv = "KCACHE_DISK_HELPER"
+
+// TestHelperProcess is not a test: it is the child side of the
+// multi-process tests.
+func TestHelperProcess(t *testing.T) {
+	role := os.Getenv(helperEnv)
+	if role == "" {
+		t.Skip("child process of the multi-process tests")
+	}
+	roles := map[string]func() error{
+		"build":    helperBuild,
+		"churn":    helperChurn,
+		"readonly": helperReadOnly,
+		"unsafe":   helperUnsafe,
+		"hits":     helperHits,
+	}
+	run, ok := roles[role]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "unknown role %q\n", role)
+		os.Exit(2)
+	}
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// helper returns a command that runs the test binary bin in role.
+func helper(bin, role string, env ...string) *exec.Cmd {
+	cmd := exec.Command(bin, "-test.run=^TestHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), append([]string{helperEnv + "=" + role}, env...)...)
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+func envInt(name string) int {
+	n, _ := strconv.Atoi(os.Getenv(name))
+	return n
+}
+
+// appendLine appends a line to the file at path. O_APPEND writes of a
+// line are atomic, so concurrent processes never interleave.
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.WriteString(line + "\n")
+	return err
+}
+
+// helperBuild runs the caller's protocol over KCACHE_DISK_KEYS keys and
+// logs each build it does to KCACHE_DISK_BUILDS.
+func helperBuild() error {
+	s, err := Open(Options{Dir: os.Getenv("KCACHE_DISK_DIR")})
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	keys := envInt("KCACHE_DISK_KEYS")
+	for i := range keys {
+		k := testKey(i)
+		if _, err := s.Get(ctx, k); err == nil {
+			continue
+		}
+		unlock, err := s.Lock(ctx, k)
+		if err != nil {
+			return fmt.Errorf("lock %d: %w", i, err)
+		}
+		if _, err := s.Get(ctx, k); err == nil {
+			unlock() // another process built it while we waited
+			continue
+		}
+		time.Sleep(5 * time.Millisecond) // the "build"
+		if err := appendLine(os.Getenv("KCACHE_DISK_BUILDS"), strconv.Itoa(i)); err != nil {
+			return err
+		}
+		err = s.Put(ctx, k, kcache.Entry{Binary: testBinary(i, 2000+i), BuildTime: 5 * time.Millisecond})
+		unlock()
+		if err != nil {
+			return fmt.Errorf("put %d: %w", i, err)
+		}
+	}
+	for i := range keys {
+		e, err := s.Get(ctx, testKey(i))
+		if err != nil || !bytes.Equal(e.Binary, testBinary(i, 2000+i)) {
+			return fmt.Errorf("key %d after the run: %v", i, err)
+		}
+	}
+	return nil
+}
+
+func TestMultiProcessSingleFlight(t *testing.T) {
+	const procs, keys = 8, 50
+	dir := t.TempDir()
+	builds := filepath.Join(dir, "builds")
+	var cmds []*exec.Cmd
+	for range procs {
+		cmd := helper(os.Args[0], "build", "KCACHE_DISK_DIR="+filepath.Join(dir, "cache"),
+			"KCACHE_DISK_KEYS="+strconv.Itoa(keys), "KCACHE_DISK_BUILDS="+builds)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("child: %v", err)
+		}
+	}
+	data, err := os.ReadFile(builds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(string(data))
+	count := map[string]int{}
+	for _, l := range lines {
+		count[l]++
+	}
+	if len(lines) != keys || len(count) != keys {
+		t.Fatalf("%d builds of %d keys, want exactly %d: %v", len(lines), len(count), keys, count)
+	}
+	s := openTest(t, Options{Dir: filepath.Join(dir, "cache")})
+	r, err := s.Verify(context.Background(), false)
+	if err != nil || r.Entries != keys || r.Damaged+r.Incomplete != 0 {
+		t.Fatalf("Verify = %+v, %v", r, err)
+	}
+}
+
+// churnKeys and churnSize shape the churn: 64 keys of 1 to 16 KB under a
+// 256 KB limit, so that Puts evict often.
+const churnKeys = 64
+
+func churnSize(i int) int { return 1000 + (i*7919)%15000 }
+
+// helperChurn puts, gets, deletes and locks at random until killed, with a
+// clock that jumps a day every 25 operations so that maintenance passes
+// run often too. Anything wrong it sees goes to KCACHE_DISK_FAIL.
+func helperChurn() error {
+	var offset atomic.Int64
+	s, err := Open(Options{
+		Dir:          os.Getenv("KCACHE_DISK_DIR"),
+		MaxSize:      256 << 10,
+		AgeThreshold: 36 * time.Hour,
+		LockTimeout:  10 * time.Second,
+		Now:          func() time.Time { return time.Now().Add(time.Duration(offset.Load())) },
+	})
+	if err != nil {
+		return err
+	}
+	fail := func(format string, args ...any) { appendLine(os.Getenv("KCACHE_DISK_FAIL"), fmt.Sprintf(format, args...)) }
+	fmt.Println("ready")
+	rng := rand.New(rand.NewPCG(uint64(envInt("KCACHE_DISK_SEED")), 1))
+	ctx := context.Background()
+	for op := 1; ; op++ {
+		if op%25 == 0 {
+			offset.Add(int64(25 * time.Hour))
+		}
+		i := rng.IntN(churnKeys)
+		k := testKey(i)
+		switch r := rng.IntN(10); {
+		case r < 4:
+			if err := s.Put(ctx, k, kcache.Entry{Binary: testBinary(i, churnSize(i))}); err != nil {
+				fail("put %d: %v", i, err)
+			}
+		case r < 8:
+			e, err := s.Get(ctx, k)
+			if err == nil && !bytes.Equal(e.Binary, testBinary(i, churnSize(i))) {
+				fail("WRONG BINARY for key %d", i)
+			}
+		case r < 9:
+			if err := s.Delete(ctx, k); err != nil {
+				fail("delete %d: %v", i, err)
+			}
+		default:
+			unlock, err := s.Lock(ctx, k)
+			if err != nil {
+				fail("lock %d: %v", i, err)
+				continue
+			}
+			s.Put(ctx, k, kcache.Entry{Binary: testBinary(i, churnSize(i))})
+			unlock()
+		}
+	}
+}
+
+// TestKilledWriters SIGKILLs processes in the middle of writes, evictions
+// and maintenance passes, then checks that nothing is damaged, nothing
+// stays locked, and the cache works.
+func TestKilledWriters(t *testing.T) {
+	rounds := 40
+	if testing.Short() {
+		rounds = 12
+	}
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	failFile := filepath.Join(dir, "fail")
+	rng := rand.New(rand.NewPCG(7, 7))
+	interrupted := 0 // kills that left a write half done
+	for round := range rounds {
+		cmd := helper(os.Args[0], "churn", "KCACHE_DISK_DIR="+cache,
+			"KCACHE_DISK_FAIL="+failFile, "KCACHE_DISK_SEED="+strconv.Itoa(round))
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+			t.Fatalf("child did not start: %q, %v", line, err)
+		}
+		time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		go io.Copy(io.Discard, out)
+		cmd.Wait()
+		// The invariant holds after every kill, not just the last.
+		s := openTest(t, Options{Dir: cache})
+		r, err := s.Verify(context.Background(), false)
+		if err != nil || r.Damaged != 0 {
+			t.Fatalf("round %d: Verify = %+v, %v", round, r, err)
+		}
+		if r.Incomplete > 0 {
+			interrupted++
+		}
+	}
+	if data, err := os.ReadFile(failFile); err == nil {
+		t.Fatalf("children saw failures:\n%s", data)
+	}
+	t.Logf("%d of %d kills left a write half done", interrupted, rounds)
+	checkAfterKills(t, cache)
+}
+
+func checkAfterKills(t *testing.T, cache string) {
+	ctx := context.Background()
+	s := openTest(t, Options{Dir: cache, BuildWait: 5 * time.Second, LockTimeout: 5 * time.Second})
+	r, err := s.Verify(ctx, false)
+	if err != nil || r.Damaged != 0 {
+		t.Fatalf("Verify after kills = %+v, %v", r, err)
+	}
+	t.Logf("after kills: %d entries, %d bytes, %d leftovers of interrupted writes", r.Entries, r.Bytes, r.Incomplete)
+	for i := range churnKeys {
+		isHit(t, s, i, churnSize(i))
+	}
+	// Nothing stays locked: every lock is free at once.
+	for _, name := range []string{sizeName, evictName} {
+		f, err := s.lockFile(ctx, name, 0)
+		if err != nil {
+			t.Fatalf("%s still locked: %v", name, err)
+		}
+		f.Close()
+	}
+	err = s.eachLeaf(ctx, func(leaf string) error {
+		unlock, err := s.lockLeaf(ctx, leaf, false, 0)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("leaf %s still locked: %w", leaf, err)
+		}
+		if err == nil {
+			unlock()
+		}
+		if f, err := lockPath(ctx, leaf+"/"+lockName, openLockFile, "", 0); err == nil {
+			f.Close()
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("build lock in %s still held: %w", leaf, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range churnKeys {
+		mustPut(t, s, i, churnSize(i))
+		checkGet(t, s, i, churnSize(i))
+	}
+	if r, err = s.Verify(ctx, true); err != nil || r.Damaged != 0 {
+		t.Fatalf("repair = %+v, %v", r, err)
+	}
+	if r, err = s.Verify(ctx, false); err != nil || r.Damaged+r.Incomplete != 0 || r.Entries != churnKeys {
+		t.Fatalf("after repair = %+v, %v", r, err)
+	}
+	if size, _ := s.Size(ctx); size != r.Bytes {
+		t.Fatalf("size file %d, entries %d bytes", size, r.Bytes)
+	}
+}
+
+// helperReadOnly runs as another user against a cache it owns but may not
+// write: reads work, writes fail cleanly.
+func helperReadOnly() error {
+	ctx := context.Background()
+	s, err := Open(Options{Dir: os.Getenv("KCACHE_DISK_DIR"), Now: func() time.Time { return time.Now().Add(48 * time.Hour) }})
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	e, err := s.Get(ctx, testKey(1))
+	if err != nil || !bytes.Equal(e.Binary, testBinary(1, 100)) {
+		return fmt.Errorf("get of a present key: %v", err)
+	}
+	if _, err := s.Get(ctx, testKey(2)); !errors.Is(err, kcache.ErrMiss) {
+		return fmt.Errorf("get of an absent key: %v", err)
+	}
+	if err := s.Put(ctx, testKey(2), kcache.Entry{Binary: []byte("x")}); !errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("put: %v, want a permission error", err)
+	}
+	if unlock, err := s.Lock(ctx, testKey(2)); err == nil {
+		unlock()
+		return errors.New("lock in an unwritable cache succeeded")
+	}
+	if err := s.Delete(ctx, testKey(1)); !errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("delete: %v, want a permission error", err)
+	}
+	if n, err := s.Size(ctx); err != nil || n == 0 {
+		return fmt.Errorf("size: %d, %v", n, err)
+	}
+	if r, err := s.Verify(ctx, false); err != nil || r.Entries != 1 {
+		return fmt.Errorf("verify: %+v, %v", r, err)
+	}
+	return nil
+}
+
+// helperUnsafe runs as another user against a cache it does not own.
+func helperUnsafe() error {
+	_, err := Open(Options{Dir: os.Getenv("KCACHE_DISK_DIR")})
+	if !errors.Is(err, ErrUnsafeDir) {
+		return fmt.Errorf("open of another user's cache: %v, want ErrUnsafeDir", err)
+	}
+	return nil
+}
+
+// nobody is the uid and gid the permission tests run children as.
+const nobody = 65534
+
+// asNobody prepares a copy of the test binary that user nobody can run
+// and returns its path and a scratch directory nobody can reach.
+func asNobody(t *testing.T) (bin, dir string) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a child as another user")
+	}
+	dir, err := os.MkdirTemp("", "kcache-disk-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin = filepath.Join(dir, "disk.test")
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, dir
+}
+
+func runAsNobody(t *testing.T, bin, role, cache string) {
+	cmd := helper(bin, role, "KCACHE_DISK_DIR="+cache)
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	if out, err := cmd.Output(); err != nil {
+		t.Fatalf("child as uid %d: %v\n%s", nobody, err, out)
+	}
+}
+
+func TestUnwritableCacheOtherUser(t *testing.T) {
+	bin, dir := asNobody(t)
+	cache := filepath.Join(dir, "cache")
+	s := openTest(t, Options{Dir: cache})
+	mustPut(t, s, 1, 100)
+	// Hand the cache to nobody, read-only: directories r-x, files r--.
+	err := filepath.WalkDir(cache, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		mode := os.FileMode(0o400)
+		if d.IsDir() {
+			mode = 0o500
+		}
+		if err := os.Chown(p, nobody, nobody); err != nil {
+			return err
+		}
+		return os.Chmod(p, mode)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runAsNobody(t, bin, "readonly", cache)
+}
+
+func TestOtherUsersCacheRefused(t *testing.T) {
+	bin, dir := asNobody(t)
+	cache := filepath.Join(dir, "cache")
+	s := openTest(t, Options{Dir: cache})
+	mustPut(t, s, 1, 100)
+	os.Chmod(cache, 0o755) // reachable by nobody, but root's
+	runAsNobody(t, bin, "unsafe", cache)
+}
+
+// helperHits opens the cache in KCACHE_DISK_DIR and reads key 1
+// KCACHE_DISK_N times: run under strace to count system calls per hit.
+func helperHits() error {
+	s, err := Open(Options{Dir: os.Getenv("KCACHE_DISK_DIR")})
+	if err != nil {
+		return err
+	}
+	for range envInt("KCACHE_DISK_N") {
+		if _, err := s.Get(context.Background(), testKey(1)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

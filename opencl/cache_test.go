@@ -1,0 +1,284 @@
+package opencl
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/disk"
+)
+
+// tierSet is a fresh "process": binary tiers over dir and an object tier
+// for a new context, as a new process running the same program would have.
+type tierSet struct {
+	bins  *kcache.Cache
+	store *disk.Store
+	cache *Cache
+	ctx   *Context
+	q     *Queue
+}
+
+func newTierSet(t *testing.T, dir string) *tierSet {
+	t.Helper()
+	f := testFixture(t)
+	st, err := disk.Open(disk.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := kcache.DefaultConfig(func(string) string { return "" })
+	bins := kcache.New(cfg, nil, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st})
+	ctx, err := NewContext(f.dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := ctx.NewQueue(f.dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCache(ctx, bins, CacheOptions{CommitDelay: -1, Environ: []string{}})
+	t.Cleanup(func() { c.Close(); q.Release(); ctx.Release() })
+	return &tierSet{bins: bins, store: st, cache: c, ctx: ctx, q: q}
+}
+
+func (ts *tierSet) program(t *testing.T, src Source) *BuiltProgram {
+	t.Helper()
+	p, err := ts.cache.Program(context.Background(), testFixture(t).dev, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Release)
+	return p
+}
+
+func (ts *tierSet) saxpy(t *testing.T, p *BuiltProgram, alpha float32) {
+	t.Helper()
+	k, err := p.Kernel("saxpy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Use(func(k *Kernel) error { return runSaxpy(ts.ctx, ts.q, k, 256, alpha) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCacheBuildReloadRun(t *testing.T) {
+	dir := t.TempDir()
+	first := newTierSet(t, dir)
+	src := Source{Code: []byte(testSource), Options: "-cl-std=CL1.2"}
+	p := first.program(t, src)
+	if p.Outcome != kcache.OutcomeBuilt {
+		t.Fatalf("cold outcome %v, want built", p.Outcome)
+	}
+	first.saxpy(t, p, 3)
+	if again := first.program(t, src); again.Outcome != kcache.OutcomeMemory {
+		t.Errorf("second request outcome %v, want memory", again.Outcome)
+	}
+	second := newTierSet(t, dir)
+	warm := second.program(t, src)
+	if warm.Outcome != kcache.OutcomeDisk {
+		t.Fatalf("new context outcome %v, want disk", warm.Outcome)
+	}
+	if warm.BlobID() != p.BlobID() {
+		t.Error("blob IDs differ between processes")
+	}
+	second.saxpy(t, warm, 5) // correct results from the warm binary
+	if s := second.bins.Stats(); s.Builds != 0 || s.Disk.Hits != 1 {
+		t.Errorf("warm stats %+v", s)
+	}
+}
+
+// writeFile writes content to path with an mtime in the past, as a file
+// edited a while ago has.
+func writeFile(t *testing.T, path, content string, age time.Duration) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-age)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const headerSource = `#include "scale.h"
+__kernel void saxpy(__global const float* x, __global const float* y, __global float* out,
+                    const float alpha, const uint n) {
+	size_t i = get_global_id(0);
+	if (i < n) out[i] = SCALE * x[i] + y[i]; // alpha unused: SCALE plays its part
+}`
+
+func TestHeaderEditRebuilds(t *testing.T) {
+	dir := t.TempDir()
+	inc := filepath.Join(dir, "inc")
+	os.Mkdir(inc, 0o755)
+	writeFile(t, filepath.Join(inc, "scale.h"), "#include \"nested.h\"\n#define SCALE NESTED\n", time.Hour)
+	writeFile(t, filepath.Join(inc, "nested.h"), "#define NESTED 1.0f\n", time.Hour)
+	ts := newTierSet(t, filepath.Join(dir, "cache"))
+	src := Source{Code: []byte(headerSource), Options: "-I " + inc}
+	before := ts.program(t, src)
+	ts.saxpy(t, before, 1) // SCALE is 1
+	if again := ts.program(t, src); again.Outcome != kcache.OutcomeMemory {
+		t.Fatalf("unchanged headers: outcome %v, want memory", again.Outcome)
+	}
+	// Edit the nested header: the key must change and the build rerun.
+	writeFile(t, filepath.Join(inc, "nested.h"), "#define NESTED 2.0f\n", time.Minute)
+	after := ts.program(t, src)
+	if after.Outcome != kcache.OutcomeBuilt || after.BlobID() == before.BlobID() {
+		t.Fatalf("nested header edit: outcome %v, same digest %v", after.Outcome, after.BlobID() == before.BlobID())
+	}
+	ts.saxpy(t, after, 2) // SCALE is 2 now: the new header is compiled in
+}
+
+func TestOptionsChangeRebuilds(t *testing.T) {
+	ts := newTierSet(t, t.TempDir())
+	src := Source{Code: []byte("__kernel void k(__global int* o) { o[0] = VALUE; }")}
+	digests := map[kcache.Digest]bool{}
+	for _, opts := range []string{"-DVALUE=1", "-DVALUE=2", "-DVALUE=2 -cl-fast-relaxed-math"} {
+		src.Options = opts
+		p := ts.program(t, src)
+		if p.Outcome != kcache.OutcomeBuilt {
+			t.Errorf("%q: outcome %v, want built", opts, p.Outcome)
+		}
+		digests[p.BlobID()] = true
+	}
+	if len(digests) != 3 {
+		t.Errorf("%d distinct digests, want 3", len(digests))
+	}
+}
+
+func TestBuildErrorIsKeptWithLog(t *testing.T) {
+	ts := newTierSet(t, t.TempDir())
+	src := Source{Code: []byte("__kernel void k(__global int* o) { o[0] = undeclared_thing; }")}
+	for range 2 {
+		_, err := ts.cache.Program(context.Background(), testFixture(t).dev, src)
+		var be *BuildError
+		if !errors.As(err, &be) || !strings.Contains(be.Log, "undeclared_thing") {
+			t.Fatalf("err = %v, want a BuildError with the log", err)
+		}
+	}
+	if s := ts.bins.Stats(); s.FailedBuilds != 1 {
+		t.Errorf("%d failed builds, want 1: the error must be kept", s.FailedBuilds)
+	}
+}
+
+func binFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, ".bin") {
+			out = append(out, path)
+		}
+		return nil
+	})
+	return out
+}
+
+func TestDamagedBinaryIsRebuilt(t *testing.T) {
+	dir := t.TempDir()
+	src := Source{Code: []byte(testSource)}
+	newTierSet(t, dir).program(t, src)
+	bins := binFiles(t, dir)
+	if len(bins) != 1 {
+		t.Fatalf("%d .bin files, want 1", len(bins))
+	}
+	b, _ := os.ReadFile(bins[0])
+	b[len(b)/2] ^= 0x40
+	os.WriteFile(bins[0], b, 0o600)
+	ts := newTierSet(t, dir)
+	p := ts.program(t, src)
+	if p.Outcome != kcache.OutcomeBuilt {
+		t.Fatalf("damaged binary: outcome %v, want built", p.Outcome)
+	}
+	ts.saxpy(t, p, 2)
+}
+
+// TestForeignBinaryIsRejectedByRuntime stores, with a valid checksum, bytes
+// that are not a program for this device: the runtime refuses them, the
+// entry is replaced and the program built from source.
+func TestForeignBinaryIsRejectedByRuntime(t *testing.T) {
+	dir := t.TempDir()
+	ts := newTierSet(t, dir)
+	src := Source{Code: []byte(testSource)}
+	key, err := ts.cache.Key(testFixture(t).dev, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := []byte(strings.Repeat("\x7fELF not a pocl binary ", 64))
+	if err := ts.store.Put(context.Background(), key, kcache.Entry{Binary: foreign}); err != nil {
+		t.Fatal(err)
+	}
+	p := ts.program(t, src)
+	if p.Outcome != kcache.OutcomeBuilt {
+		t.Fatalf("outcome %v, want built", p.Outcome)
+	}
+	ts.saxpy(t, p, 2)
+	e, err := ts.store.Get(context.Background(), key)
+	if err != nil || string(e.Binary) == string(foreign) {
+		t.Errorf("foreign entry not replaced: %v", err)
+	}
+}
+
+func TestBlobRoundTrip(t *testing.T) {
+	f := testFixture(t)
+	a := newTierSet(t, t.TempDir())
+	src := Source{Code: []byte(testSource)}
+	p := a.program(t, src)
+	blob, err := p.Blob(context.Background())
+	if err != nil || len(blob) == 0 {
+		t.Fatalf("Blob: %d bytes, %v", len(blob), err)
+	}
+	b := newTierSet(t, t.TempDir()) // no disk entry there: only the blob
+	q, err := b.cache.ProgramFromBlob(context.Background(), f.dev, src, blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Release()
+	if q.BlobID() != p.BlobID() {
+		t.Error("blob ID changed")
+	}
+	b.saxpy(t, q, 4)
+	if _, err := b.cache.ProgramFromBlob(context.Background(), f.dev, Source{Code: []byte("x")}, []byte("garbage")); err == nil {
+		t.Error("garbage blob accepted")
+	}
+}
+
+// TestConcurrentKernelUse launches one cached kernel from many goroutines,
+// each with its own buffers: SafeKernel must keep their arguments apart.
+func TestConcurrentKernelUse(t *testing.T) {
+	ts := newTierSet(t, t.TempDir())
+	p := ts.program(t, Source{Code: []byte(testSource)})
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			k, err := p.Kernel("saxpy")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for i := range 5 {
+				alpha := float32(g*10 + i)
+				if err := k.Use(func(k *Kernel) error { return runSaxpy(ts.ctx, ts.q, k, 128, alpha) }); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestKernelHitAllocatesNothing(t *testing.T) {
+	ts := newTierSet(t, t.TempDir())
+	p := ts.program(t, Source{Code: []byte(testSource)})
+	if _, err := p.Kernel("saxpy"); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() { p.Kernel("saxpy") }); n != 0 {
+		t.Errorf("kernel hit allocates %v times", n)
+	}
+}
