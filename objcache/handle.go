@@ -43,9 +43,16 @@ func (h *Handle[V]) Value() V { return h.val }
 // exactly once, on the goroutine that gave back that last reference.
 func (h *Handle[V]) Release() {
 	r := h.rel.Add(1)
-	a := h.acq.Load()
+	if a := h.acq.Load(); a >= refDropped || r > a {
+		h.releaseSlow(r, a) // kept out of line so that Release inlines
+	}
+}
+
+// releaseSlow is Release once the entry is dropped, or for a surplus
+// Release: r and a are the counters as Release read them.
+func (h *Handle[V]) releaseSlow(r, a uint64) {
 	if r > a&refCount {
-		h.rel.Add(^uint64(0)) // surplus Release: nothing outstanding to give back
+		h.rel.Add(^uint64(0)) // surplus: nothing outstanding to give back
 		return
 	}
 	if a&refDropped != 0 && r == a&refCount {
@@ -56,8 +63,8 @@ func (h *Handle[V]) Release() {
 // acquire takes a reference. It fails, keeping none, once the cache has
 // dropped the entry: its object may already be released.
 func (h *Handle[V]) acquire() bool {
-	if h.acq.Add(1)&refDropped != 0 {
-		h.Release()
+	if a := h.acq.Add(1); a >= refDropped {
+		h.releaseSlow(h.rel.Add(1), h.acq.Load())
 		return false
 	}
 	return true

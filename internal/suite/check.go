@@ -56,6 +56,11 @@ func newSpec(c Case, expects ...expect) spec {
 		}
 		return nil
 	}
+	c.prepare = func() {
+		for _, e := range expects {
+			e.encoded()
+		}
+	}
 	return spec{Case: c, expects: expects}
 }
 

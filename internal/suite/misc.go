@@ -201,7 +201,7 @@ func layerNorm() spec {
 		Launches: []Launch{{
 			Kernel: "layernorm_fwd", Global: dims(rows * wg), Local: dims(wg),
 			Args: args(BufferArg(0), BufferArg(1), BufferArg(2), BufferArg(3), BufferArg(4), BufferArg(5),
-				I32(cols), F32(eps)),
+				I32(cols), F32(eps), LocalArg(4*wg)),
 		}},
 	}
 	// stats returns each row's mean and 1/sqrt(var + eps).

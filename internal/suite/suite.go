@@ -70,6 +70,17 @@ type Case struct {
 	// Check compares out[i], the final contents of Buffers[i], with the
 	// reference computed in Go, and reports the first mismatch.
 	Check func(out [][]byte) error
+
+	prepare func() // computes every reference Check compares with
+}
+
+// PrepareReference computes the case's Go reference now, so that a timed
+// run's first Check does not pay for it. References are computed once per
+// Case and shared by its copies.
+func (c Case) PrepareReference() {
+	if c.prepare != nil {
+		c.prepare()
+	}
 }
 
 // Verify checks the final buffer contents of a run; it is c.Check.

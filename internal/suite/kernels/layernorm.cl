@@ -14,9 +14,12 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void layernorm_fwd(__global const float* restrict x, __global const float* restrict gamma,
                    __global const float* restrict beta, __global float* restrict y,
                    __global float* restrict mean_out, __global float* restrict rstd_out, const int cols,
-                   const float eps)
+                   const float eps, __local float* scratch)
 {
-    __local float scratch[WG];
+    // scratch (WG floats) is a kernel argument rather than a kernel-scope
+    // __local array: with the array, PoCL 3.1's pthread device let
+    // concurrent work-groups of this kernel share it (wrong rows, seen
+    // only with more than one worker thread).
     const int row = get_group_id(0);
     const int lid = get_local_id(0);
     __global const float* xr = x + IDX2(row, 0, cols);
