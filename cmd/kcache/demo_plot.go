@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"path/filepath"
 	"strings"
 
@@ -22,9 +23,10 @@ func writeDemoPlot(file string, rows []demoRow) error {
 	}
 	p := plot.New()
 	p.Title.Text = "Time to first correct result per kernel (log scale)"
+	// Bars are drawn from zero, which a log axis cannot place, so the bars
+	// show log10(ms) on a linear axis, labelled in milliseconds.
 	p.Y.Label.Text = "milliseconds"
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = plot.ConstantTicks(decadeTicks(5))
 	series := []struct {
 		name  string
 		value func(demoRow) float64
@@ -43,7 +45,7 @@ func writeDemoPlot(file string, rows []demoRow) error {
 	for i, s := range series {
 		vals := make(plotter.Values, len(rows))
 		for j, r := range rows {
-			vals[j] = max(s.value(r), 1) // the axis starts below 1 ms
+			vals[j] = math.Log10(max(s.value(r), 1)) // under 1 ms shows as no bar
 		}
 		bars, err := plotter.NewBarChart(vals, width)
 		if err != nil {
@@ -55,13 +57,20 @@ func writeDemoPlot(file string, rows []demoRow) error {
 		p.Add(bars)
 		p.Legend.Add(s.name, bars)
 	}
-	// Bars start at zero, which a log axis cannot show: start the axis
-	// just below the smallest bar instead.
-	p.Y.Min = 0.5
+	p.Y.Min = 0
 	p.Legend.Top = true
 	p.NominalX(names...)
 	p.X.Tick.Label.Rotation = 0.8
 	p.X.Tick.Label.XAlign = -1
 	p.X.Tick.Label.YAlign = -0.5
-	return p.Save(vg.Length(28*len(rows)+120)*vg.Points(1), 6*vg.Inch, file)
+	return p.Save(vg.Length(max(28*len(rows)+120, 480))*vg.Points(1), 6*vg.Inch, file)
+}
+
+// decadeTicks labels 10^0 .. 10^n milliseconds at heights 0 .. n.
+func decadeTicks(n int) []plot.Tick {
+	var ticks []plot.Tick
+	for i := 0; i <= n; i++ {
+		ticks = append(ticks, plot.Tick{Value: float64(i), Label: fmt.Sprintf("%g", math.Pow(10, float64(i)))})
+	}
+	return ticks
 }
