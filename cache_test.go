@@ -255,3 +255,48 @@ func TestDeleteRemovesFromEveryTier(t *testing.T) {
 		t.Error("entry left behind")
 	}
 }
+
+// countingLocker records lock and unlock calls, to check that a Pending
+// holds the build lock until it is committed or aborted.
+type countingLocker struct {
+	*mapStore
+	locked, unlocked atomic.Int32
+}
+
+func (s *countingLocker) Lock(context.Context, *Key) (func(), error) {
+	s.locked.Add(1)
+	return func() { s.unlocked.Add(1) }, nil
+}
+
+func TestLookupCommitAndAbort(t *testing.T) {
+	ctx := context.Background()
+	store := &countingLocker{mapStore: newMapStore()}
+	c := New(Config{}, nil, Tier{OutcomeDisk, store})
+
+	_, p, err := c.Lookup(ctx, keyN(1))
+	if err != nil || p == nil {
+		t.Fatalf("miss: pending %v, err %v", p, err)
+	}
+	if store.locked.Load() != 1 || store.unlocked.Load() != 0 {
+		t.Fatal("a pending build must hold the lock")
+	}
+	p.Commit(ctx, []byte("late binary"), time.Second)
+	p.Commit(ctx, []byte("again"), time.Second) // ignored
+	p.Abort(errors.New("ignored"))
+	if store.unlocked.Load() != 1 || store.puts != 1 {
+		t.Fatalf("unlocked %d, puts %d; want 1, 1", store.unlocked.Load(), store.puts)
+	}
+	r, p2, err := c.Lookup(ctx, keyN(1))
+	if err != nil || p2 != nil || string(r.Binary) != "late binary" || r.BuildTime != time.Second {
+		t.Fatalf("after commit: %+v %v %v", r, p2, err)
+	}
+
+	_, p3, _ := c.Lookup(ctx, keyN(2))
+	p3.Abort(errors.New("compile error"))
+	if _, err := c.Get(ctx, keyN(2)); !errors.Is(err, ErrMiss) {
+		t.Error("an aborted build stored something")
+	}
+	if s := c.Stats(); s.Builds != 1 || s.FailedBuilds != 1 || store.unlocked.Load() != 2 {
+		t.Errorf("stats %+v, unlocked %d", s, store.unlocked.Load())
+	}
+}
