@@ -32,7 +32,10 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newBuildCmd(), newDemoCmd(), newDemoPhaseCmd())
-	if err := root.Execute(); err != nil {
+	cleanup := privatePoCLDir()
+	err := root.Execute()
+	cleanup()
+	if err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
@@ -40,6 +43,24 @@ func main() {
 		fmt.Fprintln(os.Stderr, "kcache:", err)
 		os.Exit(2)
 	}
+}
+
+// privatePoCLDir gives this process a PoCL directory of its own when
+// PoCL's kernel cache is off and no directory was chosen: PoCL 3.1 then
+// compiles in a temporary directory shared by every process of the user,
+// and processes compiling at once abort ("Can't get stat() on
+// .../pocl/uncached/..."). It returns a function that removes the
+// directory.
+func privatePoCLDir() (cleanup func()) {
+	if os.Getenv("POCL_KERNEL_CACHE") != "0" || os.Getenv("POCL_CACHE_DIR") != "" {
+		return func() {}
+	}
+	dir, err := os.MkdirTemp("", "kcache-pocl-")
+	if err != nil {
+		return func() {}
+	}
+	os.Setenv("POCL_CACHE_DIR", dir)
+	return func() { os.RemoveAll(dir) }
 }
 
 // logger reports the library's warnings (a tier that fails, a rejected

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -152,17 +153,26 @@ func TestBadInput(t *testing.T) {
 }
 
 // TestConcurrentProcessesBuildOnce starts several processes on a cold cache
-// at once, as ranks of a job do: one builds, the others wait for it.
+// at once, as ranks of a job do: one builds, the others wait for it. The
+// processes share a home and set no PoCL directory, with PoCL's cache off:
+// the case where PoCL's shared temporary directory makes them abort unless
+// kcache gives each its own.
 func TestConcurrentProcessesBuildOnce(t *testing.T) {
 	requireOpenCL(t)
 	dir := t.TempDir()
 	file := writeKernel(t, dir)
+	home := t.TempDir()
+	sharedPoCL := func(cmd *exec.Cmd) *exec.Cmd {
+		cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "POCL_CACHE_DIR=") })
+		cmd.Env = append(cmd.Env, "HOME="+home, "XDG_CACHE_HOME="+filepath.Join(home, ".cache"))
+		return cmd
+	}
 	const procs = 4
 	outcomes := make([]string, procs)
 	var wg sync.WaitGroup
 	for i := range procs {
 		wg.Go(func() {
-			reports, code := runJSON(t, kcacheCmd(t, dir, "build", "--json", "--options", "-DFACTOR=5", file))
+			reports, code := runJSON(t, sharedPoCL(kcacheCmd(t, dir, "build", "--json", "--options", "-DFACTOR=5", file)))
 			if code != 0 || len(reports) != 1 {
 				t.Errorf("process %d: exit %d, %v", i, code, reports)
 				return
@@ -184,6 +194,18 @@ func TestConcurrentProcessesBuildOnce(t *testing.T) {
 	if built != 1 {
 		t.Errorf("outcomes %v: %d builds, want 1", outcomes, built)
 	}
+
+	// Different options: every process compiles, all at once.
+	for i := range procs {
+		wg.Go(func() {
+			factor := fmt.Sprintf("-DFACTOR=%d", 10+i)
+			reports, code := runJSON(t, sharedPoCL(kcacheCmd(t, dir, "build", "--json", "--options", factor, file)))
+			if code != 0 || len(reports) != 1 || reports[0].Outcome != "built" {
+				t.Errorf("process %d: exit %d, %+v", i, code, reports)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestDemoOneCase(t *testing.T) {
