@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -144,30 +146,7 @@ type candidate struct {
 // holds evict.lock.
 func (s *Store) pass(ctx context.Context, cutoff time.Time) {
 	before, beforeKnown := s.readSize(ctx)
-	var entries []candidate
-	var untidy []string // leaves with leftovers, or with no entry at all
-	var total int64
-	err := s.eachLeaf(ctx, func(leaf string) error {
-		c, err := listLeaf(leaf)
-		if err != nil {
-			return nil
-		}
-		tidy := len(c.temps) == 0
-		complete := 0
-		for n, f := range c.slots {
-			total += f.size()
-			if f.src != nil && f.bin != nil {
-				entries = append(entries, candidate{leaf, n, f})
-				complete++
-			} else if f.used() {
-				tidy = false
-			}
-		}
-		if !tidy || complete == 0 {
-			untidy = append(untidy, leaf)
-		}
-		return nil
-	})
+	entries, untidy, total, err := s.survey(ctx)
 	if err != nil {
 		return // ctx ended; the next pass starts over
 	}
@@ -178,34 +157,95 @@ func (s *Store) pass(ctx context.Context, cutoff time.Time) {
 		s.log.Info("kcache: evicted cache entries", "entries", count, "bytes", freed, "dir", s.root)
 	}
 	_, _ = s.updateTotal(ctx, func(cur int64, known bool) (int64, error) {
+		// Add what other processes added or removed meanwhile. An entry
+		// written during the walk may be counted twice, in the walk and in
+		// the difference: that errs toward evicting early, and the next
+		// pass corrects it.
 		n := total - removed
 		if known && beforeKnown {
-			n += cur - before // what other processes added or removed meanwhile
+			n += cur - before
 		}
 		return max(n, 0), nil
 	})
 }
 
-// evictEntries removes entries, least recently used first, while they are
-// older than cutoff or the cache (total bytes) is over MaxSize and above
-// the target. It returns how many entries and bytes it removed.
+// survey lists every complete entry, every leaf that holds leftovers or no
+// entry at all, and the total size of records and binaries.
+func (s *Store) survey(ctx context.Context) (entries []candidate, untidy []string, total int64, err error) {
+	var mu sync.Mutex // protects the results: leaves are listed in parallel
+	err = s.eachLeafParallel(ctx, func(leaf string) error {
+		c, err := listLeaf(leaf)
+		if err != nil {
+			return nil
+		}
+		tidy := len(c.temps) == 0
+		var found []candidate
+		var size int64
+		for n, f := range c.slots {
+			size += f.size()
+			if f.src != nil && f.bin != nil {
+				found = append(found, candidate{leaf, n, f})
+			} else if f.used() {
+				tidy = false
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		entries = append(entries, found...)
+		total += size
+		if !tidy || len(found) == 0 {
+			untidy = append(untidy, leaf)
+		}
+		return nil
+	})
+	return entries, untidy, total, err
+}
+
+// evictEntries removes entries last used before cutoff and, if the cache
+// (total bytes) is over MaxSize, least recently used entries until it is at
+// most the target. It picks the victims in order, then removes them from
+// several goroutines: removals are journaled metadata updates, which the
+// file system runs in parallel. A victim found busy or used meanwhile is
+// spared, and the next pass makes up any shortfall. It returns how many
+// entries and bytes it removed.
 func (s *Store) evictEntries(ctx context.Context, entries []candidate, total int64, cutoff time.Time) (count int, freed int64) {
+	victims := s.victims(entries, total, cutoff)
+	var (
+		wg    sync.WaitGroup
+		next  atomic.Int64
+		n     atomic.Int64
+		bytes atomic.Int64
+	)
+	for range min(walkers, len(victims)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(victims)) && ctx.Err() == nil; i = next.Add(1) - 1 {
+				if b := s.evictOne(ctx, victims[i]); b > 0 {
+					n.Add(1)
+					bytes.Add(b)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return int(n.Load()), bytes.Load()
+}
+
+// victims returns the entries to evict, least recently used first.
+func (s *Store) victims(entries []candidate, total int64, cutoff time.Time) []candidate {
 	slices.SortFunc(entries, func(a, b candidate) int {
 		return a.files.src.ModTime().Compare(b.files.src.ModTime())
 	})
 	over := s.limited() && total > s.opts.MaxSize
-	for _, c := range entries {
+	var planned int64
+	for i, c := range entries {
 		aged := !cutoff.IsZero() && c.files.src.ModTime().Before(cutoff)
-		big := over && total-freed > s.target()
+		big := over && total-planned > s.target()
 		if !aged && !big {
-			break // entries are sorted oldest first, so no later one qualifies
+			return entries[:i] // sorted oldest first: no later entry qualifies
 		}
-		if n := s.evictOne(ctx, c); n > 0 {
-			count++
-			freed += n
-		}
+		planned += c.files.size()
 	}
-	return count, freed
+	return entries
 }
 
 // evictOne removes one entry if its leaf is free and its record unchanged

@@ -177,7 +177,9 @@ func helperChurn() error {
 	if err != nil {
 		return err
 	}
-	fail := func(format string, args ...any) { appendLine(os.Getenv("KCACHE_DISK_FAIL"), fmt.Sprintf(format, args...)) }
+	fail := func(format string, args ...any) {
+		appendLine(os.Getenv("KCACHE_DISK_FAIL"), fmt.Sprintf(format, args...))
+	}
 	fmt.Println("ready")
 	rng := rand.New(rand.NewPCG(uint64(envInt("KCACHE_DISK_SEED")), 1))
 	ctx := context.Background()
@@ -426,12 +428,18 @@ func TestOtherUsersCacheRefused(t *testing.T) {
 	runAsNobody(t, bin, "unsafe", cache)
 }
 
-// helperHits opens the cache in KCACHE_DISK_DIR and reads key 1
-// KCACHE_DISK_N times: run under strace to count system calls per hit.
+// helperHits opens the cache in KCACHE_DISK_DIR, stores key 1 (100 KB) if
+// it is missing, and reads it KCACHE_DISK_N times: run under strace -c with
+// two values of N to count the system calls of one hit.
 func helperHits() error {
 	s, err := Open(Options{Dir: os.Getenv("KCACHE_DISK_DIR")})
 	if err != nil {
 		return err
+	}
+	if _, err := s.Get(context.Background(), testKey(1)); err != nil {
+		if err := s.Put(context.Background(), testKey(1), kcache.Entry{Binary: testBinary(1, 100<<10)}); err != nil {
+			return err
+		}
 	}
 	for range envInt("KCACHE_DISK_N") {
 		if _, err := s.Get(context.Background(), testKey(1)); err != nil {

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/kcache/kcache"
@@ -227,7 +227,7 @@ var errOtherKey = errors.New("disk: slot holds another key")
 // encoded as want and its binary checks out.
 func readSlot(leaf string, n int, want []byte) (found, error) {
 	path := srcPath(leaf, n)
-	src, info, err := readFile(path, maxRecordSize)
+	src, mtime, err := readFile(path, maxRecordSize)
 	if err != nil {
 		return found{}, err
 	}
@@ -242,7 +242,7 @@ func readSlot(leaf string, n int, want []byte) (found, error) {
 	if err != nil {
 		return found{}, &binaryError{err} // the key's entry, damaged
 	}
-	return found{path: path, mtime: info.ModTime(), src: src, rec: rec, bin: bin}, nil
+	return found{path: path, mtime: mtime, src: src, rec: rec, bin: bin}, nil
 }
 
 // readBinary reads the binary rec describes and checks its length and
@@ -258,27 +258,46 @@ func readBinary(path string, rec *rawRecord) ([]byte, error) {
 	return bin, nil
 }
 
-// readFile reads a whole file of at most limit bytes with one open, one
-// fstat and one read: the fstat gives the length (files here are replaced,
-// never written in place) and the access time.
-func readFile(path string, limit int64) ([]byte, fs.FileInfo, error) {
-	f, err := os.Open(path)
+// readFile reads a whole file of at most limit bytes and returns it with
+// its modification time. It takes one open, one fstat, one read and one
+// close: the fstat gives the length (files here are replaced, never written
+// in place) and the access time. Bare system calls, not os.Open, which on
+// Linux also tries to register every file with the network poller and
+// sets a finalizer: on a hit that is a sixth of the system calls.
+func readFile(path string, limit int64) ([]byte, time.Time, error) {
+	fd, err := openRead(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, time.Time{}, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, time.Time{}, &fs.PathError{Op: "fstat", Path: path, Err: err}
 	}
-	if info.Size() > limit || !info.Mode().IsRegular() {
-		return nil, nil, &kcache.DecodeError{What: "file", Reason: fmt.Sprintf("%s: %d bytes, not a regular file of at most %d", path, info.Size(), limit)}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Size > limit {
+		return nil, time.Time{}, &kcache.DecodeError{What: "file", Reason: fmt.Sprintf("%s: not a regular file of at most %d bytes", path, limit)}
 	}
-	b := make([]byte, info.Size())
-	if _, err := io.ReadFull(f, b); err != nil {
-		return nil, nil, &kcache.DecodeError{What: "file", Reason: fmt.Sprintf("%s: %v", path, err)}
+	b := make([]byte, st.Size)
+	for done := 0; done < len(b); {
+		n, err := syscall.Read(fd, b[done:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			return nil, time.Time{}, &kcache.DecodeError{What: "file", Reason: fmt.Sprintf("%s: short read: %v", path, err)}
+		}
+		done += n
 	}
-	return b, info, nil
+	return b, time.Unix(st.Mtim.Unix()), nil
+}
+
+func openRead(path string) (int, error) {
+	for {
+		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != syscall.EINTR {
+			return fd, err
+		}
+	}
 }
 
 // mtimeInterval is how stale an entry's access time may get before a hit
@@ -356,6 +375,7 @@ func (s *Store) commit(ctx context.Context, leaf string, key, src, bin []byte) (
 		return 0, err
 	}
 	if err := writeFile(leaf, srcPath(leaf, n), src, false, s.now()); err != nil {
+		os.Remove(binPath(leaf, n)) // never committed; don't wait for a pass
 		return 0, err
 	}
 	return int64(len(src)+len(bin)) - old, nil

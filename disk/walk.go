@@ -8,8 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/kcache/kcache"
@@ -278,7 +282,48 @@ func listLeaf(leaf string) (leafContents, error) {
 
 // eachLeaf calls fn for every leaf directory, in path order.
 func (s *Store) eachLeaf(ctx context.Context, fn func(leaf string) error) error {
-	return eachLevel(ctx, s.dir, 4, fn)
+	return eachLevel(ctx, s.dir, levels, fn)
+}
+
+// levels is the depth of leaf directories below the version directory.
+const levels = 4
+
+// walkers is how many goroutines list directories in a pass. A pass is
+// almost all system calls (open, getdents, close, lstat: about 14 per
+// entry), which run in parallel in the kernel; on 2 cores 4 walkers halve
+// a pass over 10^5 entries.
+var walkers = max(4, 2*runtime.GOMAXPROCS(0))
+
+// eachLeafParallel calls fn for every leaf directory, from several
+// goroutines at once and in no order. It splits the tree at the image
+// level, the one with as many directories as entries.
+func (s *Store) eachLeafParallel(ctx context.Context, fn func(leaf string) error) error {
+	var images []string
+	err := eachLevel(ctx, s.dir, levels-2, func(dir string) error {
+		images = append(images, dir)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var (
+		wg       sync.WaitGroup
+		next     atomic.Int64
+		firstErr error
+		once     sync.Once
+	)
+	for range min(walkers, len(images)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(images)); i = next.Add(1) - 1 {
+				if err := eachLevel(ctx, images[i], 2, fn); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
 }
 
 // eachLevel descends depth directory levels below dir. Directories that
@@ -308,31 +353,52 @@ func eachLevel(ctx context.Context, dir string, depth int, fn func(string) error
 	return nil
 }
 
-// readNames returns the names in dir, sorted.
+// direntBufs holds buffers for readNames.
+var direntBufs = sync.Pool{New: func() any { return new([8192]byte) }}
+
+// readNames returns the names in dir, sorted. It reads the directory with
+// bare system calls: os.Open would also register the descriptor with the
+// network poller and a finalizer, a quarter more work per directory in a
+// pass that lists hundreds of thousands.
 func readNames(dir string) ([]string, error) {
-	f, err := os.Open(dir)
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
+	defer syscall.Close(fd)
+	buf := direntBufs.Get().(*[8192]byte)
+	defer direntBufs.Put(buf)
+	var names []string
+	for {
+		n, err := syscall.ReadDirent(fd, buf[:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "getdents", Path: dir, Err: err}
+		}
+		if n <= 0 {
+			break
+		}
+		_, _, names = syscall.ParseDirent(buf[:n], -1, names)
+	}
 	slices.Sort(names)
-	return names, err
+	return names, nil
 }
 
 // walkTotal sums the sizes of every record and binary.
 func (s *Store) walkTotal(ctx context.Context) (int64, error) {
-	var total int64
-	err := s.eachLeaf(ctx, func(leaf string) error {
+	var total atomic.Int64
+	err := s.eachLeafParallel(ctx, func(leaf string) error {
 		c, err := listLeaf(leaf)
 		if err == nil {
 			for _, f := range c.slots {
-				total += f.size()
+				total.Add(f.size())
 			}
 		}
 		return nil
 	})
-	return total, err
+	return total.Load(), err
 }
 
 // trashPrefix names a version directory that Clear has taken out of use

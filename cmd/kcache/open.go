@@ -15,7 +15,9 @@ import (
 func openCache(cfg kcache.Config, log *slog.Logger) *kcache.Cache {
 	var tiers []kcache.Tier
 	if cfg.Persistent {
-		switch st, err := disk.Open(disk.FromConfig(cfg)); {
+		opts := disk.FromConfig(cfg)
+		opts.Logger = log
+		switch st, err := disk.Open(opts); {
 		case err != nil:
 			log.Warn("kcache: persistent cache unavailable; building without it", "err", err)
 		default:

@@ -1,0 +1,50 @@
+// Package disk is kcache's persistent tier: built binaries in a directory
+// tree shared by every process of one user, safe against concurrent
+// writers and against processes killed at any instant.
+//
+// # Layout
+//
+//	<root>/v<FormatVersion>/<device>/<image>/<spec>/<options>/<n>.src
+//	                                                         /<n>.bin
+//
+// Each level is named by 32 hex digits of its component digest
+// (kcache.Digests), as in the SYCL runtime's persistent cache. <n>.bin
+// holds the binary; <n>.src holds the record (record.go): the full key in
+// its canonical encoding, the binary's size, SHA-256 and CRC-32C, and the
+// build time. The record is written last and is the commit marker. A lookup
+// compares the full key, so keys whose digests collide take slots 0, 1, ...
+// of the same directory. The version directory also holds size.txt (the
+// total size, size.go), trim.txt (the last maintenance pass, evict.go) and
+// evict.lock.
+//
+// # Crash safety
+//
+// Files are written to a temporary file in their directory and renamed
+// into place, binary first, record last. A reader trusts nothing it has
+// not checked: a missing, truncated or unparsable record, or a binary
+// whose length or CRC-32C disagrees with its record, is a miss
+// (kcache.ErrMiss), and the caller's build goes on. Whatever a killed
+// writer leaves (temporary files, a binary without its record) is never
+// served and is removed by the next pass.
+//
+// # Processes
+//
+// All locks are flock(2) locks, which the kernel releases when their holder
+// dies (lock.go has the table). Readers take none. Writers hold a leaf
+// directory's lock only while they write one entry (two renames and an
+// fsync). Store.Lock gives cross-process single-flight for builds. Every
+// wait is bounded, and a caller that gives up goes on without the lock.
+//
+// # Eviction
+//
+// A Put that takes the total over Options.MaxSize evicts least recently
+// used entries down to EvictTo*MaxSize. A daily pass removes entries unused
+// for longer than Options.AgeThreshold. The access time is the record's
+// mtime. A hit refreshes it at most once an hour, so a warm cache read by
+// many processes is not written.
+//
+// # Blobs and inspection
+//
+// Export and Import move one entry as a self-verifying blob (blob.go).
+// Walk, Verify, Size and Clear serve the command-line tool.
+package disk
