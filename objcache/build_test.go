@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,7 +29,11 @@ func TestSingleFlight(t *testing.T) {
 	got := make([]*object, callers)
 	for i := range callers {
 		wg.Go(func() {
-			h := mustGet(t, c, "p", build)
+			h, err := c.GetOrBuild(context.Background(), "p", build)
+			if err != nil {
+				t.Error(err)
+				return
+			}
 			got[i] = h.Value()
 			h.Release()
 		})
@@ -271,4 +276,29 @@ func TestDisabled(t *testing.T) {
 	}
 	h := mustGet(t, c, "e", builder("e", 1))
 	h.Release()
+
+	// Concurrent callers still share one build.
+	gate := make(chan struct{})
+	var builds atomic.Int32
+	shared := func(context.Context) (*object, int64, error) {
+		builds.Add(1)
+		<-gate
+		return &object{name: "s"}, 1, nil
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if h, err := c.GetOrBuild(context.Background(), "s", shared); err != nil {
+				t.Error(err)
+			} else {
+				h.Release()
+			}
+		})
+	}
+	awaitWaiters(c, "s", 2)
+	close(gate)
+	wg.Wait()
+	if builds.Load() != 1 || c.Len() != 0 || !slices.Contains(tr.list(), "s") {
+		t.Fatalf("%d builds, Len %d, freed %v: want one shared build, released", builds.Load(), c.Len(), tr.list())
+	}
 }

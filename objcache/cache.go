@@ -39,11 +39,11 @@ type Cache[K comparable, V any] struct {
 	// away from the counters below, so that hits on different cores share
 	// this cache line read-only.
 	idx       atomic.Pointer[index[K, V]]
-	epoch     atomic.Uint64 // recency clock: advances on every insert
-	threshold int64         // immutable
-	release   func(V)       // immutable
-	disabled  bool          // immutable
-	now       func() time.Time
+	epoch     atomic.Uint64    // recency clock: advances on every insert
+	threshold int64            // immutable
+	release   func(V)          // immutable
+	disabled  bool             // immutable
+	now       func() time.Time // the clock, for build times; tests replace it
 	_         [64]byte
 
 	mu     sync.Mutex         // protects the fields below and every store to idx

@@ -19,6 +19,9 @@ func TestHitAllocatesNothing(t *testing.T) {
 	kkey := kernelKey{"prog", "kernel_main_lambda"}
 	mustGet(t, strs, skey, build).Release()
 	mustGet(t, structs, kkey, build).Release()
+	hot := New[string, *object](Options[*object]{})
+	mustGet(t, hot, skey, build).Release()
+	hot.idx.Load().lookup(skey).h.refs.inflate() // as contention would
 	tests := []struct {
 		name string
 		hit  func()
@@ -27,6 +30,7 @@ func TestHitAllocatesNothing(t *testing.T) {
 		{"Get string", func() { h, _ := strs.Get(skey); h.Release() }},
 		{"GetOrBuild struct", func() { h, _ := structs.GetOrBuild(ctx, kkey, build); h.Release() }},
 		{"Get struct", func() { h, _ := structs.Get(kkey); h.Release() }},
+		{"GetOrBuild striped", func() { h, _ := hot.GetOrBuild(ctx, skey, build); h.Release() }},
 	}
 	for _, tt := range tests {
 		if n := testing.AllocsPerRun(1000, tt.hit); n != 0 {
@@ -70,7 +74,10 @@ func TestStats(t *testing.T) {
 	for i := range 3 {
 		mustGet(t, c, fmt.Sprint(i), builder("", 1)).Release()
 	}
-	for range 5 {
+	for i := range 5 {
+		if i == 2 {
+			c.idx.Load().lookup("2").h.refs.inflate() // hits on stripes count too
+		}
 		mustGet(t, c, "2", nil).Release()
 	}
 	c.GetOrBuild(context.Background(), "bad", func(context.Context) (*object, int64, error) {

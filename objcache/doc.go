@@ -22,8 +22,10 @@
 // immutable snapshot behind an atomic pointer, replaced under a mutex on
 // inserts and removals, which are rare since each insert follows a JIT
 // compile (see index for how inserts stay cheap in large caches). An entry's
-// state, reference count, recency stamp and hit counter are atomics in the
-// entry itself, so hits on different entries write no shared memory.
+// state, reference counts (which double as its hit counter) and recency
+// stamp are atomics in the entry itself, so hits on different entries write
+// no shared memory; an entry hit from many cores at once spreads its
+// reference counts over per-goroutine stripes (see refs).
 //
 // # Eviction
 //

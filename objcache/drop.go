@@ -38,7 +38,9 @@ func (c *Cache[K, V]) dropIf(key K, ok func(*entry[K, V]) bool) bool {
 // registers func() { kernels.Remove(kernelKey) } on the program's key.
 //
 // drop runs after c's lock is released, before the entry's object is
-// released, so it may call into c or any other cache. AddDependent reports
+// released, so it may call into c or any other cache; but it must not wait
+// for a build of c, since the callers of the build whose insert evicted the
+// entry wake only once drop has returned. AddDependent reports
 // false, keeping nothing, if key has no entry (the program is already gone):
 // the caller then must not keep the dependent, e.g. by failing its build
 // with a Transient error. Each registration is kept until the entry leaves;

@@ -110,10 +110,14 @@ func TestRemove(t *testing.T) {
 	gate := make(chan struct{})
 	got := make(chan *Handle[*object])
 	go func() {
-		got <- mustGet(t, c, "b", func(context.Context) (*object, int64, error) {
+		h, err := c.GetOrBuild(context.Background(), "b", func(context.Context) (*object, int64, error) {
 			<-gate
 			return &object{name: "b"}, 1, nil
 		})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- h
 	}()
 	awaitWaiters(c, "b", 1)
 	if !c.Remove("b") {
@@ -121,7 +125,7 @@ func TestRemove(t *testing.T) {
 	}
 	close(gate)
 	h := <-got
-	if h.Value().name != "b" || c.Len() != 0 {
+	if h == nil || h.Value().name != "b" || c.Len() != 0 {
 		t.Fatal("removed build's result lost, or kept")
 	}
 	h.Release()

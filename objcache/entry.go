@@ -32,7 +32,7 @@ type entry[K comparable, V any] struct {
 
 	// Protected by Cache.mu.
 	waiters   int                // callers waiting on the build
-	preTaken  uint64             // references taken for waiters: h.acq less hits
+	preTaken  uint64             // references taken for waiters: taken less hits
 	cancel    context.CancelFunc // cancels the build's context
 	abandoned bool               // cancel fired because every waiter left
 	listed    bool               // e is in the eviction list

@@ -48,7 +48,7 @@ func TestReleaseAfterLastHolder(t *testing.T) {
 }
 
 // TestHandleRefsRace hammers hits, releases, removals and rebuilds of a few
-// keys from many goroutines, checking that no holder ever sees its object
+// keys from many goroutines, some entries on stripes, checking that no holder ever sees its object
 // released, and that every object is released exactly once in the end.
 func TestHandleRefsRace(t *testing.T) {
 	const keys, workers, rounds = 4, 8, 2000
@@ -73,6 +73,10 @@ func TestHandleRefsRace(t *testing.T) {
 				case 1:
 					if h, ok := c.Get(k); ok {
 						checkLive(t, h)
+					}
+				case 2:
+					if e := c.idx.Load().lookup(k); e != nil {
+						e.h.refs.inflate() // as contention would
 					}
 				default:
 					h, err := c.GetOrBuild(context.Background(), k, build(k))

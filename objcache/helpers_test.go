@@ -43,7 +43,8 @@ func builder(name string, size int64) BuildFunc[*object] {
 	}
 }
 
-// mustGet is GetOrBuild for tests that expect success.
+// mustGet is GetOrBuild for tests that expect success, on the test's
+// goroutine.
 func mustGet[K comparable, V any](t testing.TB, c *Cache[K, V], key K, build BuildFunc[V]) *Handle[V] {
 	t.Helper()
 	h, err := c.GetOrBuild(context.Background(), key, build)

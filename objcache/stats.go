@@ -28,7 +28,7 @@ type Stats struct {
 // counters are a cache's statistics. Misses and builds are rare (a miss
 // means a JIT compile), so shared atomics are cheap enough. Hits are not:
 // a hit on a built object is counted by the reference it takes on its
-// entry (Handle.acq), and added here when the entry leaves the index.
+// entry (refs.taken), and added here when the entry leaves the index.
 type counters struct {
 	retiredHits  atomic.Uint64 // hits of built objects that left the index
 	errorHits    atomic.Uint64 // hits on cached build errors
@@ -46,7 +46,7 @@ func (c *Cache[K, V]) Stats() Stats {
 	hits := c.retiredHits.Load() + c.errorHits.Load()
 	c.idx.Load().each(func(e *entry[K, V]) {
 		if e.state.Load() == stateReady {
-			hits += e.h.acq.Load()&refCount - e.preTaken
+			hits += e.h.refs.taken() - e.preTaken
 		}
 	})
 	c.mu.Unlock()
