@@ -19,9 +19,9 @@ import (
 // public interface: scripts parse them.
 type buildReport struct {
 	File    string  `json:"file"`
-	Outcome string  `json:"outcome,omitempty"` // built, memory, disk, remote, waited
+	Outcome string  `json:"outcome"` // built, memory, disk, remote, waited; "" if nothing was attempted
 	MS      float64 `json:"ms"`
-	Digest  string  `json:"digest,omitempty"`
+	Digest  string  `json:"digest"`
 	Error   string  `json:"error,omitempty"` // the build log, on a build error
 }
 
@@ -77,11 +77,12 @@ func runBuild(ctx context.Context, out io.Writer, files []string, options string
 	defer cl.Release()
 	// Nothing is launched here, so there is nothing to wait for: store
 	// each binary as soon as it is built.
-	cache := opencl.NewCache(cl, openCache(cfg, log), opencl.CacheOptions{CommitDelay: -1})
+	bins := openCache(cfg, log)
+	cache := opencl.NewCache(cl, bins, opencl.CacheOptions{CommitDelay: -1})
 	defer cache.Close()
 	failed := false
 	for _, f := range files {
-		r := buildOne(ctx, cache, dev, f, options)
+		r := buildOne(ctx, bins, cache, dev, f, options)
 		failed = failed || r.Error != ""
 		if err := printReport(out, r, asJSON); err != nil {
 			return err
@@ -93,17 +94,24 @@ func runBuild(ctx context.Context, out io.Writer, files []string, options string
 	return nil
 }
 
-func buildOne(ctx context.Context, cache *opencl.Cache, dev opencl.Device, file, options string) buildReport {
+func buildOne(ctx context.Context, bins *kcache.Cache, cache *opencl.Cache, dev opencl.Device, file, options string) buildReport {
 	r := buildReport{File: file}
 	code, err := os.ReadFile(file)
 	if err != nil {
 		r.Error = err.Error()
 		return r
 	}
+	failedBefore := bins.Stats().FailedBuilds
 	start := time.Now()
 	p, err := cache.Program(ctx, dev, opencl.Source{Code: code, Path: file, Options: options})
 	r.MS = float64(time.Since(start).Microseconds()) / 1000
 	if err != nil {
+		// A build error is kept in memory: the same file again in this
+		// run reports it without compiling.
+		r.Outcome = kcache.OutcomeMemory.String()
+		if bins.Stats().FailedBuilds > failedBefore {
+			r.Outcome = kcache.OutcomeBuilt.String()
+		}
 		var be *opencl.BuildError
 		if errors.As(err, &be) && be.Log != "" {
 			r.Error = strings.TrimSpace(be.Log)

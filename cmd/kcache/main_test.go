@@ -111,12 +111,17 @@ func TestBuildErrorExitsOne(t *testing.T) {
 	bad := filepath.Join(dir, "bad.cl")
 	os.WriteFile(bad, []byte("__kernel void k() { no_such_symbol(); }\n"), 0o644)
 	good := writeKernel(t, dir)
-	reports, code := runJSON(t, kcacheCmd(t, dir, "build", "--json", "--options", "-DFACTOR=2", bad, good))
+	reports, code := runJSON(t, kcacheCmd(t, dir, "build", "--json", "--options", "-DFACTOR=2", bad, good, bad))
 	if code != 1 {
 		t.Errorf("exit status %d, want 1", code)
 	}
-	if len(reports) != 2 || !strings.Contains(reports[0].Error, "no_such_symbol") || reports[1].Outcome != "built" {
-		t.Errorf("reports %+v", reports)
+	if len(reports) != 3 || !strings.Contains(reports[0].Error, "no_such_symbol") || reports[0].Outcome != "built" ||
+		reports[1].Outcome != "built" || reports[1].Error != "" {
+		t.Fatalf("reports %+v", reports)
+	}
+	// The second request for the broken file gets the kept error: no compile.
+	if reports[2].Outcome != "memory" || reports[2].Error != reports[0].Error || reports[2].Digest != reports[0].Digest {
+		t.Errorf("kept error: %+v", reports[2])
 	}
 }
 
