@@ -61,28 +61,16 @@ func includeOptions(dirs []string) string {
 }
 
 func runBuild(ctx context.Context, out io.Writer, files []string, options string, device int, asJSON bool) error {
-	cfg, err := kcache.ConfigFromEnv()
-	if err != nil {
-		return err
-	}
-	log := logger(cfg.Debug)
-	dev, err := selectDevice(device)
-	if err != nil {
-		return err
-	}
-	cl, err := opencl.NewContext(dev)
-	if err != nil {
-		return err
-	}
-	defer cl.Release()
 	// Nothing is launched here, so there is nothing to wait for: store
 	// each binary as soon as it is built.
-	bins := openCache(cfg, log)
-	cache := opencl.NewCache(cl, bins, opencl.CacheOptions{CommitDelay: -1})
-	defer cache.Close()
+	sess, err := openSession(device, -1)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
 	failed := false
 	for _, f := range files {
-		r := buildOne(ctx, bins, cache, dev, f, options)
+		r := buildOne(ctx, sess, f, options)
 		failed = failed || r.Error != ""
 		if err := printReport(out, r, asJSON); err != nil {
 			return err
@@ -94,22 +82,23 @@ func runBuild(ctx context.Context, out io.Writer, files []string, options string
 	return nil
 }
 
-func buildOne(ctx context.Context, bins *kcache.Cache, cache *opencl.Cache, dev opencl.Device, file, options string) buildReport {
+func buildOne(ctx context.Context, sess *session, file, options string) buildReport {
 	r := buildReport{File: file}
 	code, err := os.ReadFile(file)
 	if err != nil {
 		r.Error = err.Error()
 		return r
 	}
-	failedBefore := bins.Stats().FailedBuilds
+	failedBefore := sess.bins.Stats().FailedBuilds
 	start := time.Now()
-	p, err := cache.Program(ctx, dev, opencl.Source{Code: code, Path: file, Options: options})
+	src := opencl.Source{Code: code, Path: file, Options: options}
+	p, err := sess.cache.Program(ctx, sess.dev, src)
 	r.MS = float64(time.Since(start).Microseconds()) / 1000
 	if err != nil {
 		// A build error is kept in memory: the same file again in this
 		// run reports it without compiling.
 		r.Outcome = kcache.OutcomeMemory.String()
-		if bins.Stats().FailedBuilds > failedBefore {
+		if sess.bins.Stats().FailedBuilds > failedBefore {
 			r.Outcome = kcache.OutcomeBuilt.String()
 		}
 		var be *opencl.BuildError
@@ -118,7 +107,7 @@ func buildOne(ctx context.Context, bins *kcache.Cache, cache *opencl.Cache, dev 
 		} else {
 			r.Error = err.Error()
 		}
-		if key, kerr := cache.Key(dev, opencl.Source{Code: code, Path: file, Options: options}); kerr == nil {
+		if key, kerr := sess.cache.Key(sess.dev, src); kerr == nil {
 			r.Digest = key.Digest().String()
 		}
 		return r

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/internal/suite"
 	"github.com/kcache/kcache/opencl"
 	"github.com/spf13/cobra"
@@ -51,38 +50,27 @@ func newDemoPhaseCmd() *cobra.Command {
 }
 
 func runPhase(ctx context.Context, out io.Writer, mode, include string, only []string) error {
-	cfg, err := kcache.ConfigFromEnv()
+	// The demo commits each program after its case ran, so the delay only
+	// matters if a case fails before that.
+	sess, err := openSession(0, time.Hour)
 	if err != nil {
 		return err
 	}
-	dev, err := selectDevice(0)
-	if err != nil {
-		return err
-	}
-	cl, err := opencl.NewContext(dev)
-	if err != nil {
-		return err
-	}
-	defer cl.Release()
-	q, err := cl.NewQueue(dev)
+	defer sess.Close()
+	q, err := sess.cl.NewQueue(sess.dev)
 	if err != nil {
 		return err
 	}
 	defer q.Release()
-	// The demo commits each program after its case ran, so the delay only
-	// matters if a case fails before that.
-	bins := openCache(cfg, logger(cfg.Debug))
-	cache := opencl.NewCache(cl, bins, opencl.CacheOptions{CommitDelay: time.Hour})
-	defer cache.Close()
 	enc := json.NewEncoder(out)
 	for _, c := range selectCases(only) {
 		src := opencl.Source{Code: []byte(c.Source), Options: c.BuildOptions(include)}
 		c.PrepareReference() // outside the timed region: it is not what a cache saves
 		var r phaseResult
 		if mode == modeFloor {
-			r = runFloor(ctx, bins, cache, cl, q, dev, c, src)
+			r = runFloor(ctx, sess, q, c, src)
 		} else {
-			r = runCached(ctx, cache, cl, q, dev, c, src)
+			r = runCached(ctx, sess, q, c, src)
 		}
 		r.Case, r.Category = c.Name, c.Category
 		if err := enc.Encode(r); err != nil {
@@ -102,9 +90,9 @@ func selectCases(only []string) []suite.Case {
 
 // runCached times a case from the request for its program to its checked
 // result, through the cache.
-func runCached(ctx context.Context, cache *opencl.Cache, cl *opencl.Context, q *opencl.Queue, dev opencl.Device, c suite.Case, src opencl.Source) phaseResult {
+func runCached(ctx context.Context, sess *session, q *opencl.Queue, c suite.Case, src opencl.Source) phaseResult {
 	start := time.Now()
-	p, err := cache.Program(ctx, dev, src)
+	p, err := sess.cache.Program(ctx, sess.dev, src)
 	if err != nil {
 		return phaseResult{Error: err.Error()}
 	}
@@ -116,7 +104,7 @@ func runCached(ctx context.Context, cache *opencl.Cache, cl *opencl.Context, q *
 		}
 		return k.Raw(), nil
 	}
-	err = execute(cl, q, kernels, c)
+	err = execute(sess.cl, q, kernels, c)
 	r := phaseResult{Outcome: p.Outcome.String(), MS: msSince(start)}
 	if err != nil {
 		r.Error = err.Error()
@@ -130,23 +118,23 @@ func runCached(ctx context.Context, cache *opencl.Cache, cl *opencl.Context, q *
 
 // runFloor reads the case's binary from the cache untimed, then times what
 // remains: program from that binary, build, kernels, run, check.
-func runFloor(ctx context.Context, bins *kcache.Cache, cache *opencl.Cache, cl *opencl.Context, q *opencl.Queue, dev opencl.Device, c suite.Case, src opencl.Source) phaseResult {
-	key, err := cache.Key(dev, src)
+func runFloor(ctx context.Context, sess *session, q *opencl.Queue, c suite.Case, src opencl.Source) phaseResult {
+	key, err := sess.cache.Key(sess.dev, src)
 	if err != nil {
 		return phaseResult{Error: err.Error()}
 	}
-	stored, err := bins.Get(ctx, key)
+	stored, err := sess.bins.Get(ctx, key)
 	if err != nil {
 		return phaseResult{Error: fmt.Sprintf("no stored binary for the floor: %v", err)}
 	}
 	bin := stored.Binary
 	start := time.Now()
-	prog, err := cl.ProgramWithBinary([]opencl.Device{dev}, [][]byte{bin})
+	prog, err := sess.cl.ProgramWithBinary([]opencl.Device{sess.dev}, [][]byte{bin})
 	if err != nil {
 		return phaseResult{Error: err.Error()}
 	}
 	defer prog.Release()
-	if err := prog.Build([]opencl.Device{dev}, src.Options); err != nil {
+	if err := prog.Build([]opencl.Device{sess.dev}, src.Options); err != nil {
 		return phaseResult{Error: err.Error()}
 	}
 	var made []*opencl.Kernel
@@ -162,7 +150,7 @@ func runFloor(ctx context.Context, bins *kcache.Cache, cache *opencl.Cache, cl *
 		}
 		return k, err
 	}
-	err = execute(cl, q, kernels, c)
+	err = execute(sess.cl, q, kernels, c)
 	r := phaseResult{Outcome: "floor", MS: msSince(start)}
 	if err != nil {
 		r.Error = err.Error()

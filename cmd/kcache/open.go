@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/disk"
@@ -37,4 +38,40 @@ func selectDevice(n int) (opencl.Device, error) {
 		return opencl.Device{}, fmt.Errorf("device %d does not exist: %d OpenCL device(s) found", n, len(devs))
 	}
 	return devs[n], nil
+}
+
+// session is what a command that builds programs needs: the binary tiers
+// the environment configures, and a program cache for an OpenCL context on
+// the chosen device.
+type session struct {
+	dev   opencl.Device
+	cl    *opencl.Context
+	bins  *kcache.Cache
+	cache *opencl.Cache
+}
+
+// openSession reads the configuration, opens the tiers and a context on
+// device n. commitDelay is the program cache's (see opencl.CacheOptions).
+func openSession(n int, commitDelay time.Duration) (*session, error) {
+	cfg, err := kcache.ConfigFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	dev, err := selectDevice(n)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := opencl.NewContext(dev)
+	if err != nil {
+		return nil, err
+	}
+	bins := openCache(cfg, logger(cfg.Debug))
+	cache := opencl.NewCache(cl, bins, opencl.CacheOptions{CommitDelay: commitDelay})
+	return &session{dev: dev, cl: cl, bins: bins, cache: cache}, nil
+}
+
+// Close commits pending binaries and releases the context.
+func (s *session) Close() {
+	s.cache.Close()
+	s.cl.Release()
 }
