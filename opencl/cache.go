@@ -181,7 +181,7 @@ func (c *Cache) load(ctx context.Context, dev Device, src Source, key *kcache.Ke
 	if pending == nil {
 		p, err := c.fromBinary(dev, r.Binary, src.Options)
 		if err == nil {
-			return &programEntry{prog: p, digest: r.Digest, outcome: r.Outcome, binary: r.Binary,
+			return &programEntry{prog: p, device: dev.Handle(), digest: r.Digest, outcome: r.Outcome, binary: r.Binary,
 				size: int64(len(r.Binary)), buildTime: r.BuildTime}, nil
 		}
 		c.bins.Logger().Warn("kcache: runtime rejected a cached binary; rebuilding", "key", r.Digest, "err", err)
@@ -225,7 +225,7 @@ func (c *Cache) fromSource(ctx context.Context, dev Device, src Source, key *kca
 		}
 		return nil, c.classify(err)
 	}
-	e := &programEntry{prog: p, digest: key.Digest(), outcome: kcache.OutcomeBuilt, pending: pending,
+	e := &programEntry{prog: p, device: dev.Handle(), digest: key.Digest(), outcome: kcache.OutcomeBuilt, pending: pending,
 		buildTime: took, size: int64(len(src.Code))}
 	if pending != nil {
 		if c.delay < 0 {
@@ -271,6 +271,7 @@ func (c *Cache) releaseProgram(e *programEntry) {
 // programEntry is a live program in the object tier.
 type programEntry struct {
 	prog      *Program
+	device    uintptr // the cl_device_id it was built for
 	digest    kcache.Digest
 	outcome   kcache.Outcome // how this process obtained it
 	buildTime time.Duration  // what a build cost, for the time-saved count
@@ -295,13 +296,33 @@ func (e *programEntry) commit(ctx context.Context) {
 	}
 	p := e.pending
 	e.pending = nil
-	bins, err := e.prog.Binaries()
-	if err != nil || len(bins) != 1 || len(bins[0]) == 0 {
-		p.Abort(fmt.Errorf("opencl: reading program binary: %w", err))
+	bin, err := e.deviceBinary()
+	if err != nil {
+		p.Abort(err)
 		return
 	}
-	e.binary = bins[0]
+	e.binary = bin
 	p.Commit(ctx, e.binary, e.buildTime)
+}
+
+// deviceBinary reads the program's binary for its device. A program made
+// from source belongs to every device of its context, built or not, so
+// the binaries come one per context device.
+func (e *programEntry) deviceBinary() ([]byte, error) {
+	devs, err := e.prog.Devices()
+	if err != nil {
+		return nil, fmt.Errorf("opencl: reading program devices: %w", err)
+	}
+	bins, err := e.prog.Binaries()
+	if err != nil {
+		return nil, fmt.Errorf("opencl: reading program binary: %w", err)
+	}
+	for i, d := range devs {
+		if d.Handle() == e.device && i < len(bins) && len(bins[i]) > 0 {
+			return bins[i], nil
+		}
+	}
+	return nil, fmt.Errorf("opencl: program has no binary for its device")
 }
 
 // blob returns the program's binary, committing it first if need be.
@@ -310,11 +331,11 @@ func (e *programEntry) blob(ctx context.Context) ([]byte, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.binary == nil {
-		bins, err := e.prog.Binaries()
+		bin, err := e.deviceBinary()
 		if err != nil {
 			return nil, err
 		}
-		e.binary = bins[0]
+		e.binary = bin
 	}
 	return e.binary, nil
 }
@@ -390,7 +411,8 @@ func (c *Cache) ProgramFromBlob(ctx context.Context, dev Device, src Source, blo
 		if err != nil {
 			return nil, 0, objcache.Transient(err)
 		}
-		return &programEntry{prog: p, digest: pk.digest, outcome: kcache.OutcomeMemory, binary: blob, size: int64(len(blob))}, int64(len(blob)), nil
+		e := &programEntry{prog: p, device: dev.Handle(), digest: pk.digest, outcome: kcache.OutcomeMemory, binary: blob, size: int64(len(blob))}
+		return e, e.size, nil
 	})
 	if err != nil {
 		return nil, err

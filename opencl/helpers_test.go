@@ -174,3 +174,16 @@ func bytesInts(b []byte) []int32 {
 	}
 	return is
 }
+
+// TestMain gives the test process a private PoCL kernel cache, so that the
+// tests neither read nor fill the user's. PoCL reads the variable once, at
+// its first call, and keeps the directory for the life of the process.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "kcache-opencl-pocl-")
+	if err == nil {
+		os.Setenv("POCL_CACHE_DIR", dir)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}

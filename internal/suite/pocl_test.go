@@ -9,14 +9,26 @@ import (
 	"github.com/kcache/kcache/opencl"
 )
 
+// TestMain gives the test process a private PoCL kernel cache: builds must
+// not be served from (or pollute) the user's cache. PoCL reads the variable
+// once, when the platform is first initialised, and keeps using the
+// directory for the life of the process, so it is made here, for the whole
+// process, not per test (a per-test directory would be gone by the next
+// run of `go test -count`).
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "kcache-suite-pocl-")
+	if err == nil {
+		os.Setenv("POCL_CACHE_DIR", dir)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 // TestSuiteOnPoCL builds and runs every case on the first OpenCL device
 // and requires its check to pass. It skips where no OpenCL runtime loads,
 // unless KCACHE_REQUIRE_REAL=1.
 func TestSuiteOnPoCL(t *testing.T) {
-	// A private PoCL kernel cache: builds must not be served from (or
-	// pollute) the user's cache. PoCL reads this when the platform is first
-	// initialised, so it must be set before the first OpenCL call.
-	t.Setenv("POCL_CACHE_DIR", t.TempDir())
 	skip := func(why error) {
 		if os.Getenv("KCACHE_REQUIRE_REAL") == "1" {
 			t.Fatalf("KCACHE_REQUIRE_REAL=1 but OpenCL is unavailable: %v", why)
