@@ -28,26 +28,26 @@ type demoPhase struct {
 // demoPhases run in this order. Every phase is a new process, so nothing
 // carries over in memory; they differ only in what is on disk.
 //
-// PoCL's own kernel cache is off in the kcache phases, each with its own
-// PoCL directory, so that the warm phase measures kcache alone. PoCL
-// shares temporary directories between processes that compile at once
-// with its cache off; a directory per phase keeps them apart.
+// The kcache phases run as kcache is meant to be deployed with PoCL: PoCL's
+// own kernel cache off (kcache is the persistent cache) and its scratch
+// directory, where it unpacks programs loaded from binaries, in memory:
+// POCL_CACHE_DIR is left unset, and the phase process gives itself a
+// private directory (see privatePoCLDir). The peer runs PoCL's kernel cache
+// as shipped, on disk, in a directory the two peer phases share.
 var demoPhases = []demoPhase{
-	{"cold", "kcache, empty cache", modeCache, func(d string) []string {
-		return []string{"KCACHE_DIR=" + filepath.Join(d, "kcache"), "KCACHE_PERSISTENT=1", "POCL_KERNEL_CACHE=0", "POCL_CACHE_DIR=" + filepath.Join(d, "pocl-cold")}
-	}},
-	{"warm", "kcache, new process", modeCache, func(d string) []string {
-		return []string{"KCACHE_DIR=" + filepath.Join(d, "kcache"), "KCACHE_PERSISTENT=1", "POCL_KERNEL_CACHE=0", "POCL_CACHE_DIR=" + filepath.Join(d, "pocl-warm")}
-	}},
-	{"peer-cold", "PoCL cache, empty", modeCache, func(d string) []string {
-		return []string{"KCACHE_PERSISTENT=0", "POCL_KERNEL_CACHE=1", "POCL_CACHE_DIR=" + filepath.Join(d, "pocl-peer")}
-	}},
-	{"peer", "PoCL cache, new process", modeCache, func(d string) []string {
-		return []string{"KCACHE_PERSISTENT=0", "POCL_KERNEL_CACHE=1", "POCL_CACHE_DIR=" + filepath.Join(d, "pocl-peer")}
-	}},
-	{"floor", "binary in memory", modeFloor, func(d string) []string {
-		return []string{"KCACHE_DIR=" + filepath.Join(d, "kcache"), "KCACHE_PERSISTENT=1", "POCL_KERNEL_CACHE=0", "POCL_CACHE_DIR=" + filepath.Join(d, "pocl-floor")}
-	}},
+	{"cold", "kcache, empty cache", modeCache, kcacheEnv},
+	{"warm", "kcache, new process", modeCache, kcacheEnv},
+	{"peer-cold", "PoCL cache, empty", modeCache, peerEnv},
+	{"peer", "PoCL cache, new process", modeCache, peerEnv},
+	{"floor", "binary in memory", modeFloor, kcacheEnv},
+}
+
+func kcacheEnv(dir string) []string {
+	return []string{"KCACHE_DIR=" + filepath.Join(dir, "kcache"), "KCACHE_PERSISTENT=1", "POCL_KERNEL_CACHE=0"}
+}
+
+func peerEnv(dir string) []string {
+	return []string{"KCACHE_PERSISTENT=0", "POCL_KERNEL_CACHE=1", "POCL_CACHE_DIR=" + filepath.Join(dir, "pocl-peer")}
 }
 
 func newDemoCmd() *cobra.Command {

@@ -234,3 +234,33 @@ func TestDemoOneCase(t *testing.T) {
 	}
 	fmt.Fprintln(os.Stderr) // keep the child's progress apart from go test's lines
 }
+
+func TestPrivatePoCLDir(t *testing.T) {
+	t.Setenv("POCL_KERNEL_CACHE", "0")
+	t.Setenv("POCL_CACHE_DIR", "")
+	cleanup := privatePoCLDir()
+	dir := os.Getenv("POCL_CACHE_DIR")
+	if dir == "" || filepath.Dir(dir) != scratchRoot() {
+		t.Fatalf("POCL_CACHE_DIR = %q, want a directory under %s", dir, scratchRoot())
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Fatalf("scratch directory missing: %v", err)
+	}
+	cleanup()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("cleanup left %s", dir)
+	}
+
+	// A directory the user chose, or PoCL's own cache on, is left alone.
+	t.Setenv("POCL_CACHE_DIR", "/chosen")
+	privatePoCLDir()()
+	if got := os.Getenv("POCL_CACHE_DIR"); got != "/chosen" {
+		t.Errorf("user's POCL_CACHE_DIR replaced by %q", got)
+	}
+	t.Setenv("POCL_CACHE_DIR", "")
+	t.Setenv("POCL_KERNEL_CACHE", "1")
+	privatePoCLDir()()
+	if got := os.Getenv("POCL_CACHE_DIR"); got != "" {
+		t.Errorf("POCL_CACHE_DIR set to %q with PoCL's cache on", got)
+	}
+}
