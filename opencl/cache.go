@@ -192,7 +192,7 @@ func (c *Cache) load(ctx context.Context, dev Device, src Source, key *kcache.Ke
 			return nil, err
 		}
 	}
-	return c.fromSource(ctx, dev, src, key, pending)
+	return c.fromSource(ctx, dev, src, r.Digest, pending)
 }
 
 func (c *Cache) fromBinary(dev Device, bin []byte, options string) (*Program, error) {
@@ -209,7 +209,7 @@ func (c *Cache) fromBinary(dev Device, bin []byte, options string) (*Program, er
 
 // fromSource runs the compiler. pending, when not nil, is committed with
 // the program's binary after the commit delay (see CacheOptions).
-func (c *Cache) fromSource(ctx context.Context, dev Device, src Source, key *kcache.Key, pending *kcache.Pending) (*programEntry, error) {
+func (c *Cache) fromSource(ctx context.Context, dev Device, src Source, digest kcache.Digest, pending *kcache.Pending) (*programEntry, error) {
 	start := time.Now()
 	p, err := c.cl.ProgramWithSource(string(src.Code))
 	if err == nil {
@@ -225,7 +225,7 @@ func (c *Cache) fromSource(ctx context.Context, dev Device, src Source, key *kca
 		}
 		return nil, c.classify(err)
 	}
-	e := &programEntry{prog: p, device: dev.Handle(), digest: key.Digest(), outcome: kcache.OutcomeBuilt, pending: pending,
+	e := &programEntry{prog: p, device: dev.Handle(), digest: digest, outcome: kcache.OutcomeBuilt, pending: pending,
 		buildTime: took, size: int64(len(src.Code))}
 	if pending != nil {
 		if c.delay < 0 {
@@ -243,10 +243,10 @@ func (c *Cache) fromSource(ctx context.Context, dev Device, src Source, key *kca
 func (c *Cache) classify(err error) error {
 	var be *BuildError
 	switch {
+	case IsOutOfMemory(err): // before BuildError: a build can fail for want of memory
+		return fmt.Errorf("%w: %w", objcache.ErrOutOfMemory, err)
 	case errors.As(err, &be):
 		return err
-	case IsOutOfMemory(err):
-		return fmt.Errorf("%w: %w", objcache.ErrOutOfMemory, err)
 	default:
 		return objcache.Transient(err)
 	}

@@ -1,6 +1,7 @@
 package opencl
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/objcache"
 )
 
 func TestCompilerEnv(t *testing.T) {
@@ -78,5 +80,21 @@ func TestStatCacheSeesEdits(t *testing.T) {
 	sc.digest(path)
 	if _, content, _ := sc.digest(path); content != nil {
 		t.Error("an unchanged old file was read again")
+	}
+}
+
+func TestClassify(t *testing.T) {
+	var c Cache
+	oom := &BuildError{Err: &Error{Code: CodeOutOfHostMemory, Func: "clBuildProgram"}}
+	compile := &BuildError{Log: "error: x", Err: &Error{Code: CodeBuildProgramFailure, Func: "clBuildProgram"}}
+	other := &Error{Code: CodeInvalidValue, Func: "clCreateProgramWithSource"}
+	if err := c.classify(oom); !errors.Is(err, objcache.ErrOutOfMemory) {
+		t.Errorf("out of memory while building: %v, want ErrOutOfMemory", err)
+	}
+	if err := c.classify(compile); err != error(compile) || objcache.IsTransient(err) {
+		t.Errorf("compile error must be kept as is, got %v", err)
+	}
+	if err := c.classify(other); !objcache.IsTransient(err) {
+		t.Errorf("other failure must be transient, got %v", err)
 	}
 }
