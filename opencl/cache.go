@@ -94,6 +94,12 @@ func NewCache(cl *Context, bins *kcache.Cache, opts CacheOptions) *Cache {
 		Disabled:  !cfg.InMemory,
 		Release:   c.releaseProgram,
 	})
+	// Device identities take a dozen runtime queries and a read of the
+	// process's memory map: pay that with the context, not on the first
+	// program.
+	for _, d := range cl.Devices() {
+		c.identity(d)
+	}
 	return c
 }
 
