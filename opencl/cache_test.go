@@ -3,6 +3,7 @@ package opencl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -280,5 +281,57 @@ func TestKernelHitAllocatesNothing(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { p.Kernel("saxpy") }); n != 0 {
 		t.Errorf("kernel hit allocates %v times", n)
+	}
+}
+
+// TestEvictionReleasesProgramAndKernels fills an object tier with a small
+// threshold: the least recently used program leaves it, and its program
+// and kernel objects are released once its last holder lets go.
+func TestEvictionReleasesProgramAndKernels(t *testing.T) {
+	f := testFixture(t)
+	st, err := disk.Open(disk.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := kcache.DefaultConfig(func(string) string { return "" })
+	cfg.InMemoryThreshold = 1 // every new program evicts the others
+	bins := kcache.New(cfg, nil, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st})
+	c := NewCache(f.ctx, bins, CacheOptions{CommitDelay: -1, Environ: []string{}})
+	defer c.Close()
+	src := func(v int) Source {
+		return Source{Code: []byte("__kernel void k(__global int* o) { o[0] = VALUE; }"), Options: fmt.Sprintf("-DVALUE=%d", v)}
+	}
+	first, err := c.Program(context.Background(), f.dev, src(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := first.Kernel("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, kern := first.Program(), k.Raw()
+	second, err := c.Program(context.Background(), f.dev, src(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Release()
+	if prog.Handle() == 0 || kern.Handle() == 0 {
+		t.Fatal("an evicted program was released while a caller held it")
+	}
+	first.Release()
+	if prog.Handle() != 0 || kern.Handle() != 0 {
+		t.Errorf("evicted program (%#x) or its kernel (%#x) not released after the last holder let go", prog.Handle(), kern.Handle())
+	}
+	// Requested again, it comes back from disk, with a new kernel object.
+	again, err := c.Program(context.Background(), f.dev, src(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Release()
+	if again.Outcome != kcache.OutcomeDisk {
+		t.Errorf("outcome %v, want disk", again.Outcome)
+	}
+	if k2, err := again.Kernel("k"); err != nil || k2 == k {
+		t.Errorf("kernel of the reloaded program: %v, same object %v", err, k2 == k)
 	}
 }
