@@ -29,9 +29,10 @@ import (
 // into place after its binary, so a reader sees a whole entry, no entry, or
 // a record and binary that disagree, which fails the checksum and is a miss.
 //
-// No wait for a lock happens while another is held, except the leaf
-// directory's under the builder's <leaf>/lock, which nothing takes in the
-// other order. Every wait is bounded: a lock is tried without blocking and
+// No wait for a lock happens while another is held, except under the
+// builder's <leaf>/lock (its Put waits for the leaf directory's, then
+// size.txt's) and under evict.lock (a pass waits for size.txt's); nothing
+// waits for those two while holding any lock. Every wait is bounded: a lock is tried without blocking and
 // retried with backoff until it is free, the context ends or the wait runs
 // out, and then the caller goes on without it.
 

@@ -32,9 +32,9 @@ type Options struct {
 	// EvictionDisabled turns off both kinds of eviction. Leftovers of
 	// crashed writers are still cleaned up.
 	EvictionDisabled bool
-	// MinImageSize and MaxImageSize bound the input image size (source plus
-	// headers) of keys worth caching; 0 means no bound. Put of a key outside
-	// them does nothing.
+	// MinImageSize and MaxImageSize bound the input image size of keys
+	// worth caching: the source's length, since headers are in the key by
+	// digest only; 0 means no bound. Put of a key outside them does nothing.
 	MinImageSize, MaxImageSize int64
 	// LockTimeout bounds waits for the short locks of a write; 0 means
 	// DefaultLockTimeout.
@@ -433,7 +433,6 @@ func (s *Store) Delete(ctx context.Context, key *kcache.Key) error {
 	if err != nil {
 		return fmt.Errorf("disk: delete: %w", err)
 	}
-	defer unlock()
 	var freed int64
 	var errs []error
 	for n := range maxSlots {
@@ -443,6 +442,9 @@ func (s *Store) Delete(ctx context.Context, key *kcache.Key) error {
 			errs = append(errs, err)
 		}
 	}
+	// The size file is waited for without the leaf's lock (see lock.go):
+	// writers of this leaf need not queue behind a walk rebuilding it.
+	unlock()
 	if freed > 0 {
 		s.addSize(ctx, -freed)
 	}

@@ -167,6 +167,13 @@ func (c *Cache[K, V]) finish(e *entry[K, V], out outcome[V]) {
 	c.mu.Lock()
 	gone := e.state.Load() & stateGone
 	keep := gone == 0 && !c.disabled && !out.spurious
+	if !keep && gone == 0 {
+		// Out of the index before the result is published: hits read the
+		// state without the lock, and must not take a result that is not
+		// kept for a cached one. e is still building, so no object drops.
+		c.detach(e, &t)
+		gone = stateGone
+	}
 	if out.err != nil {
 		e.err = out.err
 		if c.closed && out.spurious {
@@ -183,8 +190,6 @@ func (c *Cache[K, V]) finish(e *entry[K, V], out outcome[V]) {
 	case keep && out.err == nil:
 		c.insert(e, &t)
 	case keep: // a build error stays in the index as it is
-	case gone == 0:
-		c.detach(e, &t)
 	case out.err == nil:
 		c.dropObject(e, &t)
 	}
