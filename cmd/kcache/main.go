@@ -86,7 +86,8 @@ func scratchRoot() string {
 }
 
 // logger reports the library's warnings (a tier that fails, a rejected
-// binary) on standard error; KCACHE_DEBUG shows debug lines too.
+// binary) on standard error; KCACHE_DEBUG and KCACHE_TRACE show their
+// debug lines too.
 func logger(debug bool) *slog.Logger {
 	level := slog.LevelWarn
 	if debug {

@@ -65,7 +65,7 @@ func openSession(n int, commitDelay time.Duration) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	bins := openCache(cfg, logger(cfg.Debug))
+	bins := openCache(cfg, logger(cfg.Debug || cfg.Trace))
 	cache := opencl.NewCache(cl, bins, opencl.CacheOptions{CommitDelay: commitDelay})
 	return &session{dev: dev, cl: cl, bins: bins, cache: cache}, nil
 }
