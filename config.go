@@ -28,6 +28,9 @@ type Config struct {
 	// MaxSize is the persistent tier's size in bytes above which least
 	// recently used entries are evicted; 0 disables size-based eviction.
 	MaxSize int64
+	// EvictTo is the fraction of MaxSize that size-based eviction goes
+	// down to once it starts; 0 means the store's default (one half).
+	EvictTo float64
 	// EvictionDisabled turns every kind of persistent eviction off.
 	EvictionDisabled bool
 	// AgeThreshold evicts persistent entries unused for longer; 0 disables
@@ -39,6 +42,10 @@ type Config struct {
 	// MaxImageSize is the largest device image kept on disk, so a few huge
 	// builds cannot flush the rest of the cache.
 	MaxImageSize int64
+	// BuildWait bounds how long a process waits for another process's
+	// build of the same key before building itself; 0 means the store's
+	// default.
+	BuildWait time.Duration
 	// Trace logs, at debug level, every key component as it is hashed, to
 	// explain why a lookup missed.
 	Trace bool
@@ -62,6 +69,8 @@ const (
 	EnvInMemory          = "KCACHE_IN_MEM"
 	EnvInMemoryThreshold = "KCACHE_IN_MEM_EVICTION_THRESHOLD"
 	EnvMaxSize           = "KCACHE_MAX_SIZE"
+	EnvEvictTo           = "KCACHE_EVICT_TO"
+	EnvBuildWait         = "KCACHE_BUILD_WAIT"
 	EnvEvictionDisable   = "KCACHE_EVICTION_DISABLE"
 	EnvAgeThreshold      = "KCACHE_THRESHOLD"
 	EnvMinImageSize      = "KCACHE_MIN_IMAGE_SIZE"
@@ -139,7 +148,9 @@ func ConfigFromGetenv(getenv func(string) string) (Config, error) {
 	set(EnvInMemory, boolInto(&c.InMemory))
 	set(EnvInMemoryThreshold, sizeInto(&c.InMemoryThreshold))
 	set(EnvMaxSize, sizeInto(&c.MaxSize))
+	set(EnvEvictTo, fractionInto(&c.EvictTo))
 	set(EnvEvictionDisable, boolInto(&c.EvictionDisabled))
+	set(EnvBuildWait, durationInto(&c.BuildWait))
 	set(EnvAgeThreshold, durationInto(&c.AgeThreshold))
 	set(EnvMinImageSize, sizeInto(&c.MinImageSize))
 	set(EnvMaxImageSize, sizeInto(&c.MaxImageSize))
@@ -208,6 +219,25 @@ func ParseAge(s string) (time.Duration, error) {
 		return 0, errors.New("want a duration such as 7d, 36h or 90m")
 	}
 	return d, nil
+}
+
+// ParseFraction parses a fraction in (0, 1], as a number ("0.5") or a
+// percentage ("50%").
+func ParseFraction(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	scale := 1.0
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		s, scale = p, 100
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f/scale <= 0 || f/scale > 1 {
+		return 0, errors.New("want a fraction in (0, 1] such as 0.5 or 50%")
+	}
+	return f / scale, nil
+}
+
+func fractionInto(dst *float64) func(string) error {
+	return func(v string) (err error) { *dst, err = ParseFraction(v); return err }
 }
 
 func boolInto(dst *bool) func(string) error {

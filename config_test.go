@@ -49,14 +49,15 @@ func TestConfigValues(t *testing.T) {
 		"KCACHE_IN_MEM_EVICTION_THRESHOLD": "512MiB", "KCACHE_MAX_SIZE": "8G",
 		"KCACHE_EVICTION_DISABLE": "yes", "KCACHE_THRESHOLD": "36h",
 		"KCACHE_MIN_IMAGE_SIZE": "1k", "KCACHE_MAX_IMAGE_SIZE": "4096",
-		"KCACHE_TRACE": "TRUE", "KCACHE_DEBUG": "1",
+		"KCACHE_TRACE": "TRUE", "KCACHE_DEBUG": "1", "KCACHE_EVICT_TO": "25%", "KCACHE_BUILD_WAIT": "5m",
 	}
 	c, err := ConfigFromGetenv(envOf(env))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Config{InMemoryThreshold: 512 << 20, MaxSize: 8e9, EvictionDisabled: true,
-		AgeThreshold: 36 * time.Hour, MinImageSize: 1000, MaxImageSize: 4096, Trace: true, Debug: true}
+		AgeThreshold: 36 * time.Hour, MinImageSize: 1000, MaxImageSize: 4096, Trace: true, Debug: true,
+		EvictTo: 0.25, BuildWait: 5 * time.Minute}
 	if c != want {
 		t.Errorf("got %+v\nwant %+v", c, want)
 	}
@@ -87,6 +88,8 @@ func TestConfigRejectsEveryBadValue(t *testing.T) {
 		EnvMaxImageSize:      {"big"},
 		EnvTrace:             {"verbose"},
 		EnvDebug:             {"11"},
+		EnvEvictTo:           {"0", "1.5", "150%", "half", "-0.5"},
+		EnvBuildWait:         {"soon", "-1m"},
 	}
 	for name, values := range bad {
 		for _, v := range values {

@@ -72,12 +72,14 @@ const (
 	filePerm = 0o600
 )
 
-// FromConfig returns the Options that c describes. The lock waits keep
-// their defaults.
+// FromConfig returns the Options that c describes. The wait for a file
+// lock keeps its default.
 func FromConfig(c kcache.Config) Options {
 	return Options{
 		Dir:              c.Dir,
 		MaxSize:          c.MaxSize,
+		EvictTo:          c.EvictTo,
+		BuildWait:        c.BuildWait,
 		AgeThreshold:     c.AgeThreshold,
 		EvictionDisabled: c.EvictionDisabled,
 		MinImageSize:     c.MinImageSize,

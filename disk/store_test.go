@@ -420,9 +420,11 @@ func TestFromConfig(t *testing.T) {
 	c := kcache.DefaultConfig(func(string) string { return "" })
 	c.Dir = "/x"
 	c.MinImageSize = 3
+	c.EvictTo = 0.25
+	c.BuildWait = time.Minute
 	o := FromConfig(c)
 	if o.Dir != "/x" || o.MaxSize != kcache.DefaultMaxSize || o.AgeThreshold != kcache.DefaultAgeThreshold ||
-		o.MaxImageSize != kcache.DefaultMaxImageSize || o.MinImageSize != 3 {
+		o.MaxImageSize != kcache.DefaultMaxImageSize || o.MinImageSize != 3 || o.EvictTo != 0.25 || o.BuildWait != time.Minute {
 		t.Fatalf("FromConfig = %+v", o)
 	}
 }
