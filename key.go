@@ -1,6 +1,7 @@
 package kcache
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
@@ -169,11 +170,11 @@ func (k *Key) canonical() *Key {
 	c := *k
 	c.Image.Headers = slices.Clone(k.Image.Headers)
 	slices.SortStableFunc(c.Image.Headers, func(a, b Header) int {
-		return cmp.Or(cmp.Compare(a.Name, b.Name), compareBytes(a.Digest[:], b.Digest[:]))
+		return cmp.Or(cmp.Compare(a.Name, b.Name), bytes.Compare(a.Digest[:], b.Digest[:]))
 	})
 	c.Spec = slices.Clone(k.Spec)
 	slices.SortStableFunc(c.Spec, func(a, b SpecConstant) int {
-		return cmp.Or(cmp.Compare(a.ID, b.ID), compareBytes(a.Value, b.Value))
+		return cmp.Or(cmp.Compare(a.ID, b.ID), bytes.Compare(a.Value, b.Value))
 	})
 	c.Options.Env = slices.Clone(k.Options.Env)
 	slices.SortStableFunc(c.Options.Env, func(a, b EnvVar) int {
@@ -181,8 +182,6 @@ func (k *Key) canonical() *Key {
 	})
 	return &c
 }
-
-func compareBytes(a, b []byte) int { return slices.Compare(a, b) }
 
 // Equal reports whether k and o describe the same build: the same canonical
 // encoding, not merely the same digest. The persistent tier uses it to tell a

@@ -48,25 +48,18 @@ func (r *headerResolver) scan(src []byte, dir string, depth int) error {
 		return fmt.Errorf("opencl: includes nested deeper than %d", maxIncludeDepth)
 	}
 	for _, inc := range includes(src) {
-		path := r.find(inc, dir)
+		path, fi := r.find(inc, dir)
 		if path == "" || r.seen[path] {
 			continue
 		}
 		r.seen[path] = true
-		digest, content, err := r.stats.digest(path)
+		digest, content, _, err := r.stats.digest(path, fi)
 		if err != nil {
 			return fmt.Errorf("opencl: header %s: %w", path, err)
 		}
 		// The name as written, not the path found, keeps keys equal across
 		// checkouts in different places; the digest pins the content.
 		r.out = append(r.out, kcache.Header{Name: inc.name, Digest: digest})
-		if content == nil {
-			// Unchanged since it was last scanned: reuse what it includes.
-			content, err = r.stats.content(path)
-			if err != nil {
-				return fmt.Errorf("opencl: header %s: %w", path, err)
-			}
-		}
 		if err := r.scan(content, filepath.Dir(path), depth+1); err != nil {
 			return err
 		}
@@ -74,8 +67,9 @@ func (r *headerResolver) scan(src []byte, dir string, depth int) error {
 	return nil
 }
 
-// find resolves one include directive to an absolute path, or "".
-func (r *headerResolver) find(inc include, dir string) string {
+// find resolves one include directive to an absolute path and that file's
+// stat, or "".
+func (r *headerResolver) find(inc include, dir string) (string, os.FileInfo) {
 	var candidates []string
 	if inc.quoted && dir != "" {
 		candidates = append(candidates, filepath.Join(dir, inc.name))
@@ -84,13 +78,15 @@ func (r *headerResolver) find(inc include, dir string) string {
 		candidates = append(candidates, filepath.Join(d, inc.name))
 	}
 	for _, c := range candidates {
-		if r.stats.isFile(c) {
-			if abs, err := filepath.Abs(c); err == nil {
-				return abs
-			}
+		fi, err := os.Stat(c)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if abs, err := filepath.Abs(c); err == nil {
+			return abs, fi
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // include is one #include directive.
@@ -149,18 +145,10 @@ type statEntry struct {
 
 func newStatCache() *statCache { return &statCache{entries: map[string]statEntry{}} }
 
-func (s *statCache) isFile(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular()
-}
-
-// digest returns path's content digest. content is non-nil only when the
-// file was read, that is when it changed or was not seen before.
-func (s *statCache) digest(path string) (kcache.Digest, []byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return kcache.Digest{}, nil, err
-	}
+// digest returns the content digest and content of path, whose stat is
+// fi. read reports whether the file was read: only when it changed or was
+// not seen before; otherwise both come from memory.
+func (s *statCache) digest(path string, fi os.FileInfo) (d kcache.Digest, content []byte, read bool, err error) {
 	id := statEntry{size: fi.Size(), mtime: fi.ModTime(), inode: inodeOf(fi)}
 	s.mu.Lock()
 	e, ok := s.entries[path]
@@ -169,28 +157,18 @@ func (s *statCache) digest(path string) (kcache.Digest, []byte, error) {
 	// the same mtime tick; re-read it, as ccache does for "too new" files.
 	if ok && e.size == id.size && e.mtime.Equal(id.mtime) && e.inode == id.inode &&
 		time.Since(id.mtime) > 2*time.Second {
-		return e.digest, nil, nil
+		return e.digest, e.content, false, nil
 	}
-	content, err := os.ReadFile(path)
+	content, err = os.ReadFile(path)
 	if err != nil {
-		return kcache.Digest{}, nil, err
+		return kcache.Digest{}, nil, false, err
 	}
 	id.digest = sha256.Sum256(content)
 	id.content = content
 	s.mu.Lock()
 	s.entries[path] = id
 	s.mu.Unlock()
-	return id.digest, content, nil
-}
-
-func (s *statCache) content(path string) ([]byte, error) {
-	s.mu.Lock()
-	e, ok := s.entries[path]
-	s.mu.Unlock()
-	if !ok {
-		return os.ReadFile(path)
-	}
-	return e.content, nil
+	return id.digest, content, true, nil
 }
 
 func inodeOf(fi os.FileInfo) uint64 {

@@ -19,10 +19,9 @@ import (
 // demoPhase is one process of the demo: how its environment is set, and
 // whether it runs through the cache or measures the floor.
 type demoPhase struct {
-	name  string
-	title string
-	mode  string
-	env   func(dir string) []string
+	name string
+	mode string
+	env  func(dir string) []string
 }
 
 // demoPhases run in this order. Every phase is a new process, so nothing
@@ -35,11 +34,11 @@ type demoPhase struct {
 // private directory (see privatePoCLDir). The peer runs PoCL's kernel cache
 // as shipped, on disk, in a directory the two peer phases share.
 var demoPhases = []demoPhase{
-	{"cold", "kcache, empty cache", modeCache, kcacheEnv},
-	{"warm", "kcache, new process", modeCache, kcacheEnv},
-	{"peer-cold", "PoCL cache, empty", modeCache, peerEnv},
-	{"peer", "PoCL cache, new process", modeCache, peerEnv},
-	{"floor", "binary in memory", modeFloor, kcacheEnv},
+	{"cold", modeCache, kcacheEnv},
+	{"warm", modeCache, kcacheEnv},
+	{"peer-cold", modeCache, peerEnv},
+	{"peer", modeCache, peerEnv},
+	{"floor", modeFloor, kcacheEnv},
 }
 
 func kcacheEnv(dir string) []string {
