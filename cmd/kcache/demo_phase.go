@@ -137,19 +137,10 @@ func runFloor(ctx context.Context, sess *session, q *opencl.Queue, c suite.Case,
 	if err := prog.Build([]opencl.Device{sess.dev}, src.Options); err != nil {
 		return phaseResult{Error: err.Error()}
 	}
-	var made []*opencl.Kernel
-	defer func() {
-		for _, k := range made {
-			k.Release()
-		}
-	}()
-	kernels := func(name string) (*opencl.Kernel, error) {
-		k, err := prog.NewKernel(name)
-		if err == nil {
-			made = append(made, k)
-		}
-		return k, err
-	}
+	// Each kernel made once, as the cached path makes it: the floor must
+	// not pay for a kernel object per launch.
+	kernels, release := suite.ProgramKernels(prog)
+	defer release()
 	err = execute(sess.cl, q, kernels, c)
 	r := phaseResult{Outcome: "floor", MS: msSince(start)}
 	if err != nil {

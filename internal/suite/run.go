@@ -137,13 +137,21 @@ func RunUncached(dev opencl.Device, c Case) (err error) {
 	}
 	defer prog.Release()
 
+	get, release := ProgramKernels(prog)
+	defer release()
+	out, err := Execute(ctx, q, get, c)
+	if err != nil {
+		return err
+	}
+	return c.Verify(out)
+}
+
+// ProgramKernels returns a kernel lookup for Execute that makes each of
+// prog's kernels once, on first use, and a function that releases them.
+// It is for one goroutine: Execute sets arguments on the kernels it gets.
+func ProgramKernels(prog *opencl.Program) (get func(name string) (*opencl.Kernel, error), release func()) {
 	kernels := map[string]*opencl.Kernel{}
-	defer func() {
-		for _, k := range kernels {
-			k.Release()
-		}
-	}()
-	get := func(name string) (*opencl.Kernel, error) {
+	get = func(name string) (*opencl.Kernel, error) {
 		if k, ok := kernels[name]; ok {
 			return k, nil
 		}
@@ -154,11 +162,12 @@ func RunUncached(dev opencl.Device, c Case) (err error) {
 		kernels[name] = k
 		return k, nil
 	}
-	out, err := Execute(ctx, q, get, c)
-	if err != nil {
-		return err
+	release = func() {
+		for _, k := range kernels {
+			k.Release()
+		}
 	}
-	return c.Verify(out)
+	return get, release
 }
 
 // BuildProgram builds c's source for dev without any cache, writing its
