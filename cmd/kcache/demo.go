@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/kcache/kcache/internal/suite"
@@ -22,6 +24,9 @@ type demoPhase struct {
 	name string
 	mode string
 	env  func(dir string) []string
+	// warm phases leave what is on disk as they found it, so they can run
+	// again; the demo repeats them, interleaved, and keeps the median.
+	warm bool
 }
 
 // demoPhases run in this order. Every phase is a new process, so nothing
@@ -34,11 +39,11 @@ type demoPhase struct {
 // private directory (see privatePoCLDir). The peer runs PoCL's kernel cache
 // as shipped, on disk, in a directory the two peer phases share.
 var demoPhases = []demoPhase{
-	{"cold", modeCache, kcacheEnv},
-	{"warm", modeCache, kcacheEnv},
-	{"peer-cold", modeCache, peerEnv},
-	{"peer", modeCache, peerEnv},
-	{"floor", modeFloor, kcacheEnv},
+	{"cold", modeCache, kcacheEnv, false},
+	{"peer-cold", modeCache, peerEnv, false},
+	{"warm", modeCache, kcacheEnv, true},
+	{"peer", modeCache, peerEnv, true},
+	{"floor", modeFloor, kcacheEnv, true},
 }
 
 func kcacheEnv(dir string) []string {
@@ -55,32 +60,36 @@ func newDemoCmd() *cobra.Command {
 		asJSON   bool
 		keep     bool
 		cases    []string
+		repeat   int
 	)
 	cmd := &cobra.Command{
-		Use:   "demo [--plot FILE] [--json] [--case NAME]...",
+		Use:   "demo [--plot FILE] [--json] [--case NAME]... [--repeat N]",
 		Short: "Run the kernel suite cold, warm and against PoCL's own cache",
-		Long: `Run a suite of OpenCL kernels, each checked against a Go reference, in five
-processes: through kcache with an empty cache (cold), again in a new process
-(warm), with PoCL's own kernel cache empty and then warm (the peer), and from
-a binary already in memory (the floor). Print, per kernel, the time to the
-first correct result in each, and the speedups.`,
+		Long: `Run a suite of OpenCL kernels, each checked against a Go reference, in
+separate processes: through kcache with an empty cache (cold), again in a new
+process (warm), with PoCL's own kernel cache empty and then warm (the peer),
+and from a binary already in memory (the floor). The warm phases run --repeat
+times, interleaved, and each kernel keeps its median. Print, per kernel, the
+time to the first correct result in each, and the speedups.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), demoOptions{plot: plotFile, json: asJSON, keep: keep, cases: cases})
+			return runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), demoOptions{repeat: repeat, plot: plotFile, json: asJSON, keep: keep, cases: cases})
 		},
 	}
 	cmd.Flags().StringVar(&plotFile, "plot", "", "also write the results as a chart to `FILE` (.svg or .png)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per kernel instead of the table")
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep the demo's cache directories")
 	cmd.Flags().StringArrayVar(&cases, "case", nil, "run only the case `NAME` (repeatable)")
+	cmd.Flags().IntVar(&repeat, "repeat", 3, "run the warm phases `N` times each and keep the median")
 	return cmd
 }
 
 type demoOptions struct {
-	plot  string
-	json  bool
-	keep  bool
-	cases []string
+	repeat int
+	plot   string
+	json   bool
+	keep   bool
+	cases  []string
 }
 
 func runDemo(ctx context.Context, out, progress io.Writer, o demoOptions) error {
@@ -105,13 +114,9 @@ func runDemo(ctx context.Context, out, progress io.Writer, o demoOptions) error 
 	if err := writeSuiteHeaders(include); err != nil {
 		return err
 	}
-	results := map[string]map[string]phaseResult{} // phase -> case -> result
-	for _, ph := range demoPhases {
-		rs, err := runPhaseProcess(ctx, progress, ph, dir, include, o.cases)
-		if err != nil {
-			return fmt.Errorf("phase %s: %w", ph.name, err)
-		}
-		results[ph.name] = rs
+	results, err := runPhases(ctx, progress, dir, include, o)
+	if err != nil {
+		return err
 	}
 	rows := demoRows(selectCases(o.cases), results)
 	if o.json {
@@ -133,6 +138,64 @@ func runDemo(ctx context.Context, out, progress io.Writer, o demoOptions) error 
 		return exitError{1}
 	}
 	return nil
+}
+
+// runPhases runs every phase as its own process: the cold ones once, the
+// warm ones o.repeat times, interleaved, so that a spell of noise on a
+// shared machine (seen here: whole processes running twice as slowly)
+// lands on every contender alike. It returns, per phase and case, the run
+// with the median time.
+func runPhases(ctx context.Context, progress io.Writer, dir, include string, o demoOptions) (map[string]map[string]phaseResult, error) {
+	runs := map[string]map[string][]phaseResult{} // phase -> case -> runs
+	run := func(ph demoPhase) error {
+		rs, err := runPhaseProcess(ctx, progress, ph, dir, include, o.cases)
+		if err != nil {
+			return fmt.Errorf("phase %s: %w", ph.name, err)
+		}
+		if runs[ph.name] == nil {
+			runs[ph.name] = map[string][]phaseResult{}
+		}
+		for name, r := range rs {
+			runs[ph.name][name] = append(runs[ph.name][name], r)
+		}
+		return nil
+	}
+	for _, ph := range demoPhases {
+		if !ph.warm {
+			if err := run(ph); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for range max(o.repeat, 1) {
+		for _, ph := range demoPhases {
+			if ph.warm {
+				if err := run(ph); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	results := map[string]map[string]phaseResult{}
+	for phase, cases := range runs {
+		results[phase] = map[string]phaseResult{}
+		for name, rs := range cases {
+			results[phase][name] = medianRun(rs)
+		}
+	}
+	return results, nil
+}
+
+// medianRun returns the run with the median time, or a failed run if any
+// failed: a wrong result once is a wrong result.
+func medianRun(rs []phaseResult) phaseResult {
+	for _, r := range rs {
+		if r.Error != "" {
+			return r
+		}
+	}
+	sorted := slices.SortedFunc(slices.Values(rs), func(a, b phaseResult) int { return cmp.Compare(a.MS, b.MS) })
+	return sorted[len(sorted)/2]
 }
 
 // writeSuiteHeaders puts the headers of every case in dir. The directory

@@ -216,7 +216,7 @@ func TestConcurrentProcessesBuildOnce(t *testing.T) {
 func TestDemoOneCase(t *testing.T) {
 	requireOpenCL(t)
 	plot := filepath.Join(t.TempDir(), "demo.svg")
-	cmd := kcacheCmd(t, t.TempDir(), "demo", "--json", "--case", "transpose-tiled", "--plot", plot)
+	cmd := kcacheCmd(t, t.TempDir(), "demo", "--json", "--case", "transpose-tiled", "--repeat", "2", "--plot", plot)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out)
@@ -262,5 +262,16 @@ func TestPrivatePoCLDir(t *testing.T) {
 	privatePoCLDir()()
 	if got := os.Getenv("POCL_CACHE_DIR"); got != "" {
 		t.Errorf("POCL_CACHE_DIR set to %q with PoCL's cache on", got)
+	}
+}
+
+func TestMedianRun(t *testing.T) {
+	runs := []phaseResult{{MS: 9}, {MS: 1}, {MS: 4}}
+	if got := medianRun(runs); got.MS != 4 {
+		t.Errorf("median of 9, 1, 4 = %v, want 4", got.MS)
+	}
+	runs = append(runs, phaseResult{MS: 2, Error: "wrong result"})
+	if got := medianRun(runs); got.Error == "" {
+		t.Error("a failed run must not be hidden by the median")
 	}
 }
