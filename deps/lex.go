@@ -83,6 +83,9 @@ func directiveLines(src []byte) []string {
 			i = j - 1
 		case c == '#' && lineStart:
 			directive, lineStart = true, false
+		case c == '%' && next(src, i) == ':' && lineStart: // the digraph of #
+			directive, lineStart = true, false
+			i++
 		case c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f':
 			emit(c)
 		default:

@@ -73,7 +73,7 @@ type optMacro struct {
 
 // parseArgs reads the preprocessing options of args; relative directories
 // are resolved against wd, as the compiler resolves them.
-func parseArgs(args []string, wd string, searchWorkDir bool) invocation {
+func parseArgs(args []string, wd string, searchWorkDir bool, systemDirs ...string) invocation {
 	var inv invocation
 	var sys, after []string
 	if searchWorkDir {
@@ -107,6 +107,9 @@ func parseArgs(args []string, wd string, searchWorkDir bool) invocation {
 		case "-include", "-imacros":
 			inv.forced = append(inv.forced, val)
 		}
+	}
+	for _, d := range systemDirs {
+		after = append(after, abs(d))
 	}
 	inv.angledDirs = append(append(inv.angledDirs, sys...), after...)
 	return inv

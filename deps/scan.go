@@ -37,7 +37,8 @@ type scan struct {
 	// unseen says an include was found nowhere the scan looks: the
 	// compiler may find it in its own directories, and any macro it
 	// defines is invisible here.
-	unseen bool
+	unseen  bool
+	missing []string // includes found nowhere
 	// builtins are the macros of Input.Builtins, learnt on first need.
 	builtins *macroTable
 }
@@ -45,7 +46,7 @@ type scan struct {
 func newScan(ctx context.Context, s *Scanner, in Input, wd string) *scan {
 	return &scan{
 		ctx: ctx, s: s, in: in, wd: wd,
-		inv:     parseArgs(in.Args, wd, in.SearchWorkDir),
+		inv:     parseArgs(in.Args, wd, in.SearchWorkDir, in.SystemDirs...),
 		table:   newMacroTable(),
 		listed:  map[Dependency]bool{},
 		scanned: map[string]uint64{},
@@ -228,6 +229,9 @@ func (sc *scan) include(name string, angle bool, includerDir, rule string, kind 
 		}
 	}
 	if !found && (kind == dInclude || kind == dIncludeNext) {
+		sc.missing = append(sc.missing, name)
+	}
+	if !found && (kind == dInclude || kind == dIncludeNext) && !sc.in.CompleteSearchPath {
 		sc.unseen = true
 		sc.s.report(sc.sourceName(), "include not found in the search path: the compiler's own directories may hold it", "name", name)
 	}

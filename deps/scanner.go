@@ -89,6 +89,17 @@ type Input struct {
 	// "-I." came first. PoCL does: it compiles program text under a
 	// relative name.
 	SearchWorkDir bool
+	// SystemDirs are directories the compiler searches on its own after
+	// those of the options (a compiler's built-in include directory).
+	// Headers found there are followed and keyed like any other.
+	SystemDirs []string
+	// CompleteSearchPath says the compiler searches no directory but
+	// those Input names (PoCL searches none of its own). An include found
+	// nowhere then fails the build wherever it is live; without this
+	// promise it may come from a directory the scan cannot see, and
+	// define macros the scan cannot know, so any identifier of a later
+	// computed include becomes unknowable.
+	CompleteSearchPath bool
 	// Builtins are headers the compiler reads before the source without
 	// being asked (an OpenCL compiler's opencl-c.h, PoCL's _kernel.h).
 	// Their macros may name the parts of a computed include (PoCL

@@ -117,11 +117,11 @@ func (c *Cache) Close() {
 // identity, source, every header it includes, options and the compiler's
 // environment.
 func (c *Cache) Key(dev Device, src Source) (*kcache.Key, error) {
-	headers, err := c.dependencies(src)
+	id := c.identity(dev)
+	headers, err := c.dependencies(id.dev.Platform, src)
 	if err != nil {
 		return nil, err
 	}
-	id := c.identity(dev)
 	return &kcache.Key{
 		Device:   id.dev,
 		Compiler: id.comp,
