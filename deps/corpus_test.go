@@ -80,7 +80,7 @@ func TestHashcatSupersetOfClang(t *testing.T) {
 		}
 	}
 	s := NewScanner(nil)
-	const sample = 24
+	const sample = 12
 	step := max(1, len(kernels)/sample)
 	for i := 0; i < len(kernels); i += step {
 		k := kernels[i]
