@@ -77,3 +77,29 @@ func BenchmarkWarmKey(b *testing.B) {
 		b.ReportMetric(benchHeaders, "stats/op")
 	})
 }
+
+// BenchmarkWarmHashcat measures a warm scan of a real kernel: hashcat's
+// MD5 kernel, with its computed includes, as the opencl backend scans it
+// on every lookup.
+func BenchmarkWarmHashcat(b *testing.B) {
+	k := filepath.Join(hashcatDir, "OpenCL", "m00000_a0-optimized.cl")
+	src, err := os.ReadFile(k)
+	if err != nil {
+		b.Skip(err)
+	}
+	s := NewScanner(nil)
+	n := counting(s)
+	in := Input{Source: src, WorkDir: hashcatDir, Args: hashcatArgs, SearchWorkDir: true, CompleteSearchPath: true}
+	_, trace, err := s.Scan(context.Background(), in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n.stats.Store(0)
+	for b.Loop() {
+		if _, _, err := s.Scan(context.Background(), in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n.stats.Load())/float64(b.N), "stats/op")
+	b.ReportMetric(float64(len(trace)), "deps")
+}

@@ -46,7 +46,7 @@ type walk struct {
 }
 
 func (w *walk) root(dir, label string) error {
-	fi, err := w.sc.s.fs.stat(dir)
+	fi, err := w.sc.stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		// Nothing to search yet; creating the directory changes the key.
@@ -82,7 +82,7 @@ func (w *walk) dir(dir, label string, fi fs.FileInfo, depth int) error {
 }
 
 func (w *walk) entry(path, label string, depth int) error {
-	fi, err := w.sc.s.fs.stat(path)
+	fi, err := w.sc.stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		// A dangling link: making its target exist changes the key.

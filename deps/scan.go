@@ -41,15 +41,19 @@ type scan struct {
 	missing []string // includes found nowhere
 	// builtins are the macros of Input.Builtins, learnt on first need.
 	builtins *macroTable
+	// seen is every stat the scan made, once per path, for its memo.
+	seen     []observation
+	observed map[string]bool
 }
 
 func newScan(ctx context.Context, s *Scanner, in Input, wd string) *scan {
 	return &scan{
 		ctx: ctx, s: s, in: in, wd: wd,
-		inv:     parseArgs(in.Args, wd, in.SearchWorkDir, in.SystemDirs...),
-		table:   newMacroTable(),
-		listed:  map[Dependency]bool{},
-		scanned: map[string]uint64{},
+		inv:      parseArgs(in.Args, wd, in.SearchWorkDir, in.SystemDirs...),
+		table:    newMacroTable(),
+		listed:   map[Dependency]bool{},
+		scanned:  map[string]uint64{},
+		observed: map[string]bool{},
 	}
 }
 
@@ -183,7 +187,7 @@ func (sc *scan) builtinMacros() *macroTable {
 	}
 	sc.builtins = newMacroTable()
 	for _, p := range sc.in.Builtins {
-		fi, err := sc.s.fs.stat(p)
+		fi, err := sc.stat(p)
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
@@ -208,7 +212,7 @@ func (sc *scan) builtinMacros() *macroTable {
 func (sc *scan) include(name string, angle bool, includerDir, rule string, kind dirKind, depth int) error {
 	found := false
 	for _, c := range sc.candidates(name, angle, includerDir) {
-		fi, err := sc.s.fs.stat(c)
+		fi, err := sc.stat(c)
 		if err == nil && fi.Mode().IsRegular() {
 			if err := sc.file(c, fi, name, rule, kind, depth); err != nil {
 				return err
@@ -287,7 +291,7 @@ func (sc *scan) file(path string, fi fs.FileInfo, name, rule string, kind dirKin
 // absent place, so creating it changes the key.
 func (sc *scan) declared(name string) error {
 	path := sc.abs(name)
-	fi, err := sc.s.fs.stat(path)
+	fi, err := sc.stat(path)
 	if err != nil || !fi.Mode().IsRegular() {
 		sc.add(Dependency{Path: path, Name: name, Rule: RuleAbsent})
 		return nil

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/kcache/kcache"
@@ -140,6 +141,7 @@ type Scanner struct {
 	fs    *fileSystem
 	files *fileCache
 	dirs  *dirCache
+	memos *memoCache
 
 	reportMu sync.Mutex          // guards reported
 	reported map[string]struct{} // reasons already logged, by source and reason
@@ -151,7 +153,7 @@ func NewScanner(logger *slog.Logger) *Scanner {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Scanner{log: logger, fs: osFileSystem(), files: newFileCache(), dirs: newDirCache(), reported: map[string]struct{}{}}
+	return &Scanner{log: logger, fs: osFileSystem(), files: newFileCache(), dirs: newDirCache(), memos: newMemoCache(), reported: map[string]struct{}{}}
 }
 
 // Scan returns the headers that belong in the key of in (names and
@@ -166,6 +168,10 @@ func (s *Scanner) Scan(ctx context.Context, in Input) (headers []kcache.Header, 
 			return nil, nil, fmt.Errorf("deps: working directory: %w", err)
 		}
 	}
+	key := inputDigest(in, wd)
+	if m := s.memos.get(key); m != nil && m.valid(s.fs) {
+		return slices.Clone(m.headers), slices.Clone(m.trace), nil
+	}
 	sc := newScan(ctx, s, in, wd)
 	if err := sc.run(); err != nil {
 		return nil, nil, err
@@ -175,6 +181,7 @@ func (s *Scanner) Scan(ctx context.Context, in Input) (headers []kcache.Header, 
 			headers = append(headers, kcache.Header{Name: d.Name, Digest: d.Digest})
 		}
 	}
+	s.memos.put(key, &memo{seen: sc.seen, headers: slices.Clone(headers), trace: slices.Clone(sc.trace)})
 	return headers, sc.trace, nil
 }
 
