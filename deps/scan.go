@@ -152,7 +152,13 @@ func (sc *scan) expand(operand []token, includerDir string) ([]headerRef, bool) 
 	}
 	var refs []headerRef
 	for _, v := range variants {
-		if name, angle, ok := headerName(v); ok && !slices.Contains(refs, headerRef{name, angle}) {
+		name, angle, ok := headerName(v)
+		if !ok {
+			sc.s.report(sc.sourceName(), "an expansion of a computed include is no header name: the compiler would reject it, so it names nothing",
+				"operand", spell(operand), "expansion", spell(v))
+			continue
+		}
+		if !slices.Contains(refs, headerRef{name, angle}) {
 			refs = append(refs, headerRef{name, angle})
 		}
 	}
@@ -232,12 +238,15 @@ func (sc *scan) include(name string, angle bool, includerDir, rule string, kind 
 			sc.add(Dependency{Path: c, Name: name, Rule: RuleAbsent})
 		}
 	}
-	if !found && (kind == dInclude || kind == dIncludeNext) {
+	switch {
+	case found || (kind != dInclude && kind != dIncludeNext):
+	case sc.in.CompleteSearchPath:
 		sc.missing = append(sc.missing, name)
-	}
-	if !found && (kind == dInclude || kind == dIncludeNext) && !sc.in.CompleteSearchPath {
+		sc.s.report(sc.sourceName(), "include found nowhere: keyed by its absence (the build fails if it is live)", "name", name)
+	default:
+		sc.missing = append(sc.missing, name)
 		sc.unseen = true
-		sc.s.report(sc.sourceName(), "include not found in the search path: the compiler's own directories may hold it", "name", name)
+		sc.s.report(sc.sourceName(), "include found nowhere: the compiler's own directories may hold it, so computed includes that follow trust no undefined name", "name", name)
 	}
 	return nil
 }

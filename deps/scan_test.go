@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -411,5 +413,24 @@ func TestScanCanceled(t *testing.T) {
 	_, _, err := NewScanner(nil).Scan(ctx, Input{Source: []byte("#include \"a.h\"\n"), WorkDir: t.TempDir()})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+// TestScanLogsReasonOnce checks that a widened key says why, at debug
+// level, once per source and reason however often it is scanned.
+func TestScanLogsReasonOnce(t *testing.T) {
+	root := tree(t, map[string]string{"a.h": ""})
+	var logs strings.Builder
+	s := NewScanner(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	in := Input{Source: []byte("#include __FILE_NAME__\n"), Path: "k.cl", WorkDir: root, SearchWorkDir: true}
+	for i := range 3 {
+		write(t, filepath.Join(root, fmt.Sprintf("new%d.h", i)), "") // a change: no memo applies
+		mustScan(t, s, in)
+	}
+	if n := strings.Count(logs.String(), "computed include cannot be expanded"); n != 1 {
+		t.Errorf("reason logged %d times, want once:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "level=DEBUG") || !strings.Contains(logs.String(), "source=k.cl") {
+		t.Errorf("log lacks level or source:\n%s", logs.String())
 	}
 }

@@ -68,10 +68,9 @@ type Input struct {
 	// Source is the translation unit's text.
 	Source []byte
 	// Path is the file Source was read from, or "" for source held in
-	// memory. When the compiler knows it, quoted includes of the main
-	// source are searched in its directory first. A caller whose
-	// compiler never sees the path (an OpenCL driver is given text only)
-	// leaves it empty.
+	// memory. It names the source in messages, and unless SearchWorkDir
+	// is set, quoted includes of the main source are searched in its
+	// directory first, as a compiler given the file does.
 	Path string
 	// WorkDir is the compiler's working directory, against which
 	// relative search directories and names are resolved; "" means
