@@ -125,14 +125,13 @@ func inputDigest(in Input, wd string) kcache.Digest {
 	list(in.Depends)
 	list(in.Builtins)
 	list(in.SystemDirs)
-	flags := []byte{0, 0}
-	if in.SearchWorkDir {
-		flags[0] = 1
+	var flags uint
+	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate} {
+		if f {
+			flags |= 1 << i
+		}
 	}
-	if in.CompleteSearchPath {
-		flags[1] = 1
-	}
-	put(string(flags))
+	count(int(flags))
 	var d kcache.Digest
 	h.Sum(d[:0])
 	return d

@@ -212,9 +212,9 @@ func (sc *scan) builtinMacros() *macroTable {
 
 // include resolves one header name as the compiler searches for it. Every
 // place searched before the file found is recorded as absent, so that a
-// file created there later changes the key (shadowing). #include_next and
-// __has_include take every file on the path, a superset of the one the
-// compiler picks.
+// file created there later changes the key (shadowing). #include_next (and
+// any include under Input.EveryCandidate) takes every file on the path, a
+// superset of the one the compiler picks.
 func (sc *scan) include(name string, angle bool, includerDir, rule string, kind dirKind, depth int) error {
 	found := false
 	for _, c := range sc.candidates(name, angle, includerDir) {
@@ -224,7 +224,7 @@ func (sc *scan) include(name string, angle bool, includerDir, rule string, kind 
 				return err
 			}
 			found = true
-			if kind == dIncludeNext {
+			if kind == dIncludeNext || sc.in.EveryCandidate {
 				continue
 			}
 			return nil

@@ -434,3 +434,15 @@ func TestScanLogsReasonOnce(t *testing.T) {
 		t.Errorf("log lacks level or source:\n%s", logs.String())
 	}
 }
+
+// TestScanEveryCandidate checks the superset for a compiler whose search
+// order is uncertain: every file an include could name is keyed.
+func TestScanEveryCandidate(t *testing.T) {
+	root := tree(t, map[string]string{"wd/h.h": "", "inc/h.h": "#include \"n.h\"\n", "inc/n.h": ""})
+	in := Input{Source: []byte("#include <h.h>\n"), WorkDir: filepath.Join(root, "wd"), Args: []string{"-I../inc"}, SearchWorkDir: true, EveryCandidate: true}
+	_, tr := mustScan(t, NewScanner(nil), in)
+	want := []string{"include h.h wd/h.h", "include h.h inc/h.h", "include n.h inc/n.h"}
+	if got := found(root, tr); !slices.Equal(got, want) {
+		t.Errorf("trace %q, want %q", got, want)
+	}
+}

@@ -100,6 +100,11 @@ type Input struct {
 	// define macros the scan cannot know, so any identifier of a later
 	// computed include becomes unknowable.
 	CompleteSearchPath bool
+	// EveryCandidate keys every file an include could name along the
+	// search path, not only the first one found: for a compiler whose
+	// search order is not known exactly (an OpenCL driver other than
+	// PoCL may or may not search the working directory).
+	EveryCandidate bool
 	// Builtins are headers the compiler reads before the source without
 	// being asked (an OpenCL compiler's opencl-c.h, PoCL's _kernel.h).
 	// Their macros may name the parts of a computed include (PoCL

@@ -25,8 +25,11 @@ func (c *Cache) dependencies(platform string, src Source) ([]kcache.Header, erro
 		SearchWorkDir: true,
 		Builtins:      builtinHeaders(),
 		// PoCL searches no include directory of its own (its headers
-		// come in by -include); other drivers may.
+		// come in by -include), and the working directory first; other
+		// drivers may search directories of their own, and may or may
+		// not search the working directory.
 		CompleteSearchPath: platform == pocl,
+		EveryCandidate:     platform != pocl,
 	}
 	headers, trace, err := c.headers.Scan(context.Background(), in)
 	if err != nil {
