@@ -20,7 +20,7 @@ var hashcatArgs = SplitOptions(`-D KERNEL_STATIC -I OpenCL -D INCLUDE_PATH=OpenC
 
 func requireHashcat(t *testing.T) []string {
 	t.Helper()
-	kernels, _ := filepath.Glob(filepath.Join(hashcatDir, "OpenCL", "m*.cl"))
+	kernels, _ := filepath.Glob(filepath.Join(hashcatDir, "OpenCL", "*.cl"))
 	if len(kernels) == 0 {
 		if os.Getenv("KCACHE_REQUIRE_REAL") == "1" {
 			t.Fatalf("KCACHE_REQUIRE_REAL=1 but %s holds no kernels (apt-get install hashcat-data)", hashcatDir)

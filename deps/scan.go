@@ -122,7 +122,13 @@ type headerRef struct {
 
 // directive resolves one include-like directive.
 func (sc *scan) directive(d directive, includerDir string, depth int) error {
-	rule := map[dirKind]string{dInclude: RuleInclude, dIncludeNext: RuleInclude, dEmbed: RuleEmbed, dHasInclude: RuleHasInclude}[d.kind]
+	rule := RuleInclude
+	switch d.kind {
+	case dEmbed:
+		rule = RuleEmbed
+	case dHasInclude:
+		rule = RuleHasInclude
+	}
 	refs := []headerRef{{d.name, d.angle}}
 	if d.operand != nil {
 		if d.kind == dInclude || d.kind == dIncludeNext {
@@ -171,12 +177,19 @@ func (sc *scan) expand(operand []token, includerDir string) ([]headerRef, bool) 
 
 // unknown reports whether an identifier neither the scanned files nor the
 // built-in headers define may still be a macro to the compiler: a reserved
-// name (where compilers put their predefined macros), one of the few
-// unreserved names GNU mode predefines, or any name at all once an include
-// was not found (its header may define anything).
+// name (where compilers put their predefined macros), a name OpenCL
+// compilers predefine (CL_VERSION_1_2, the cl_khr_* extension macros,
+// FP_FAST_FMA), one of the few unreserved names GNU mode predefines, or
+// any name at all once an include was not found (its header may define
+// anything).
 func (sc *scan) unknown(name string) bool {
 	if sc.unseen || strings.HasPrefix(name, "__") || (len(name) > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z') {
 		return true
+	}
+	for _, p := range predefinedPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
 	}
 	switch name {
 	case "linux", "unix", "i386", "i686", "x86_64", "amd64":
@@ -184,6 +197,10 @@ func (sc *scan) unknown(name string) bool {
 	}
 	return false
 }
+
+// predefinedPrefixes start the unreserved names OpenCL compilers define on
+// their own.
+var predefinedPrefixes = []string{"CL_", "cl_", "FP_FAST_FMA"}
 
 // builtinMacros learns the macros of Input.Builtins once per scan, and
 // only when a computed include needs them.
