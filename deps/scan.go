@@ -202,13 +202,18 @@ func (sc *scan) unknown(name string) bool {
 // their own.
 var predefinedPrefixes = []string{"CL_", "cl_", "FP_FAST_FMA"}
 
-// builtinMacros learns the macros of Input.Builtins once per scan, and
-// only when a computed include needs them.
+// builtinMacros learns the macros of Input.Builtins when a computed
+// include first needs them. The table is kept by the Scanner under the
+// files' identities: the compiler's headers hold thousands of macros, and
+// rebuilding the table would cost every first scan of such a source some
+// milliseconds.
 func (sc *scan) builtinMacros() *macroTable {
 	if sc.builtins != nil {
 		return sc.builtins
 	}
-	sc.builtins = newMacroTable()
+	var files []*fileEntry
+	var ids strings.Builder
+	trusted := true
 	for _, p := range sc.in.Builtins {
 		fi, err := sc.stat(p)
 		if err != nil || !fi.Mode().IsRegular() {
@@ -218,12 +223,21 @@ func (sc *scan) builtinMacros() *macroTable {
 		if err != nil {
 			continue
 		}
-		for _, d := range e.directives {
-			if d.kind == dDefine {
-				sc.builtins.define(d.macro)
+		files = append(files, e)
+		fmt.Fprintf(&ids, "%s\x00%x\x00", p, e.digest)
+		trusted = trusted && e.id.trusted(e.id, sc.s.fs.now())
+	}
+	sc.builtins = sc.s.builtins.get(ids.String(), trusted, func() *macroTable {
+		t := newMacroTable()
+		for _, e := range files {
+			for _, d := range e.directives {
+				if d.kind == dDefine {
+					t.define(d.macro)
+				}
 			}
 		}
-	}
+		return t
+	})
 	return sc.builtins
 }
 

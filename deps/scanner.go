@@ -146,6 +146,8 @@ type Scanner struct {
 	files *fileCache
 	dirs  *dirCache
 	memos *memoCache
+	// builtins is the macro table of the last Input.Builtins seen.
+	builtins builtinTable
 
 	reportMu sync.Mutex          // guards reported
 	reported map[string]struct{} // reasons already logged, by source and reason
