@@ -446,3 +446,17 @@ func TestScanEveryCandidate(t *testing.T) {
 		t.Errorf("trace %q, want %q", got, want)
 	}
 }
+
+// TestScanRootSearchDirIsUncacheable: a search directory that is / is
+// refused at the file count, before any file is read.
+func TestScanRootSearchDirIsUncacheable(t *testing.T) {
+	s := NewScanner(nil)
+	c := counting(s)
+	in := Input{Source: []byte("#include __FILE_NAME__\n"), WorkDir: "/", SearchWorkDir: true}
+	if _, _, err := s.Scan(context.Background(), in); !errors.Is(err, ErrUncacheable) {
+		t.Fatalf("err = %v, want ErrUncacheable", err)
+	}
+	if c.reads.Load() != 0 {
+		t.Errorf("%d files read before giving up", c.reads.Load())
+	}
+}
