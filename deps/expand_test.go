@@ -87,6 +87,12 @@ func TestExpandComputedIncludes(t *testing.T) {
 		{"wrong argument count", "", strMacros + "#include S(a,b)", nil, nil},
 		{"reserved name may be predefined", "", strMacros + "#include XS(__FOO__.h)", nil, errUnknowable},
 		{"__VA_OPT__ unsupported", "", "#define S(x, ...) #x __VA_OPT__(y)\n#include S(a)", nil, errUnknowable},
+		// The cases below were checked against clang -E.
+		{"empty macros keep spacing", "", strMacros + "#define E\n#include XS( E a E . E h E )", []string{"a . h"}, nil},
+		{"painted name stays", "", strMacros + "#define ID(x) x\n#define G ID(ID)(a.h)\n#include XS(G)", []string{"ID(a.h)"}, nil},
+		{"C11 6.10.3.5 rescan", "", strMacros + "#define f(a) a*g\n#define g(a) f(a)\n#include XS(f(2)(9))", []string{"2*9*g"}, nil},
+		{"C11 6.10.3.3 hash_hash", "", "#define hash_hash # ## #\n#define mkstr(a) # a\n#define in_between(a) mkstr(a)\n" +
+			"#define join(c, d) in_between(c hash_hash d)\n#include join(x, y)", []string{"x ## y"}, nil},
 		{"self call stops", "", "#define F(x) F(x x)\n#define G(x) F(x)\n#include G(a)", nil, nil},
 	}
 	for _, tt := range tests {
