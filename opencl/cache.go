@@ -115,7 +115,9 @@ func (c *Cache) Close() {
 
 // Key returns the kcache key of src built for dev: device and driver
 // identity, source, every header it includes, options and the compiler's
-// environment.
+// environment. An error wrapping deps.ErrUncacheable says no key can be
+// trusted to change with the files the compiler reads; Program then builds
+// without storing.
 func (c *Cache) Key(dev Device, src Source) (*kcache.Key, error) {
 	id := c.identity(dev)
 	headers, err := c.dependencies(id.dev.Platform, src)
