@@ -158,6 +158,17 @@ func TestParseArgs(t *testing.T) {
 	if want := []optMacro{{true, "X"}, {false, "Y"}}; !slices.Equal(inv.macros, want) {
 		t.Errorf("macros %v, want %v", inv.macros, want)
 	}
+	nvrtc := parseArgs([]string{"--include-path=a", "--include-path", "/b", "--define-macro=N=4", "--undefine-macro", "M",
+		"--pre-include=p.h", "--gpu-architecture=sm_90", "--std=c++17"}, "/wd", false)
+	if want := []string{"/wd/a", "/b"}; !slices.Equal(nvrtc.angledDirs, want) {
+		t.Errorf("NVRTC include paths %q, want %q", nvrtc.angledDirs, want)
+	}
+	if want := []optMacro{{true, "N=4"}, {false, "M"}}; !slices.Equal(nvrtc.macros, want) {
+		t.Errorf("NVRTC macros %v, want %v", nvrtc.macros, want)
+	}
+	if want := []string{"p.h"}; !slices.Equal(nvrtc.forced, want) {
+		t.Errorf("NVRTC pre-includes %q, want %q", nvrtc.forced, want)
+	}
 }
 
 func TestParseDirectives(t *testing.T) {

@@ -78,7 +78,9 @@ type Input struct {
 	WorkDir string
 	// Args are the compiler options, already split (see SplitOptions):
 	// -I DIR, -IDIR, -iquote, -isystem, -idirafter, -D NAME[=VALUE],
-	// -U NAME, -include FILE. Other options are ignored here.
+	// -U NAME, -include FILE, -imacros FILE, and NVRTC's --include-path,
+	// --define-macro, --undefine-macro, --pre-include. Other options are
+	// ignored here.
 	Args []string
 	// Depends are files the caller declares as dependencies, which no
 	// scanner can see (a file the program reads at build time, a header
