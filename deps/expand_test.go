@@ -174,7 +174,7 @@ func TestParseArgs(t *testing.T) {
 func TestParseDirectives(t *testing.T) {
 	src := "#include \"a.h\"\n  #  include <b/c.h>\n#include MACRO\n// #include \"d.h\"\n/*\n#include \"e.h\"\n*/\n" +
 		"int x; #include \"f.h\"\nchar *s = \"\\\n#include \\\"g.h\\\"\";\n#include_next <h.h>\n#import \"i.h\"\n" +
-		"#if __has_include(<j.h>) && __has_include(\"k.h\")\n#endif\n#embed \"l.bin\" limit(4)\n%:include \"m.h\"\n"
+		"#if __has_include(<j.h>) && __has_include(\"k.h\")\n#endif\n#embed \"l.bin\" limit(4)\n%:include \"m.h\"\n#include\n#include /* */\n"
 	var got []string
 	for _, d := range parseDirectives([]byte(src)) {
 		s := d.name
