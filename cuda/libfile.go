@@ -23,7 +23,12 @@ func mappedPath(name string) string {
 		return name
 	}
 	defer f.Close()
-	base := filepath.Base(name)
+	// The file behind a soname carries a longer version: libcuda.so.1 is
+	// libcuda.so.580.95.05, libnvrtc.so.13 is libnvrtc.so.13.0.88.
+	stem := filepath.Base(name)
+	if i := strings.Index(stem, ".so"); i >= 0 {
+		stem = stem[:i+3]
+	}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -31,7 +36,7 @@ func mappedPath(name string) string {
 			continue
 		}
 		p := fields[5]
-		if b := filepath.Base(p); b == base || strings.HasPrefix(b, base+".") {
+		if b := filepath.Base(p); b == stem || strings.HasPrefix(b, stem+".") {
 			return p
 		}
 	}
