@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/deps"
 	"github.com/kcache/kcache/objcache"
 )
 
@@ -33,11 +34,15 @@ type Cache struct {
 	ctx     *Context
 	bins    *kcache.Cache
 	modules *objcache.Cache[kcache.Digest, *moduleEntry]
-	headers *statCache
-	env     []kcache.EnvVar
-	jit     map[JITOption]int
-	id      identity
-	warnPTX sync.Once
+	scanner *deps.Scanner
+	// uncached builds modules whose dependencies cannot be bounded: they
+	// are never stored, nor kept once released.
+	uncached *objcache.Cache[uint64, *moduleEntry]
+	nextID   atomic.Uint64
+	env      []kcache.EnvVar
+	jit      map[JITOption]int
+	id       identity
+	warnPTX  sync.Once
 }
 
 // NewCache returns a cache of modules for ctx over the binary tiers of
@@ -50,12 +55,13 @@ func NewCache(ctx *Context, bins *kcache.Cache, opts CacheOptions) (*Cache, erro
 		return nil, err
 	}
 	cfg := bins.Config()
-	c := &Cache{ctx: ctx, bins: bins, headers: newStatCache(), env: compilerEnv(environ(opts.Environ)), jit: opts.JIT, id: id}
+	c := &Cache{ctx: ctx, bins: bins, scanner: deps.NewScanner(bins.Logger()), env: compilerEnv(environ(opts.Environ)), jit: opts.JIT, id: id}
 	c.modules = objcache.New[kcache.Digest, *moduleEntry](objcache.Options[*moduleEntry]{
 		Threshold: cfg.InMemoryThreshold,
 		Disabled:  !cfg.InMemory,
 		Release:   c.unload,
 	})
+	c.uncached = objcache.New[uint64, *moduleEntry](objcache.Options[*moduleEntry]{Disabled: true, Release: c.unload})
 	return c, nil
 }
 
@@ -63,7 +69,10 @@ func NewCache(ctx *Context, bins *kcache.Cache, opts CacheOptions) (*Cache, erro
 func (c *Cache) Context() *Context { return c.ctx }
 
 // Close unloads every module no caller still holds.
-func (c *Cache) Close() { c.modules.Close() }
+func (c *Cache) Close() {
+	c.modules.Close()
+	c.uncached.Close()
+}
 
 // Arch returns the architecture builds target by default ("sm_90"), and
 // whether NVRTC can only reach it through PTX.
@@ -105,32 +114,44 @@ func (c *Cache) plan(src Source) (plan, error) {
 // (as the key's specialization), the options NVRTC gets (the program's name
 // first, since NVRTC writes it into line info; the target architecture
 // included), the JIT options, and the CUDA_*/NVRTC_* environment.
-func (c *Cache) Key(src Source) (*kcache.Key, error) {
+func (c *Cache) Key(ctx context.Context, src Source) (*kcache.Key, error) {
 	p, err := c.plan(src)
 	if err != nil {
 		return nil, err
 	}
-	return c.key(src, p)
+	return c.key(ctx, src, p)
 }
 
-func (c *Cache) key(src Source, p plan) (*kcache.Key, error) {
-	dir := ""
-	if src.Path != "" {
-		dir = filepath.Dir(src.Path)
-	}
-	dirs := includeDirs(p.options)
-	texts := [][]byte{preIncludes(p.options), src.Code}
-	headers := make([]kcache.Header, 0, len(src.Headers))
+// headers returns every header of src for its key: those in memory, and
+// the files the source and those headers include, found by the dependency
+// scanner as NVRTC finds them: quoted includes of the program in its
+// path's directory first, then the -I directories.
+func (c *Cache) headers(ctx context.Context, src Source, p plan) ([]kcache.Header, error) {
+	args := scanArgs(p.options)
+	var out []kcache.Header
+	texts := [][]byte{src.Code}
 	for _, h := range src.Headers {
-		headers = append(headers, kcache.HeaderOf("memory:"+h.Name, h.Content))
+		out = append(out, kcache.HeaderOf("memory:"+h.Name, h.Content))
 		texts = append(texts, h.Content)
 	}
-	for _, text := range texts {
-		found, err := resolveHeaders(c.headers, text, dir, dirs)
+	for i, text := range texts {
+		in := deps.Input{Source: text, Args: args}
+		if i == 0 {
+			in.Path = src.Path
+		}
+		found, _, err := c.scanner.Scan(ctx, in)
 		if err != nil {
 			return nil, err
 		}
-		headers = append(headers, found...)
+		out = append(out, found...)
+	}
+	return out, nil
+}
+
+func (c *Cache) key(ctx context.Context, src Source, p plan) (*kcache.Key, error) {
+	headers, err := c.headers(ctx, src, p)
+	if err != nil {
+		return nil, err
 	}
 	spec := make([]kcache.SpecConstant, len(src.NameExpressions))
 	for i, e := range src.NameExpressions {
@@ -159,7 +180,10 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, err := c.key(src, p)
+	key, err := c.key(ctx, src, p)
+	if errors.Is(err, deps.ErrUncacheable) {
+		return c.moduleUncached(ctx, src, p, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +206,24 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 		return nil, err
 	}
 	return &CachedModule{h: h, Outcome: outcome}, nil
+}
+
+// moduleUncached compiles a source whose dependencies cannot be bounded:
+// no key could be trusted to change with them, so the module is neither
+// stored nor kept. The build goes on; the cache never makes it fail.
+func (c *Cache) moduleUncached(ctx context.Context, src Source, p plan, why error) (*CachedModule, error) {
+	c.bins.Logger().Warn("kcache: compiling without caching", "program", programName(src), "reason", why)
+	h, err := c.uncached.GetOrBuild(ctx, c.nextID.Add(1), func(ctx context.Context) (*moduleEntry, int64, error) {
+		e, err := c.compile(ctx, src, p, kcache.Digest{}, nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		return e, int64(len(e.blob)), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &CachedModule{h: h, Outcome: kcache.OutcomeBuilt}, nil
 }
 
 // load brings a module into the context from the binary tiers, or

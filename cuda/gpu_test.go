@@ -411,7 +411,7 @@ func TestCacheRejectedImage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		key, _ := c.Key(src)
+		key, _ := c.Key(context.Background(), src)
 		if _, ok := st.m[key.Digest()]; !ok {
 			m, err := c.Module(context.Background(), src)
 			if err != nil {
@@ -447,5 +447,40 @@ func TestClassifyOutOfMemory(t *testing.T) {
 	}
 	if got := c.classify(&Error{Code: ErrorInvalidImage}); !kcache.IsTransient(got) {
 		t.Error("a rejected image is kept as an error")
+	}
+}
+
+// TestNVRTCQuotedIncludes pins how NVRTC resolves a program's quoted
+// includes, which the key's header scan follows: from the directory of the
+// program's name, whatever the working directory.
+func TestNVRTCQuotedIncludes(t *testing.T) {
+	requireGPU(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "src", "local.h"), "#define LOCAL 1\n")
+	writeFile(t, filepath.Join(dir, "cwd.h"), "#define CWD 1\n")
+	code := []byte("#include \"local.h\"\n__global__ void k(int* p) { *p = LOCAL; }\n")
+	compile := func(name string) error {
+		p, err := NewProgram(code, name, nil)
+		if err != nil {
+			return err
+		}
+		defer p.Destroy()
+		return p.Compile(nil)
+	}
+	t.Chdir(dir)
+	if err := compile(filepath.Join(dir, "src", "k.cu")); err != nil {
+		t.Errorf("absolute program name: %v", err)
+	}
+	if err := compile(filepath.Join("src", "k.cu")); err != nil {
+		t.Errorf("relative program name: %v", err)
+	}
+	if err := compile("k.cu"); err == nil {
+		t.Errorf("bare program name found src/local.h from %s", dir)
+	}
+	code = []byte("#include \"cwd.h\"\n__global__ void k(int* p) { *p = CWD; }\n")
+	if err := compile(filepath.Join(dir, "src", "k.cu")); err != nil {
+		t.Logf("a program in src/ does not see the working directory's headers: %v", err)
+	} else {
+		t.Logf("a program in src/ sees the working directory's headers")
 	}
 }

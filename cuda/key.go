@@ -3,7 +3,6 @@ package cuda
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,8 +14,9 @@ import (
 type Source struct {
 	// Code is the program text.
 	Code []byte
-	// Path is the file Code was read from, if any. Its base name is the
-	// program's name in NVRTC's diagnostics (and in line info), and quoted
+	// Path is the file Code was read from, if any, as the caller names it
+	// (relative names keep keys equal across checkouts). It is the
+	// program's name in NVRTC's diagnostics and line info, and quoted
 	// includes are searched in its directory.
 	Path string
 	// Options are NVRTC options, one per element ("-std=c++17",
@@ -98,56 +98,44 @@ func archOption(options []string) string {
 	return arch
 }
 
-// includeDirs returns the header search directories of NVRTC options
-// (-I DIR, -IDIR, --include-path=DIR), made absolute as they resolve from
-// the working directory.
-func includeDirs(options []string) []string {
-	var dirs []string
+// nvrtcLongOptions maps NVRTC's long spellings of the preprocessing
+// options to the short ones the dependency scanner reads.
+var nvrtcLongOptions = map[string]string{
+	"--include-path":   "-I",
+	"--pre-include":    "-include",
+	"--define-macro":   "-D",
+	"--undefine-macro": "-U",
+}
+
+// scanArgs returns NVRTC options as the dependency scanner reads them:
+// --include-path=DIR as -I DIR, --pre-include=FILE as -include FILE, and
+// so on; the short forms NVRTC shares with other compilers pass as they are.
+func scanArgs(options []string) []string {
+	out := make([]string, 0, len(options))
 	for i := 0; i < len(options); i++ {
 		o := options[i]
-		var dir string
+		name, val, joined := strings.Cut(o, "=")
+		short, ok := nvrtcLongOptions[name]
 		switch {
-		case (o == "-I" || o == "--include-path") && i+1 < len(options):
+		case ok && joined:
+			out = append(out, short, val)
+		case ok && i+1 < len(options):
 			i++
-			dir = options[i]
-		case strings.HasPrefix(o, "--include-path="):
-			dir = o[len("--include-path="):]
-		case strings.HasPrefix(o, "-I") && len(o) > 2:
-			dir = o[2:]
+			out = append(out, short, options[i])
 		default:
-			continue
-		}
-		if abs, err := filepath.Abs(dir); err == nil {
-			dir = abs
-		}
-		dirs = append(dirs, dir)
-	}
-	return dirs
-}
-
-// preIncludes returns the files the options include before the source
-// (-include FILE, --pre-include=FILE), as #include lines the header
-// scanner can follow.
-func preIncludes(options []string) []byte {
-	var b strings.Builder
-	for i := 0; i < len(options); i++ {
-		o := options[i]
-		switch {
-		case (o == "-include" || o == "--pre-include") && i+1 < len(options):
-			i++
-			fmt.Fprintf(&b, "#include %q\n", options[i])
-		case strings.HasPrefix(o, "--pre-include="):
-			fmt.Fprintf(&b, "#include %q\n", o[len("--pre-include="):])
+			out = append(out, o)
 		}
 	}
-	return []byte(b.String())
+	return out
 }
 
-// programName is what NVRTC calls the program: the base name of its file,
-// or a fixed name for source held in memory.
+// programName is what NVRTC calls the program: its file's path as given
+// (NVRTC resolves the program's quoted includes from the path's
+// directory, as a compiler resolves them from the file's), or a fixed name
+// for source held in memory.
 func programName(src Source) string {
 	if src.Path != "" {
-		return filepath.Base(src.Path)
+		return src.Path
 	}
 	return "kcache.cu"
 }

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/deps"
 )
 
 func writeFile(t *testing.T, path, content string) {
@@ -29,7 +31,7 @@ func writeFile(t *testing.T, path, content string) {
 func fakeCache(t *testing.T, env []string) *Cache {
 	t.Helper()
 	bins := kcache.New(kcache.DefaultConfig(func(string) string { return "" }), nil)
-	return &Cache{bins: bins, headers: newStatCache(), env: compilerEnv(env), id: identity{
+	return &Cache{bins: bins, scanner: deps.NewScanner(nil), env: compilerEnv(env), id: identity{
 		dev:  kcache.Device{Platform: "CUDA", Name: "NVIDIA H100 80GB HBM3", Version: "sm_90", Driver: "cuda 13000"},
 		comp: kcache.Compiler{Name: "nvrtc", Version: "13.0", Library: "/usr/local/cuda/lib64/libnvrtc.so.13", LibrarySize: 1, LibraryTime: 2},
 		arch: "sm_90", cc: 90,
@@ -38,7 +40,7 @@ func fakeCache(t *testing.T, env []string) *Cache {
 
 func mustKey(t *testing.T, c *Cache, src Source) kcache.Digest {
 	t.Helper()
-	k, err := c.Key(src)
+	k, err := c.Key(context.Background(), src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,13 +162,11 @@ func TestPTXFallback(t *testing.T) {
 	}
 }
 
-func TestIncludeDirsAndPreIncludes(t *testing.T) {
-	opts := []string{"-I", "/a", "-I/b", "--include-path=/c", "-include", "x.h", "--pre-include=y.h", "-DZ"}
-	if got := includeDirs(opts); !slices.Equal(got, []string{"/a", "/b", "/c"}) {
-		t.Errorf("includeDirs = %v", got)
-	}
-	if got := string(preIncludes(opts)); got != "#include \"x.h\"\n#include \"y.h\"\n" {
-		t.Errorf("preIncludes = %q", got)
+func TestScanArgs(t *testing.T) {
+	opts := []string{"-I", "/a", "-I/b", "--include-path=/c", "--include-path", "/d", "-include", "x.h", "--pre-include=y.h", "--define-macro=Z=1", "-arch=sm_90"}
+	want := []string{"-I", "/a", "-I/b", "-I", "/c", "-I", "/d", "-include", "x.h", "-include", "y.h", "-D", "Z=1", "-arch=sm_90"}
+	if got := scanArgs(opts); !slices.Equal(got, want) {
+		t.Errorf("scanArgs = %q, want %q", got, want)
 	}
 	if got := encodeOptions("k.cu", []string{"-DA=1 2", "-arch=sm_90"}); got != `program="k.cu" "-DA=1 2" "-arch=sm_90"` {
 		t.Errorf("encodeOptions = %s", got)
