@@ -137,7 +137,7 @@ func (c *Cache) headers(ctx context.Context, src Source, p plan) ([]kcache.Heade
 	for i, text := range texts {
 		in := deps.Input{Source: text, Args: args}
 		if i == 0 {
-			in.Path = src.Path
+			in.Path, in.Depends = src.Path, src.Depends
 		}
 		found, _, err := c.scanner.Scan(ctx, in)
 		if err != nil {

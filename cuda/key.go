@@ -30,6 +30,10 @@ type Source struct {
 	// mangled names the program needs (nvrtcAddNameExpression):
 	// "gemm<float, 16>". CachedModule.Function accepts them.
 	NameExpressions []string
+	// Depends are files the program depends on that no scanner can see
+	// (a file a header reads through a macro NVRTC is given, a generated
+	// table): each enters the key, so editing it causes a rebuild.
+	Depends []string
 }
 
 // FormatCUDA names CUDA C++ source in a key's Image.Format.

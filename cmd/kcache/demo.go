@@ -61,6 +61,7 @@ func newDemoCmd() *cobra.Command {
 		keep     bool
 		cases    []string
 		repeat   int
+		backend  string
 	)
 	cmd := &cobra.Command{
 		Use:   "demo [--plot FILE] [--json] [--case NAME]... [--repeat N]",
@@ -73,7 +74,11 @@ times, interleaved, and each kernel keeps its median. Print, per kernel, the
 time to the first correct result in each, and the speedups.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), demoOptions{repeat: repeat, plot: plotFile, json: asJSON, keep: keep, cases: cases})
+			o := demoOptions{repeat: repeat, plot: plotFile, json: asJSON, keep: keep, cases: cases}
+			if backend == "cuda" {
+				return runCUDADemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			}
+			return runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
 	cmd.Flags().StringVar(&plotFile, "plot", "", "also write the results as a chart to `FILE` (.svg or .png)")
@@ -81,6 +86,7 @@ time to the first correct result in each, and the speedups.`,
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep the demo's cache directories")
 	cmd.Flags().StringArrayVar(&cases, "case", nil, "run only the case `NAME` (repeatable)")
 	cmd.Flags().IntVar(&repeat, "repeat", 3, "run the warm phases `N` times each and keep the median")
+	cmd.Flags().StringVar(&backend, "backend", "opencl", "`opencl` (the OpenCL suite) or cuda (the CUDA suite on the GPU, against the driver's ComputeCache and CuPy)")
 	return cmd
 }
 
