@@ -28,7 +28,7 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 // fakeCache is a Cache with a fixed identity and no GPU: what Key needs.
-func fakeCache(t *testing.T, env []string) *Cache {
+func fakeCache(t testing.TB, env []string) *Cache {
 	t.Helper()
 	bins := kcache.New(kcache.DefaultConfig(func(string) string { return "" }), nil)
 	return &Cache{bins: bins, scanner: deps.NewScanner(nil), env: compilerEnv(env), id: identity{
