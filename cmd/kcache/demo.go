@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kcache/kcache/internal/suite"
@@ -86,6 +87,7 @@ time to the first correct result in each, and the speedups.`,
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep the demo's cache directories")
 	cmd.Flags().StringArrayVar(&cases, "case", nil, "run only the case `NAME` (repeatable)")
 	cmd.Flags().IntVar(&repeat, "repeat", 3, "run the warm phases `N` times each and keep the median")
+	cmd.Flags().IntVar(&demoDevice, "device", 0, "index `N` of the OpenCL device, in platform order")
 	cmd.Flags().StringVar(&backend, "backend", "opencl", "`opencl` (the OpenCL suite) or cuda (the CUDA suite on the GPU, against the driver's ComputeCache and CuPy)")
 	return cmd
 }
@@ -226,12 +228,12 @@ func runPhaseProcess(ctx context.Context, progress io.Writer, ph demoPhase, dir,
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"demo-phase", "--mode", ph.mode, "--include", include}
+	args := []string{"demo-phase", "--mode", ph.mode, "--include", include, "--device", strconv.Itoa(demoDevice)}
 	for _, c := range cases {
 		args = append(args, "--case", c)
 	}
 	cmd := exec.CommandContext(ctx, self, args...)
-	cmd.Env = append(cleanEnv(os.Environ()), ph.env(dir)...)
+	cmd.Env = append(cleanEnv(os.Environ()), phaseEnv(ph, dir)...)
 	cmd.Stderr = progress
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
