@@ -45,6 +45,9 @@ The exit status is 1 if any file failed to build.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			opts := strings.TrimSpace(options + includeOptions(includes))
+			if err := checkBackend(backend); err != nil {
+				return err
+			}
 			if backend == "cuda" {
 				return runCUDABuild(cmd.Context(), cmd.OutOrStdout(), files, buildInput{options: opts, depends: depends}, device, asJSON)
 			}

@@ -1,11 +1,20 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/cuda"
 )
+
+// checkBackend rejects a --backend value other than the two there are.
+func checkBackend(b string) error {
+	if b != "opencl" && b != "cuda" {
+		return fmt.Errorf("unknown backend %q: want opencl or cuda", b)
+	}
+	return nil
+}
 
 // cudaSession is what a command that compiles CUDA needs: the binary
 // tiers the environment configures and a module cache for the primary

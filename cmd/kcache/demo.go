@@ -76,6 +76,9 @@ time to the first correct result in each, and the speedups.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o := demoOptions{repeat: repeat, plot: plotFile, json: asJSON, keep: keep, cases: cases}
+			if err := checkBackend(backend); err != nil {
+				return err
+			}
 			if backend == "cuda" {
 				return runCUDADemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 			}
