@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -232,6 +231,3 @@ func DriverVersion() (int, error) {
 // DriverLibrary returns the path of the loaded driver library, as mapped
 // into this process ("" before Init or where /proc is absent).
 func DriverLibrary() string { return driverPath }
-
-// errNotLoaded is returned by calls made when Init failed.
-var errNotLoaded = errors.New("cuda: driver not loaded")

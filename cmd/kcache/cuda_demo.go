@@ -83,10 +83,12 @@ func runCUDADemo(ctx context.Context, out, progress io.Writer, o demoOptions) er
 	if err := cuda.LoadNVRTC(); err != nil {
 		return err
 	}
-	cases := selectCUDACases(o.cases)
-	if len(cases) != max(len(o.cases), len(cases)) || len(cases) == 0 {
-		return fmt.Errorf("no such case among %v", o.cases)
+	for _, name := range o.cases {
+		if len(selectCUDACases([]string{name})) == 0 {
+			return fmt.Errorf("no case named %q", name)
+		}
 	}
+	cases := selectCUDACases(o.cases)
 	dir, err := os.MkdirTemp("", "kcache-cuda-demo-")
 	if err != nil {
 		return err

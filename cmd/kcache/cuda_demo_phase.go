@@ -84,8 +84,11 @@ func runCUDAPhase(ctx context.Context, out, progress io.Writer, mode, include, i
 		}
 		defer cctx.Release()
 	}
-	fmt.Fprintf(progress, "cuda-demo-phase %s: set-up (driver, context%s) %.1f ms\n", mode,
-		map[bool]string{true: ", NVRTC, device identity"}[sess != nil], msSince(start))
+	what := "driver, context"
+	if sess != nil {
+		what += ", NVRTC, device identity"
+	}
+	fmt.Fprintf(progress, "cuda-demo-phase %s: set-up (%s) %.1f ms\n", mode, what, msSince(start))
 	enc := json.NewEncoder(out)
 	for _, c := range selectCUDACases(only) {
 		c.PrepareReference() // outside the timed region: not what a cache saves
