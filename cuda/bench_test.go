@@ -58,3 +58,65 @@ func BenchmarkWarmLookup(b *testing.B) {
 }
 
 func byteSize(n int) string { return strconv.Itoa(n>>10) + "KiB" }
+
+// BenchmarkLoadToLaunch compares, side by side in one process, a module
+// from kcache's disk tier (the object tier off, so every iteration reads
+// the disk tier, computes the key and loads) with the floor (the same CUBIN from
+// memory), each to its first completed launch. It skips without a GPU.
+func BenchmarkLoadToLaunch(b *testing.B) {
+	gpu := requireGPU(b)
+	dir := b.TempDir()
+	src := Source{Code: []byte(saxpySource), NameExpressions: []string{"scale<float, 3>"}}
+	warmup := newTestCache(b, gpu, dir)
+	m, err := warmup.Module(context.Background(), src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cubin, lowered := m.Image(), m.LoweredNames()["scale<float, 3>"]
+	m.Release()
+	p, err := gpu.Alloc(4 << 10)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer gpu.Free(p)
+	launch := func(f *Function) {
+		if err := f.Launch(nil, Dim(4), Dim(256), 0, p, int32(1024)); err != nil {
+			b.Fatal(err)
+		}
+		if err := gpu.Synchronize(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c := newTestCacheMem(b, gpu, dir, false)
+	b.Run("kcache-disk", func(b *testing.B) {
+		for b.Loop() {
+			m, err := c.Module(context.Background(), src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f, err := m.Function("scale<float, 3>")
+			if err != nil {
+				b.Fatal(err)
+			}
+			launch(f)
+			m.Release()
+			if m.Outcome != kcache.OutcomeDisk {
+				b.Fatalf("outcome %v, want disk", m.Outcome)
+			}
+		}
+	})
+	b.Run("floor", func(b *testing.B) {
+		for b.Loop() {
+			m, err := gpu.LoadModule(cubin, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f, err := m.Function(lowered)
+			if err != nil {
+				b.Fatal(err)
+			}
+			launch(f)
+			m.Unload()
+		}
+	})
+}

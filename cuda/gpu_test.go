@@ -239,7 +239,14 @@ func TestConcurrentGoroutines(t *testing.T) {
 
 func newTestCache(t testing.TB, ctx *Context, dir string) *Cache {
 	t.Helper()
-	cfg, err := kcache.LoadConfig(func(c *kcache.Config) { c.Dir = dir; c.Persistent = true; c.InMemory = true })
+	return newTestCacheMem(t, ctx, dir, true)
+}
+
+// newTestCacheMem is newTestCache with the object tier on or off; off,
+// every request that no other holds goes to the disk tier.
+func newTestCacheMem(t testing.TB, ctx *Context, dir string, inMemory bool) *Cache {
+	t.Helper()
+	cfg, err := kcache.LoadConfig(func(c *kcache.Config) { c.Dir = dir; c.Persistent = true; c.InMemory = inMemory })
 	if err != nil {
 		t.Fatal(err)
 	}
