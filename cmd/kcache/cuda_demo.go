@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kcache/kcache/cuda"
@@ -34,7 +35,7 @@ type cudaPhase struct {
 
 func cudaPhaseArgs(mode string, images bool) func(self, dir string, o demoOptions) []string {
 	return func(self, dir string, o demoOptions) []string {
-		args := []string{self, "cuda-demo-phase", "--mode", mode, "--include", filepath.Join(dir, "include")}
+		args := []string{self, "cuda-demo-phase", "--mode", mode, "--include", filepath.Join(dir, "include"), "--device", strconv.Itoa(demoDevice)}
 		if mode != cudaModeCache || images {
 			args = append(args, "--images", filepath.Join(dir, "images"))
 		}
@@ -77,7 +78,7 @@ var cudaPhases = []cudaPhase{
 
 // runCUDADemo is `kcache demo --backend cuda`.
 func runCUDADemo(ctx context.Context, out, progress io.Writer, o demoOptions) error {
-	if _, err := cuda.GetDevice(0); err != nil {
+	if _, err := cuda.GetDevice(demoDevice); err != nil {
 		return err
 	}
 	if err := cuda.LoadNVRTC(); err != nil {

@@ -52,6 +52,7 @@ func newCUDADemoPhaseCmd() *cobra.Command {
 	cmd.Flags().StringVar(&include, "include", "", "directory holding the suite's headers")
 	cmd.Flags().StringVar(&images, "images", "", "directory of the images: written in cache mode, read in the others")
 	cmd.Flags().StringArrayVar(&cases, "case", nil, "run only these cases")
+	cmd.Flags().IntVar(&demoDevice, "device", 0, "ordinal of the CUDA device")
 	return cmd
 }
 
@@ -68,14 +69,14 @@ func runCUDAPhase(ctx context.Context, out, progress io.Writer, mode, include, i
 	var cctx *cuda.Context
 	start := time.Now()
 	if mode == cudaModeCache {
-		s, err := openCUDASession(0)
+		s, err := openCUDASession(demoDevice)
 		if err != nil {
 			return err
 		}
 		defer s.Close()
 		sess, cctx = s, s.ctx
 	} else {
-		dev, err := cuda.GetDevice(0)
+		dev, err := cuda.GetDevice(demoDevice)
 		if err != nil {
 			return err
 		}
@@ -174,7 +175,10 @@ func compilePTX(src cuda.Source) ([]byte, error) {
 			return nil, err
 		}
 	}
-	dev, _ := cuda.GetDevice(0)
+	dev, err := cuda.GetDevice(demoDevice)
+	if err != nil {
+		return nil, err
+	}
 	major, minor, err := dev.ComputeCapability()
 	if err != nil {
 		return nil, err

@@ -81,7 +81,7 @@ func cupySpec(dir, include string, cases []cudasuite.Case) (map[string]any, erro
 		}
 		out = append(out, cc)
 	}
-	return map[string]any{"cases": out}, nil
+	return map[string]any{"device": demoDevice, "cases": out}, nil
 }
 
 // checkCuPyOutputs checks the buffers the CuPy peer left against the Go

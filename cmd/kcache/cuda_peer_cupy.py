@@ -43,6 +43,7 @@ def run_case(c):
 
 def main():
     spec = json.load(open(sys.argv[1]))
+    cp.cuda.Device(spec["device"]).use()
     # CuPy's own start-up (its NVRTC and driver bindings, the memory pool)
     # happens once per process: pay it on a throwaway kernel, untimed, as
     # the Go phases pay theirs before timing.

@@ -90,7 +90,7 @@ time to the first correct result in each, and the speedups.`,
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep the demo's cache directories")
 	cmd.Flags().StringArrayVar(&cases, "case", nil, "run only the case `NAME` (repeatable)")
 	cmd.Flags().IntVar(&repeat, "repeat", 3, "run the warm phases `N` times each and keep the median")
-	cmd.Flags().IntVar(&demoDevice, "device", 0, "index `N` of the OpenCL device, in platform order")
+	cmd.Flags().IntVar(&demoDevice, "device", 0, "index `N` of the device: OpenCL devices in platform order, or the CUDA ordinal with --backend cuda")
 	cmd.Flags().StringVar(&backend, "backend", "opencl", "`opencl` (the OpenCL suite) or cuda (the CUDA suite on the GPU, against the driver's ComputeCache and CuPy)")
 	return cmd
 }
