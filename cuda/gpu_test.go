@@ -489,3 +489,51 @@ func TestNVRTCQuotedIncludes(t *testing.T) {
 		t.Errorf("a program in src/ found a header of the working directory, which its key does not hold")
 	}
 }
+
+// TestCachePTXFallback takes the path of an NVRTC older than the device:
+// PTX for the newest architecture NVRTC knows, stored, loaded by the
+// driver's JIT, warm from disk too.
+func TestCachePTXFallback(t *testing.T) {
+	ctx := requireGPU(t)
+	dir := t.TempDir()
+	src := Source{Code: []byte(saxpySource), NameExpressions: []string{"scale<float, 3>"}}
+	for i, want := range []kcache.Outcome{kcache.OutcomeBuilt, kcache.OutcomeDisk} {
+		c := newTestCache(t, ctx, dir)
+		c.id.ptx, c.id.reason = true, "NVRTC cannot compile for this device (test)"
+		m, err := c.Module(context.Background(), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Outcome != want || m.Format() != FormatPTX || !bytes.Contains(m.Image(), []byte(".target")) {
+			t.Errorf("run %d: outcome %v format %s, want %v ptx", i, m.Outcome, m.Format(), want)
+		}
+		runSaxpy(t, ctx, m, "saxpy", "scale<float, 3>")
+		m.Release()
+	}
+}
+
+// TestFunctionHitAllocates nothing: a function looked up again, by name
+// expression or by name, is a lock-free map hit.
+func TestFunctionHitAllocatesNothing(t *testing.T) {
+	ctx := requireGPU(t)
+	c := newTestCache(t, ctx, t.TempDir())
+	m, err := c.Module(context.Background(), Source{Code: []byte(saxpySource), NameExpressions: []string{"scale<float, 3>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Release()
+	for _, name := range []string{"scale<float, 3>", "saxpy"} {
+		first, err := m.Function(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allocs := testing.AllocsPerRun(100, func() {
+			if f, _ := m.Function(name); f != first {
+				t.Fatal("a second lookup returned another function")
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("Function(%q) hit: %v allocations", name, allocs)
+		}
+	}
+}

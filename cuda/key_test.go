@@ -89,6 +89,8 @@ func TestKeyChanges(t *testing.T) {
 	changed("env", func(_ *Source, c *Cache) { c.env = compilerEnv([]string{"CUDA_FORCE_PTX_JIT=1"}) })
 	changed("nvrtc env", func(_ *Source, c *Cache) { c.env = append(c.env, kcache.EnvVar{Name: "NVRTC_X", Value: "1"}) })
 	changed("jit options", func(_ *Source, c *Cache) { c.jit = map[JITOption]int{JITOptimizationLevel: 1} })
+	writeFile(t, filepath.Join(dir, "table.bin"), "1 2 3")
+	changed("declared dependency", func(s *Source, _ *Cache) { s.Depends = []string{filepath.Join(dir, "table.bin")} })
 
 	for _, h := range []string{filepath.Join("src", "local.h"), filepath.Join("inc", "nested.h"), filepath.Join("inc", "pre.h")} {
 		p := filepath.Join(dir, h)
