@@ -127,7 +127,6 @@ func (c *Cache) Key(ctx context.Context, src Source) (*kcache.Key, error) {
 // scanner as NVRTC finds them: quoted includes of the program in its
 // path's directory first, then the -I directories.
 func (c *Cache) headers(ctx context.Context, src Source, p plan) ([]kcache.Header, error) {
-	args := scanArgs(p.options)
 	var out []kcache.Header
 	texts := [][]byte{src.Code}
 	for _, h := range src.Headers {
@@ -135,7 +134,7 @@ func (c *Cache) headers(ctx context.Context, src Source, p plan) ([]kcache.Heade
 		texts = append(texts, h.Content)
 	}
 	for i, text := range texts {
-		in := deps.Input{Source: text, Args: args}
+		in := deps.Input{Source: text, Args: p.options}
 		if i == 0 {
 			in.Path, in.Depends = src.Path, src.Depends
 		}

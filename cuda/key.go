@@ -102,37 +102,6 @@ func archOption(options []string) string {
 	return arch
 }
 
-// nvrtcLongOptions maps NVRTC's long spellings of the preprocessing
-// options to the short ones the dependency scanner reads.
-var nvrtcLongOptions = map[string]string{
-	"--include-path":   "-I",
-	"--pre-include":    "-include",
-	"--define-macro":   "-D",
-	"--undefine-macro": "-U",
-}
-
-// scanArgs returns NVRTC options as the dependency scanner reads them:
-// --include-path=DIR as -I DIR, --pre-include=FILE as -include FILE, and
-// so on; the short forms NVRTC shares with other compilers pass as they are.
-func scanArgs(options []string) []string {
-	out := make([]string, 0, len(options))
-	for i := 0; i < len(options); i++ {
-		o := options[i]
-		name, val, joined := strings.Cut(o, "=")
-		short, ok := nvrtcLongOptions[name]
-		switch {
-		case ok && joined:
-			out = append(out, short, val)
-		case ok && i+1 < len(options):
-			i++
-			out = append(out, short, options[i])
-		default:
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
 // programName is what NVRTC calls the program: its file's path as given
 // (NVRTC resolves the program's quoted includes from the path's
 // directory, as a compiler resolves them from the file's), or a fixed name
