@@ -32,6 +32,7 @@ func newBuildCmd() *cobra.Command {
 		options  string
 		device   int
 		asJSON   bool
+		backend  string
 	)
 	cmd := &cobra.Command{
 		Use:   "build [-I DIR]... [--depends FILE]... [--options \"...\"] [--device N] [--json] FILE...",
@@ -44,6 +45,12 @@ The exit status is 1 if any file failed to build.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			opts := strings.TrimSpace(options + includeOptions(includes))
+			if err := checkBackend(backend); err != nil {
+				return err
+			}
+			if backend == "cuda" {
+				return runCUDABuild(cmd.Context(), cmd.OutOrStdout(), files, buildInput{options: opts, depends: depends}, device, asJSON)
+			}
 			return runBuild(cmd.Context(), cmd.OutOrStdout(), files, buildInput{options: opts, depends: depends}, device, asJSON)
 		},
 	}
@@ -52,6 +59,7 @@ The exit status is 1 if any file failed to build.`,
 	cmd.Flags().StringVar(&options, "options", "", "OpenCL build `OPTIONS`, e.g. \"-DN=4 -cl-fast-relaxed-math\"")
 	cmd.Flags().IntVar(&device, "device", 0, "index `N` of the OpenCL device, in platform order")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per file per line")
+	cmd.Flags().StringVar(&backend, "backend", "opencl", "`opencl` (OpenCL C files) or cuda (CUDA C++ files, through NVRTC)")
 	return cmd
 }
 

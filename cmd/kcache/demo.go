@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kcache/kcache/internal/suite"
@@ -61,6 +62,7 @@ func newDemoCmd() *cobra.Command {
 		keep     bool
 		cases    []string
 		repeat   int
+		backend  string
 	)
 	cmd := &cobra.Command{
 		Use:   "demo [--plot FILE] [--json] [--case NAME]... [--repeat N]",
@@ -73,7 +75,14 @@ times, interleaved, and each kernel keeps its median. Print, per kernel, the
 time to the first correct result in each, and the speedups.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), demoOptions{repeat: repeat, plot: plotFile, json: asJSON, keep: keep, cases: cases})
+			o := demoOptions{repeat: repeat, plot: plotFile, json: asJSON, keep: keep, cases: cases}
+			if err := checkBackend(backend); err != nil {
+				return err
+			}
+			if backend == "cuda" {
+				return runCUDADemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			}
+			return runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
 	cmd.Flags().StringVar(&plotFile, "plot", "", "also write the results as a chart to `FILE` (.svg or .png)")
@@ -81,6 +90,8 @@ time to the first correct result in each, and the speedups.`,
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep the demo's cache directories")
 	cmd.Flags().StringArrayVar(&cases, "case", nil, "run only the case `NAME` (repeatable)")
 	cmd.Flags().IntVar(&repeat, "repeat", 3, "run the warm phases `N` times each and keep the median")
+	cmd.Flags().IntVar(&demoDevice, "device", 0, "index `N` of the device: OpenCL devices in platform order, or the CUDA ordinal with --backend cuda")
+	cmd.Flags().StringVar(&backend, "backend", "opencl", "`opencl` (the OpenCL suite) or cuda (the CUDA suite on the GPU, against the driver's ComputeCache and CuPy)")
 	return cmd
 }
 
@@ -220,12 +231,12 @@ func runPhaseProcess(ctx context.Context, progress io.Writer, ph demoPhase, dir,
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"demo-phase", "--mode", ph.mode, "--include", include}
+	args := []string{"demo-phase", "--mode", ph.mode, "--include", include, "--device", strconv.Itoa(demoDevice)}
 	for _, c := range cases {
 		args = append(args, "--case", c)
 	}
 	cmd := exec.CommandContext(ctx, self, args...)
-	cmd.Env = append(cleanEnv(os.Environ()), ph.env(dir)...)
+	cmd.Env = append(cleanEnv(os.Environ()), phaseEnv(ph, dir)...)
 	cmd.Stderr = progress
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

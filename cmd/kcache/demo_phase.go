@@ -46,13 +46,14 @@ func newDemoPhaseCmd() *cobra.Command {
 	cmd.Flags().StringVar(&mode, "mode", modeCache, "cache or floor")
 	cmd.Flags().StringVar(&include, "include", "", "directory holding the suite's headers")
 	cmd.Flags().StringArrayVar(&cases, "case", nil, "run only these cases")
+	cmd.Flags().IntVar(&demoDevice, "device", 0, "index of the OpenCL device")
 	return cmd
 }
 
 func runPhase(ctx context.Context, out io.Writer, mode, include string, only []string) error {
 	// The demo commits each program after its case ran, so the delay only
 	// matters if a case fails before that.
-	sess, err := openSession(0, time.Hour)
+	sess, err := openSession(demoDevice, time.Hour)
 	if err != nil {
 		return err
 	}

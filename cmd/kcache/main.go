@@ -31,7 +31,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newBuildCmd(), newDemoCmd(), newDemoPhaseCmd())
+	root.AddCommand(newBuildCmd(), newDemoCmd(), newDemoPhaseCmd(), newCUDADemoPhaseCmd())
 	cleanup := privatePoCLDir()
 	err := root.Execute()
 	cleanup()

@@ -1,0 +1,417 @@
+package cuda
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/deps"
+	"github.com/kcache/kcache/objcache"
+)
+
+// CacheOptions configures a Cache.
+type CacheOptions struct {
+	// Environ is the environment whose CUDA_* and NVRTC_* variables enter
+	// the key; nil means os.Environ().
+	Environ []string
+	// JIT holds the driver's JIT options for loading modules (they matter
+	// only for PTX). They are part of the key.
+	JIT map[JITOption]int
+}
+
+// Cache caches compiled modules and their functions for one context: the
+// object tier (live modules by key, functions by name with a lock-free
+// fast path) over kcache's binary tiers, with NVRTC as the builder. A
+// Cache is safe for concurrent use.
+type Cache struct {
+	ctx     *Context
+	bins    *kcache.Cache
+	modules *objcache.Cache[kcache.Digest, *moduleEntry]
+	scanner *deps.Scanner
+	// uncached builds modules whose dependencies cannot be bounded: they
+	// are never stored, nor kept once released.
+	uncached *objcache.Cache[uint64, *moduleEntry]
+	nextID   atomic.Uint64
+	env      []kcache.EnvVar
+	jit      map[JITOption]int
+	id       identity
+	warnPTX  sync.Once
+}
+
+// NewCache returns a cache of modules for ctx over the binary tiers of
+// bins. It reads the device's, driver's and NVRTC's identity once, here;
+// a machine without NVRTC gets an error wrapping ErrNoNVRTC. The in-memory
+// settings of bins's configuration apply to the object tier.
+func NewCache(ctx *Context, bins *kcache.Cache, opts CacheOptions) (*Cache, error) {
+	id, err := deviceIdentity(ctx.Device())
+	if err != nil {
+		return nil, err
+	}
+	cfg := bins.Config()
+	c := &Cache{ctx: ctx, bins: bins, scanner: deps.NewScanner(bins.Logger()), env: compilerEnv(environ(opts.Environ)), jit: opts.JIT, id: id}
+	c.modules = objcache.New[kcache.Digest, *moduleEntry](objcache.Options[*moduleEntry]{
+		Threshold: cfg.InMemoryThreshold,
+		Disabled:  !cfg.InMemory,
+		Release:   c.unload,
+	})
+	c.uncached = objcache.New[uint64, *moduleEntry](objcache.Options[*moduleEntry]{Disabled: true, Release: c.unload})
+	return c, nil
+}
+
+// Context returns the context the cache loads modules into.
+func (c *Cache) Context() *Context { return c.ctx }
+
+// Close unloads every module no caller still holds.
+func (c *Cache) Close() {
+	c.modules.Close()
+	c.uncached.Close()
+}
+
+// Arch returns the architecture builds target by default ("sm_90"), and
+// whether NVRTC can only reach it through PTX.
+func (c *Cache) Arch() (arch string, ptx bool) { return c.id.arch, c.id.ptx }
+
+// plan is how one source is compiled: NVRTC's options as given to it and
+// the format of the result.
+type plan struct {
+	options []string
+	format  string
+}
+
+// plan adds the target architecture to the options where they name none:
+// the device's own, for CUBIN, or where NVRTC cannot target it, the newest
+// virtual architecture it can, for PTX. Options that name an architecture
+// are kept: compute_XX gives PTX, sm_XX gives CUBIN.
+func (c *Cache) plan(src Source) (plan, error) {
+	opts := slices.Clone(src.Options)
+	if !hasArch(opts) {
+		if c.id.ptx {
+			archs, err := SupportedArchs()
+			if err != nil {
+				return plan{}, err
+			}
+			c.warnPTX.Do(func() { c.bins.Logger().Warn("kcache: " + c.id.reason) })
+			return plan{options: append(opts, "-arch="+ptxArchFor(c.id.cc, archs)), format: FormatPTX}, nil
+		}
+		return plan{options: append(opts, "-arch="+c.id.arch), format: FormatCUBIN}, nil
+	}
+	if arch := archOption(opts); len(arch) > 3 && arch[:3] == "sm_" {
+		return plan{options: opts, format: FormatCUBIN}, nil
+	}
+	return plan{options: opts, format: FormatPTX}, nil
+}
+
+// Key returns the kcache key of src for this cache's device: device,
+// driver and NVRTC identity, the source and every header it includes (on
+// disk, found as NVRTC finds them, and in memory), the name expressions
+// (as the key's specialization), the options NVRTC gets (the program's name
+// first, since NVRTC writes it into line info; the target architecture
+// included), the JIT options, and the CUDA_*/NVRTC_* environment.
+func (c *Cache) Key(ctx context.Context, src Source) (*kcache.Key, error) {
+	p, err := c.plan(src)
+	if err != nil {
+		return nil, err
+	}
+	return c.key(ctx, src, p)
+}
+
+// headers returns every header of src for its key: those in memory, and
+// the files the source and those headers include, found by the dependency
+// scanner as NVRTC finds them: quoted includes of the program in its
+// path's directory first, then the -I directories.
+func (c *Cache) headers(ctx context.Context, src Source, p plan) ([]kcache.Header, error) {
+	var out []kcache.Header
+	texts := [][]byte{src.Code}
+	for _, h := range src.Headers {
+		out = append(out, kcache.HeaderOf("memory:"+h.Name, h.Content))
+		texts = append(texts, h.Content)
+	}
+	for i, text := range texts {
+		in := deps.Input{Source: text, Args: p.options}
+		if i == 0 {
+			in.Path, in.Depends = src.Path, src.Depends
+		}
+		found, _, err := c.scanner.Scan(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, found...)
+	}
+	return out, nil
+}
+
+func (c *Cache) key(ctx context.Context, src Source, p plan) (*kcache.Key, error) {
+	headers, err := c.headers(ctx, src, p)
+	if err != nil {
+		return nil, err
+	}
+	spec := make([]kcache.SpecConstant, len(src.NameExpressions))
+	for i, e := range src.NameExpressions {
+		spec[i] = kcache.SpecConstant{ID: uint32(i), Value: []byte(e)}
+	}
+	link := ""
+	for _, k := range slices.Sorted(maps.Keys(c.jit)) {
+		link += fmt.Sprintf("jit%d=%d ", k, c.jit[k])
+	}
+	return &kcache.Key{
+		Device:   c.id.dev,
+		Compiler: c.id.comp,
+		Image:    kcache.Image{Format: FormatCUDA, Source: src.Code, Headers: headers},
+		Spec:     spec,
+		Options:  kcache.BuildOptions{Compile: encodeOptions(programName(src), p.options), Link: link, Env: c.env},
+	}, nil
+}
+
+// Module returns src compiled and loaded, from the first place that has
+// it: this context's live modules, the binary tiers, or NVRTC. A compile
+// error is a *CompileError carrying NVRTC's log; it is kept for this
+// context, so a broken program is not recompiled on every call, and is
+// never stored in the binary tiers. The caller must Release the result.
+func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
+	p, err := c.plan(src)
+	if err != nil {
+		return nil, err
+	}
+	key, err := c.key(ctx, src, p)
+	if errors.Is(err, deps.ErrUncacheable) {
+		return c.moduleUncached(ctx, src, p, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := key.Digest()
+	if h, ok := c.modules.Get(d); ok {
+		c.bins.RecordMemory(true, h.Value().buildTime)
+		return &CachedModule{h: h, Outcome: kcache.OutcomeMemory}, nil
+	}
+	c.bins.RecordMemory(false, 0)
+	outcome := kcache.OutcomeMemory // unless this call loads it
+	h, err := c.modules.GetOrBuild(ctx, d, func(ctx context.Context) (*moduleEntry, int64, error) {
+		e, err := c.load(ctx, src, key, p)
+		if err != nil {
+			return nil, 0, err
+		}
+		outcome = e.outcome
+		return e, int64(len(e.blob)), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &CachedModule{h: h, Outcome: outcome}, nil
+}
+
+// moduleUncached compiles a source whose dependencies cannot be bounded:
+// no key could be trusted to change with them, so the module is neither
+// stored nor kept. The build goes on; the cache never makes it fail.
+func (c *Cache) moduleUncached(ctx context.Context, src Source, p plan, why error) (*CachedModule, error) {
+	c.bins.Logger().Warn("kcache: compiling without caching", "program", programName(src), "reason", why)
+	h, err := c.uncached.GetOrBuild(ctx, c.nextID.Add(1), func(ctx context.Context) (*moduleEntry, int64, error) {
+		e, err := c.compile(ctx, src, p, kcache.Digest{}, nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		return e, int64(len(e.blob)), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &CachedModule{h: h, Outcome: kcache.OutcomeBuilt}, nil
+}
+
+// load brings a module into the context from the binary tiers, or
+// compiles it. An entry that does not decode or that the driver refuses is
+// deleted from the tiers and the program compiled afresh.
+func (c *Cache) load(ctx context.Context, src Source, key *kcache.Key, p plan) (*moduleEntry, error) {
+	r, pending, err := c.bins.Lookup(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if pending == nil {
+		e, err := c.fromBlob(r.Binary)
+		if err == nil {
+			e.digest, e.outcome, e.buildTime = r.Digest, r.Outcome, r.BuildTime
+			return e, nil
+		}
+		if IsOutOfMemory(err) {
+			return nil, c.classify(err)
+		}
+		c.bins.Logger().Warn("kcache: cached CUDA image unusable; recompiling", "key", r.Digest, "err", err)
+		if derr := c.bins.Delete(ctx, key); derr != nil {
+			c.bins.Logger().Warn("kcache: removing unusable CUDA image", "key", r.Digest, "err", derr)
+		}
+		if _, pending, err = c.bins.Lookup(ctx, key); err != nil {
+			return nil, err
+		}
+	}
+	return c.compile(ctx, src, p, r.Digest, pending)
+}
+
+// fromBlob decodes a stored image and loads it.
+func (c *Cache) fromBlob(blob []byte) (*moduleEntry, error) {
+	im, err := decodeImage(blob)
+	if err != nil {
+		return nil, err
+	}
+	m, err := c.ctx.LoadModule(im.code, c.jit)
+	if err != nil {
+		return nil, err
+	}
+	return &moduleEntry{mod: m, format: im.format, lowered: im.lowered, blob: blob}, nil
+}
+
+// compile runs NVRTC, stores the image in the binary tiers (pending, when
+// not nil), then loads it. The image is stored before it is loaded: it is
+// valid whether or not the device has memory for it now, and a load that
+// runs out of memory is retried by the object tier after evicting, which
+// then finds it stored.
+func (c *Cache) compile(ctx context.Context, src Source, p plan, digest kcache.Digest, pending *kcache.Pending) (*moduleEntry, error) {
+	start := time.Now()
+	im, err := runNVRTC(src, p)
+	took := time.Since(start)
+	if err != nil {
+		if pending != nil {
+			pending.Abort(err)
+		}
+		return nil, c.classify(err)
+	}
+	blob := im.encode()
+	if pending != nil {
+		pending.Commit(ctx, blob, took)
+	}
+	m, err := c.ctx.LoadModule(im.code, c.jit)
+	if err != nil {
+		return nil, c.classify(err)
+	}
+	if im.format == FormatPTX {
+		c.bins.Logger().Debug("kcache: loaded PTX; the driver JIT-compiled it", "key", digest, "jit_ms", m.JITMillis)
+	}
+	return &moduleEntry{mod: m, format: im.format, lowered: im.lowered, blob: blob, digest: digest,
+		outcome: kcache.OutcomeBuilt, buildTime: took}, nil
+}
+
+// runNVRTC compiles src with p's options and returns the image to store.
+func runNVRTC(src Source, p plan) (*image, error) {
+	prog, err := NewProgram(src.Code, programName(src), src.Headers)
+	if err != nil {
+		return nil, err
+	}
+	defer prog.Destroy()
+	for _, e := range src.NameExpressions {
+		if err := prog.AddNameExpression(e); err != nil {
+			return nil, err
+		}
+	}
+	if err := prog.Compile(p.options); err != nil {
+		return nil, err
+	}
+	im := &image{format: p.format}
+	if len(src.NameExpressions) > 0 {
+		im.lowered = make(map[string]string, len(src.NameExpressions))
+		for _, e := range src.NameExpressions {
+			if im.lowered[e], err = prog.LoweredName(e); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if p.format == FormatCUBIN {
+		im.code, err = prog.CUBIN()
+	} else {
+		im.code, err = prog.PTX()
+	}
+	return im, err
+}
+
+// classify marks errors for the object tier: a compile error is a property
+// of the input and is kept; running out of memory makes the tier evict and
+// retry; anything else might not recur and is not kept.
+func (c *Cache) classify(err error) error {
+	var ce *CompileError
+	var ne *NVRTCError
+	switch {
+	case IsOutOfMemory(err), errors.As(err, &ne) && ne.OutOfMemory():
+		return fmt.Errorf("%w: %w", objcache.ErrOutOfMemory, err)
+	case errors.As(err, &ce):
+		return err
+	default:
+		return objcache.Transient(err)
+	}
+}
+
+// unload runs once the object tier has dropped a module and no caller
+// holds it.
+func (c *Cache) unload(e *moduleEntry) {
+	if err := e.mod.Unload(); err != nil {
+		c.bins.Logger().Warn("kcache: unloading a CUDA module", "key", e.digest, "err", err)
+	}
+}
+
+// moduleEntry is a live module in the object tier.
+type moduleEntry struct {
+	mod       *Module
+	format    string
+	lowered   map[string]string
+	blob      []byte // the stored image; also keeps the loaded code alive
+	digest    kcache.Digest
+	outcome   kcache.Outcome
+	buildTime time.Duration
+	funcs     sync.Map // name or name expression -> *Function
+}
+
+// CachedModule is a caller's hold on a cached module.
+type CachedModule struct {
+	h *objcache.Handle[*moduleEntry]
+	// Outcome says where the module came from: built, waited, disk,
+	// remote, or memory (a live module of this context).
+	Outcome kcache.Outcome
+}
+
+// Module returns the loaded module. It stays valid until Release.
+func (m *CachedModule) Module() *Module { return m.h.Value().mod }
+
+// Format returns the format of the loaded code: FormatCUBIN, or FormatPTX
+// where the driver JIT-compiles it at every load.
+func (m *CachedModule) Format() string { return m.h.Value().format }
+
+// Digest returns the key digest that identifies the module's image.
+func (m *CachedModule) Digest() kcache.Digest { return m.h.Value().digest }
+
+// Image returns the code the driver loaded (CUBIN or PTX).
+func (m *CachedModule) Image() []byte {
+	im, err := decodeImage(m.h.Value().blob)
+	if err != nil {
+		return nil
+	}
+	return im.code
+}
+
+// LoweredNames returns the mangled name of each name expression.
+func (m *CachedModule) LoweredNames() map[string]string { return maps.Clone(m.h.Value().lowered) }
+
+// Release lets go of the module. Release is idempotent.
+func (m *CachedModule) Release() { m.h.Release() }
+
+// Function returns a function of the module by name expression (one of
+// Source.NameExpressions) or by its name in the image (an extern "C" name
+// or a mangled one). Each is looked up once per module: a hit takes no
+// lock and allocates nothing. The function stays valid while the caller
+// holds the module.
+func (m *CachedModule) Function(name string) (*Function, error) {
+	e := m.h.Value()
+	if f, ok := e.funcs.Load(name); ok {
+		return f.(*Function), nil
+	}
+	symbol := cmp.Or(e.lowered[name], name)
+	f, err := e.mod.Function(symbol)
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := e.funcs.LoadOrStore(name, f)
+	return actual.(*Function), nil
+}

@@ -1,0 +1,74 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"testing"
+)
+
+// requireGPU returns the primary context of device 0, or skips the test
+// where there is no driver, no GPU or no NVRTC: CI machines have none.
+func requireGPU(t testing.TB) *Context {
+	t.Helper()
+	dev, err := GetDevice(0)
+	if errors.Is(err, ErrNoDriver) || errors.Is(err, ErrNoDevice) {
+		t.Skipf("no GPU: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := LoadNVRTC(); errors.Is(err, ErrNoNVRTC) {
+		t.Skipf("no NVRTC: %v", err)
+	}
+	ctx, err := PrimaryContext(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctx.Release() })
+	return ctx
+}
+
+func f32bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+func bytesF32(b []byte) []float32 {
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+// devBuffer allocates a device buffer holding data, freed at cleanup.
+func devBuffer(t testing.TB, ctx *Context, data []byte) DevicePtr {
+	t.Helper()
+	p, err := ctx.Alloc(len(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctx.Free(p) })
+	if err := ctx.CopyToDevice(p, data); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// saxpySource has an extern "C" kernel and a template instantiated through
+// name expressions.
+const saxpySource = `
+extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n) y[i] = a * x[i] + y[i];
+}
+template <typename T, int K>
+__global__ void scale(T* v, int n) {
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n) v[i] = v[i] * K;
+}
+`

@@ -1,0 +1,207 @@
+package cuda
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kcache/kcache"
+)
+
+// Source is a CUDA C++ program to compile through the cache.
+type Source struct {
+	// Code is the program text.
+	Code []byte
+	// Path is the file Code was read from, if any, as the caller names it
+	// (relative names keep keys equal across checkouts). It is the
+	// program's name in NVRTC's diagnostics and line info, and quoted
+	// includes are searched in its directory.
+	Path string
+	// Options are NVRTC options, one per element ("-std=c++17",
+	// "-I", "include", "-DTILE=16"). Without an -arch option the cache
+	// compiles for the device's own architecture.
+	Options []string
+	// Headers are handed to NVRTC in memory; they take precedence over
+	// files of the same name.
+	Headers []Header
+	// NameExpressions are template instantiations or other names whose
+	// mangled names the program needs (nvrtcAddNameExpression):
+	// "gemm<float, 16>". CachedModule.Function accepts them.
+	NameExpressions []string
+	// Depends are files the program depends on that no scanner can see
+	// (a file a header reads through a macro NVRTC is given, a generated
+	// table): each enters the key, so editing it causes a rebuild.
+	Depends []string
+}
+
+// FormatCUDA names CUDA C++ source in a key's Image.Format.
+const FormatCUDA = "cuda-c++"
+
+// irrelevantEnv lists variables of the CUDA_ and NVRTC_ families known not
+// to change the code NVRTC or the driver's JIT produces. Every other
+// variable of those families is part of the key: an unknown one costs at
+// worst a spurious rebuild, never a stale binary.
+var irrelevantEnv = map[string]bool{
+	// Which GPUs a process sees and in what order: the device's own
+	// identity is in the key, and the ranks of one job, each given a
+	// different GPU of one kind, must share their entries.
+	"CUDA_VISIBLE_DEVICES": true,
+	"CUDA_DEVICE_ORDER":    true,
+	// The driver's own JIT cache: where it is and whether it is used.
+	"CUDA_CACHE_PATH":    true,
+	"CUDA_CACHE_MAXSIZE": true,
+	"CUDA_CACHE_DISABLE": true,
+	// When work runs, not what code it runs.
+	"CUDA_LAUNCH_BLOCKING":        true,
+	"CUDA_MODULE_LOADING":         true,
+	"CUDA_MODULE_DATA_LOADING":    true,
+	"CUDA_DEVICE_MAX_CONNECTIONS": true,
+}
+
+// codegenEnvPrefixes are the families of variables the driver and NVRTC
+// read (CUDA_FORCE_PTX_JIT, CUDA_DISABLE_PTX_JIT, NVRTC_*, ...).
+var codegenEnvPrefixes = []string{"CUDA_", "NVRTC_"}
+
+// compilerEnv returns the environment variables that are part of a
+// build's identity, from environ (os.Environ's form).
+func compilerEnv(environ []string) []kcache.EnvVar {
+	var out []kcache.EnvVar
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		if irrelevantEnv[name] || !slices.ContainsFunc(codegenEnvPrefixes, func(p string) bool { return strings.HasPrefix(name, p) }) {
+			continue
+		}
+		out = append(out, kcache.EnvVar{Name: name, Value: value})
+	}
+	return out
+}
+
+// hasArch reports whether options choose a target architecture.
+func hasArch(options []string) bool {
+	return slices.ContainsFunc(options, func(o string) bool {
+		return o == "-arch" || strings.HasPrefix(o, "-arch=") || strings.HasPrefix(o, "--gpu-architecture")
+	})
+}
+
+// archOption returns the value of the options' target architecture
+// ("sm_90", "compute_90"), or "".
+func archOption(options []string) string {
+	arch := ""
+	for i, o := range options {
+		switch {
+		case (o == "-arch" || o == "--gpu-architecture") && i+1 < len(options):
+			arch = options[i+1]
+		case strings.HasPrefix(o, "-arch="):
+			arch = o[len("-arch="):]
+		case strings.HasPrefix(o, "--gpu-architecture="):
+			arch = o[len("--gpu-architecture="):]
+		}
+	}
+	return arch
+}
+
+// programName is what NVRTC calls the program: its file's path as given
+// (NVRTC resolves the program's quoted includes from the path's
+// directory, as a compiler resolves them from the file's), or a fixed name
+// for source held in memory.
+func programName(src Source) string {
+	if src.Path != "" {
+		return src.Path
+	}
+	return "kcache.cu"
+}
+
+// encodeOptions writes the options a key holds, unambiguously (each
+// quoted), after the program's name, which NVRTC writes into line info.
+func encodeOptions(name string, options []string) string {
+	var b strings.Builder
+	b.WriteString("program=" + strconv.Quote(name))
+	for _, o := range options {
+		b.WriteByte(' ')
+		b.WriteString(strconv.Quote(o))
+	}
+	return b.String()
+}
+
+// identity is the device and compiler part of every key of one context.
+type identity struct {
+	dev    kcache.Device
+	comp   kcache.Compiler
+	arch   string // "sm_90": what a build targets by default
+	ptx    bool   // NVRTC cannot target arch: builds emit PTX for ptxArch
+	cc     int    // the device's compute capability, 90 for 9.0
+	reason string // why builds fall back to PTX, when ptx
+}
+
+// deviceIdentity reads what a key needs about dev, the driver and NVRTC.
+func deviceIdentity(dev Device) (identity, error) {
+	name, err := dev.Name()
+	if err != nil {
+		return identity{}, err
+	}
+	major, minor, err := dev.ComputeCapability()
+	if err != nil {
+		return identity{}, err
+	}
+	drv, err := DriverVersion()
+	if err != nil {
+		return identity{}, err
+	}
+	nvMajor, nvMinor, err := NVRTCVersion()
+	if err != nil {
+		return identity{}, err
+	}
+	archs, err := SupportedArchs()
+	if err != nil {
+		return identity{}, err
+	}
+	id := identity{cc: major*10 + minor, arch: fmt.Sprintf("sm_%d%d", major, minor)}
+	lib := fileIdentity(DriverLibrary())
+	id.dev = kcache.Device{
+		Platform: "CUDA",
+		Name:     name,
+		Version:  id.arch,
+		Driver:   fmt.Sprintf("cuda %d; %s %d %d", drv, lib.Path, lib.Size, lib.MTime),
+	}
+	nv := fileIdentity(NVRTCLibrary())
+	id.comp = kcache.Compiler{Name: "nvrtc", Version: fmt.Sprintf("%d.%d", nvMajor, nvMinor),
+		Library: nv.Path, LibrarySize: nv.Size, LibraryTime: nv.MTime}
+	id.ptx, id.reason = ptxFallback(id.cc, archs, nvMajor, nvMinor)
+	return id, nil
+}
+
+// ptxFallback decides whether NVRTC can emit CUBIN for compute capability
+// cc: a device newer than the NVRTC library cannot be targeted, and gets
+// PTX for the newest architecture NVRTC knows, which the driver compiles.
+func ptxFallback(cc int, archs []int, major, minor int) (bool, string) {
+	if len(archs) == 0 || slices.Contains(archs, cc) {
+		return false, ""
+	}
+	return true, fmt.Sprintf("NVRTC %d.%d cannot compile for sm_%d (it knows sm_%d to sm_%d): compiling PTX, which the driver JIT-compiles on every load",
+		major, minor, cc, archs[0], archs[len(archs)-1])
+}
+
+// ptxArchFor returns the virtual architecture to emit PTX for on a device
+// of compute capability cc: the newest NVRTC knows at or below cc.
+func ptxArchFor(cc int, archs []int) string {
+	best := 0
+	for _, a := range archs {
+		if a <= cc && a > best {
+			best = a
+		}
+	}
+	if best == 0 && len(archs) > 0 {
+		best = archs[0]
+	}
+	return fmt.Sprintf("compute_%d", best)
+}
+
+// environ returns the process environment, or env where it is set.
+func environ(env []string) []string {
+	if env == nil {
+		return os.Environ()
+	}
+	return env
+}
