@@ -2,6 +2,7 @@ package objcache
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,10 @@ type Options[V any] struct {
 	// costs nothing and the spec's reason to disable caching (memory) holds
 	// either way. Build errors are not kept either.
 	Disabled bool
+
+	// Logger receives the builders' panics, with their stacks; nil
+	// discards them (callers still get each panic as an error).
+	Logger *slog.Logger
 }
 
 // Cache holds live runtime objects (programs, kernels) by key, builds each
@@ -43,6 +48,7 @@ type Cache[K comparable, V any] struct {
 	threshold int64            // immutable
 	release   func(V)          // immutable
 	disabled  bool             // immutable
+	log       *slog.Logger     // immutable; nil discards
 	now       func() time.Time // the clock, for build times; tests replace it
 	_         [64]byte
 
@@ -61,6 +67,7 @@ func New[K comparable, V any](opts Options[V]) *Cache[K, V] {
 		threshold: max(opts.Threshold, 0),
 		release:   opts.Release,
 		disabled:  opts.Disabled,
+		log:       opts.Logger,
 		now:       time.Now,
 	}
 	c.idx.Store(&index[K, V]{})
