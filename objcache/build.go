@@ -66,7 +66,7 @@ func (c *Cache[K, V]) join(ctx context.Context, key K, build BuildFunc[V]) (*ent
 			c.hit(e)
 			return nil, &e.h, nil
 		case stateFailed:
-			c.errorHits.Add(1)
+			c.errorHit(e)
 			return nil, nil, e.err
 		}
 		if !e.abandoned {
@@ -173,7 +173,7 @@ func (c *Cache[K, V]) finish(e *entry[K, V], out outcome[V]) {
 	var t cleanup[V]
 	c.mu.Lock()
 	gone := e.state.Load() & stateGone
-	keep := gone == 0 && !c.disabled && !out.spurious
+	keep := gone == 0 && !c.disabled && !out.spurious && (out.err == nil || c.maxErrors > 0)
 	if !keep && gone == 0 {
 		// Out of the index before the result is published: hits read the
 		// state without the lock, and must not take a result that is not
@@ -196,7 +196,8 @@ func (c *Cache[K, V]) finish(e *entry[K, V], out outcome[V]) {
 	switch {
 	case keep && out.err == nil:
 		c.insert(e, &t)
-	case keep: // a build error stays in the index as it is
+	case keep:
+		c.keepError(e, &t)
 	case out.err == nil:
 		c.dropObject(e, &t)
 	}

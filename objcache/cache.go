@@ -1,6 +1,7 @@
 package objcache
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"sync"
@@ -30,6 +31,14 @@ type Options[V any] struct {
 	// either way. Build errors are not kept either.
 	Disabled bool
 
+	// MaxErrors and MaxErrorBytes bound the build errors the cache keeps
+	// (see keptErrors): at most MaxErrors of them, holding at most
+	// MaxErrorBytes; past either bound the least recently used go. 0 means
+	// DefaultMaxErrors and DefaultMaxErrorBytes; a negative MaxErrors keeps
+	// no error. Errors are not charged to Threshold.
+	MaxErrors     int
+	MaxErrorBytes int64
+
 	// Logger receives the builders' panics, with their stacks; nil
 	// discards them (callers still get each panic as an error).
 	Logger *slog.Logger
@@ -49,6 +58,8 @@ type Cache[K comparable, V any] struct {
 	release   func(V)          // immutable
 	disabled  bool             // immutable
 	log       *slog.Logger     // immutable; nil discards
+	maxErrors int              // immutable; <= 0 keeps none
+	maxErrB   int64            // immutable
 	now       func() time.Time // the clock, for build times; tests replace it
 	_         [64]byte
 
@@ -57,6 +68,9 @@ type Cache[K comparable, V any] struct {
 	lru    evictionList[K, V] // built entries, least recently placed first
 	size   int64              // bytes of the entries in lru
 	count  int                // entries in lru
+	errs   evictionList[K, V] // kept build errors, least recently used first
+	errB   int64              // bytes charged for the entries in errs
+	errN   int                // entries in errs
 
 	counters
 }
@@ -68,6 +82,8 @@ func New[K comparable, V any](opts Options[V]) *Cache[K, V] {
 		release:   opts.Release,
 		disabled:  opts.Disabled,
 		log:       opts.Logger,
+		maxErrors: cmp.Or(opts.MaxErrors, DefaultMaxErrors),
+		maxErrB:   cmp.Or(opts.MaxErrorBytes, DefaultMaxErrorBytes),
 		now:       time.Now,
 	}
 	c.idx.Store(&index[K, V]{})
@@ -107,7 +123,7 @@ func (c *Cache[K, V]) GetOrBuild(ctx context.Context, key K, build BuildFunc[V])
 				return &e.h, nil
 			}
 		case stateFailed:
-			c.errorHits.Add(1)
+			c.errorHit(e)
 			return nil, e.err
 		}
 	}
