@@ -97,7 +97,7 @@ func New[K comparable, V any](opts Options[V]) *Cache[K, V] {
 // waiting, or by Close. An error is kept and returned to later callers for
 // the same key, unless it is marked Transient, wraps ErrOutOfMemory, or
 // comes with ctx cancelled; a panic is recovered and treated like a
-// Transient error (see ErrBuildPanic).
+// Transient error (see ErrBuildPanic), and so is runtime.Goexit.
 type BuildFunc[V any] = func(ctx context.Context) (V, int64, error)
 
 // GetOrBuild returns a handle to key's object, building it with build if the
