@@ -21,7 +21,9 @@ type Options[V any] struct {
 	// Release frees a runtime object (clReleaseProgram, cuModuleUnload)
 	// once the cache has dropped it and no caller holds it. It runs exactly
 	// once per built object, outside the cache's lock, on the goroutine that
-	// let go last. It must not panic. nil releases nothing.
+	// let go last; where that is a waiter that stopped waiting as the build
+	// finished, on a goroutine of its own, so that the waiter returns at
+	// once. It must not panic. nil releases nothing.
 	Release func(V)
 
 	// Disabled turns in-memory caching off: every call that finds no build
