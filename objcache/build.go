@@ -165,8 +165,8 @@ func (c *Cache[K, V]) judge(ctx context.Context, r flight.Result[built[V]]) outc
 	return outcome[V]{err: r.Err, spurious: spurious}
 }
 
-// finish publishes out as e's result and wakes e's waiters; waiters that
-// ask to leave from now on get the result (see leave). A success or a
+// finish publishes out as e's result and wakes e's waiters; a waiter that
+// leaves from now on gives back the reference counted for it (see leave). A success or a
 // build error is kept if e is still in the index and caching is on; else e
 // leaves the index and a built object is released once its waiters let go.
 func (c *Cache[K, V]) finish(e *entry[K, V], out outcome[V]) {
