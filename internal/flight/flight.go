@@ -123,7 +123,8 @@ type call[V any] struct {
 // own (see Go), under a context that keeps the values of the ctx of the
 // caller that started it but not its cancellation: the build is never
 // cancelled, since what it makes may be worth keeping though no one waits.
-// If ctx ends first, Do returns ctx.Err() at once and the build goes on.
+// If ctx ends first, Do returns ctx.Err() at once and the build goes on;
+// if it has already ended, Do returns ctx.Err() and starts nothing.
 // A build that panicked or called runtime.Goexit is an error wrapping
 // ErrPanic or ErrGoexit for every caller that waited on it.
 func (g *Group[K, V]) Do(ctx context.Context, key K, fn Func[V]) (V, error) {
