@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/singleflight"
+	"github.com/kcache/kcache/internal/flight"
 )
 
 // Tier is one binary tier of a Cache: a Store and the outcome its hits
@@ -41,7 +41,7 @@ type Cache struct {
 	cfg    Config
 	tiers  []Tier
 	log    *slog.Logger
-	flight singleflight.Group // keyed by key digest
+	flight flight.Group[Digest, Result] // builds under way, by key digest
 	stats  counters
 	warned sync.Map // "kind/op" -> struct{}: warnings already logged
 }
@@ -53,7 +53,9 @@ func New(cfg Config, logger *slog.Logger, tiers ...Tier) *Cache {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Cache{cfg: cfg, tiers: tiers, log: logger}
+	c := &Cache{cfg: cfg, tiers: tiers, log: logger}
+	c.flight.Log = logger
+	return c
 }
 
 // Config returns the configuration the cache was made with.
@@ -80,21 +82,19 @@ func (c *Cache) RecordMemory(hit bool, saved time.Duration) {
 // filling the tiers above, or builds it once: concurrent callers in this
 // process share one build, and callers in other processes wait on the
 // first tier's lock. If ctx ends while waiting, GetOrBuild returns ctx's
-// error and the build goes on for the others.
+// error and the build goes on for the others. A builder that panics or
+// calls runtime.Goexit is an error for every caller of that build (wrapping
+// ErrBuildPanic for a panic, with the builder's stack), logged, and never
+// kept: the next caller builds again.
 func (c *Cache) GetOrBuild(ctx context.Context, key *Key, build BuildFunc) (Result, error) {
 	d := c.digests(key)
-	ch := c.flight.DoChan(string(d.Key[:]), func() (any, error) {
-		return c.lookupOrBuild(context.WithoutCancel(ctx), key, d.Key, build)
+	r, err := c.flight.Do(ctx, d.Key, func(ctx context.Context) (Result, error) {
+		return c.lookupOrBuild(ctx, key, d.Key, build)
 	})
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return Result{Digest: d.Key}, r.Err
-		}
-		return r.Val.(Result), nil
-	case <-ctx.Done():
-		return Result{Digest: d.Key}, ctx.Err()
+	if err != nil {
+		return Result{Digest: d.Key}, err
 	}
+	return r, nil
 }
 
 // digests computes key's digests, tracing them when asked to: the trace is
@@ -257,9 +257,16 @@ func (p *Pending) Abort(err error) {
 	})
 }
 
-// build runs the compiler and commits what it made.
+// errBuildAborted is what Abort records for a builder that panicked or
+// called runtime.Goexit; the callers get the error that says which.
+var errBuildAborted = errors.New("kcache: build panicked or called runtime.Goexit")
+
+// build runs the compiler and commits what it made. A builder that panics
+// or calls runtime.Goexit aborts the build on its way out, so that the
+// build lock is released at once rather than when the process exits.
 func (p *Pending) build(ctx context.Context, build BuildFunc) (Result, error) {
 	start := time.Now()
+	defer p.Abort(errBuildAborted) // does nothing once Commit or Abort ran
 	bin, err := build(ctx)
 	took := time.Since(start)
 	if err != nil {

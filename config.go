@@ -165,15 +165,38 @@ func ConfigFromGetenv(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
-// Validate reports settings that contradict each other.
+// Validate reports settings out of range, such as settings made in code
+// that no environment variable would be accepted with, and settings that
+// contradict each other. Each error names the variable the setting
+// corresponds to.
 func (c *Config) Validate() error {
-	if c.MaxImageSize != 0 && c.MinImageSize > c.MaxImageSize {
-		return fmt.Errorf("kcache: minimum image size %d exceeds maximum %d", c.MinImageSize, c.MaxImageSize)
+	var errs []error
+	for _, f := range []struct {
+		env, field string
+		v          int64
+	}{
+		{EnvInMemoryThreshold, "InMemoryThreshold", c.InMemoryThreshold},
+		{EnvMaxSize, "MaxSize", c.MaxSize},
+		{EnvMinImageSize, "MinImageSize", c.MinImageSize},
+		{EnvMaxImageSize, "MaxImageSize", c.MaxImageSize},
+		{EnvAgeThreshold, "AgeThreshold", int64(c.AgeThreshold)},
+		{EnvBuildWait, "BuildWait", int64(c.BuildWait)},
+	} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("kcache: %s (Config.%s) is negative: %d", f.env, f.field, f.v))
+		}
+	}
+	// Written so that NaN fails: every comparison with NaN is false.
+	if c.EvictTo != 0 && !(c.EvictTo > 0 && c.EvictTo <= 1) {
+		errs = append(errs, fmt.Errorf("kcache: %s (Config.EvictTo) is %v: want a fraction in (0, 1], or 0 for the default", EnvEvictTo, c.EvictTo))
+	}
+	if c.MaxImageSize > 0 && c.MinImageSize > c.MaxImageSize {
+		errs = append(errs, fmt.Errorf("kcache: %s %d exceeds %s %d", EnvMinImageSize, c.MinImageSize, EnvMaxImageSize, c.MaxImageSize))
 	}
 	if c.Dir != "" && !filepath.IsAbs(c.Dir) {
-		return fmt.Errorf("kcache: cache directory %q is not absolute", c.Dir)
+		errs = append(errs, fmt.Errorf("kcache: %s: cache directory %q is not absolute", EnvDir, c.Dir))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // ParseBool accepts 1/0, true/false, yes/no and on/off, in any case.
@@ -189,19 +212,30 @@ func ParseBool(s string) (bool, error) {
 
 // ParseSize parses a byte size: a plain number of bytes, or a number with a
 // unit, SI ("500MB", "8G" = 8*10^9) or binary ("512MiB", "8GiB" = 8*2^30).
+// It accepts sizes from 0 to 2^62 bytes, and no size that is not zero but
+// comes to less than a byte ("0.5"): that one would turn a limit off.
 func ParseSize(s string) (int64, error) {
-	n, err := humanize.ParseBytes(strings.TrimSpace(s))
+	s = strings.TrimSpace(s)
+	n, err := humanize.ParseBytes(s)
 	if err != nil {
 		return 0, errors.New("want a size such as 4096, 512MiB or 8G")
 	}
 	if n > 1<<62 {
 		return 0, errors.New("size too large")
 	}
+	if n == 0 && strings.ContainsAny(s, "123456789") {
+		return 0, errors.New("size less than a byte")
+	}
 	return int64(n), nil
 }
 
+// maxAge bounds ParseAge's days, well within time.Duration's range of 292
+// years.
+const maxAge = 100 * 365 * 24 * time.Hour
+
 // ParseAge parses a duration as time.ParseDuration does ("36h", "90m"), and
-// also whole or fractional days ("7d", "1.5d"). "0" means off.
+// also whole or fractional days ("7d", "1.5d"). "0" means off. It accepts
+// no negative, NaN or infinite duration.
 func ParseAge(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "0" {
@@ -209,8 +243,9 @@ func ParseAge(s string) (time.Duration, error) {
 	}
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		f, err := strconv.ParseFloat(days, 64)
-		if err != nil || f < 0 || f > 100*365 {
-			return 0, errors.New("want a duration such as 7d, 36h or 90m")
+		// Written so that NaN fails: every comparison with NaN is false.
+		if err != nil || !(f >= 0 && f*float64(24*time.Hour) <= float64(maxAge)) {
+			return 0, errors.New("want a duration such as 7d, 36h or 90m, up to 100 years")
 		}
 		return time.Duration(f * float64(24*time.Hour)), nil
 	}
@@ -222,7 +257,7 @@ func ParseAge(s string) (time.Duration, error) {
 }
 
 // ParseFraction parses a fraction in (0, 1], as a number ("0.5") or a
-// percentage ("50%").
+// percentage ("50%"). NaN and infinities are refused.
 func ParseFraction(s string) (float64, error) {
 	s = strings.TrimSpace(s)
 	scale := 1.0
@@ -230,10 +265,12 @@ func ParseFraction(s string) (float64, error) {
 		s, scale = p, 100
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f/scale <= 0 || f/scale > 1 {
+	f /= scale
+	// Written so that NaN fails: every comparison with NaN is false.
+	if err != nil || !(f > 0 && f <= 1) {
 		return 0, errors.New("want a fraction in (0, 1] such as 0.5 or 50%")
 	}
-	return f / scale, nil
+	return f, nil
 }
 
 func fractionInto(dst *float64) func(string) error {

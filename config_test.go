@@ -1,6 +1,7 @@
 package kcache
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -80,16 +81,16 @@ func TestConfigRejectsEveryBadValue(t *testing.T) {
 		EnvDir:               {"relative/path", "./x"},
 		EnvPersistent:        {"2", "maybe", "-1"},
 		EnvInMemory:          {"enabled"},
-		EnvInMemoryThreshold: {"-5", "lots", "12XB", "1.5.5G"},
-		EnvMaxSize:           {"-1", "8 gigs", "0x10"},
+		EnvInMemoryThreshold: {"-5", "lots", "12XB", "1.5.5G", "NaN", "Inf", "0.5"},
+		EnvMaxSize:           {"-1", "8 gigs", "0x10", "NaN", "+Inf", "-Inf", "1e400", "0.2B", "99999999999999999999"},
 		EnvEvictionDisable:   {"please"},
-		EnvAgeThreshold:      {"7", "-1h", "week", "d", "-2d", "1e9d"},
+		EnvAgeThreshold:      {"7", "-1h", "week", "d", "-2d", "1e9d", "NaNd", "nand", "Infd", "-Infd", "+Infd", "NaN", "Inf"},
 		EnvMinImageSize:      {"small"},
 		EnvMaxImageSize:      {"big"},
 		EnvTrace:             {"verbose"},
 		EnvDebug:             {"11"},
-		EnvEvictTo:           {"0", "1.5", "150%", "half", "-0.5"},
-		EnvBuildWait:         {"soon", "-1m"},
+		EnvEvictTo:           {"0", "1.5", "150%", "half", "-0.5", "NaN", "nan", "-NaN", "NaN%", "Inf", "+Inf", "-Inf", "infinity", "Inf%", "1e400", "-0"},
+		EnvBuildWait:         {"soon", "-1m", "NaNd", "Infd", "NaN", "-1d"},
 	}
 	for name, values := range bad {
 		for _, v := range values {
@@ -102,6 +103,45 @@ func TestConfigRejectsEveryBadValue(t *testing.T) {
 				t.Errorf("%s=%q: error %q does not name the variable and value", name, v, err)
 			}
 		}
+	}
+}
+
+// TestValidateRejectsCodeSettings checks that settings made in code are held
+// to the ranges the environment's parsers enforce, each error naming the
+// variable.
+func TestValidateRejectsCodeSettings(t *testing.T) {
+	tests := []struct {
+		env string
+		set func(*Config)
+	}{
+		{EnvEvictTo, func(c *Config) { c.EvictTo = math.NaN() }},
+		{EnvEvictTo, func(c *Config) { c.EvictTo = math.Inf(1) }},
+		{EnvEvictTo, func(c *Config) { c.EvictTo = math.Inf(-1) }},
+		{EnvEvictTo, func(c *Config) { c.EvictTo = 1.5 }},
+		{EnvEvictTo, func(c *Config) { c.EvictTo = -0.5 }},
+		{EnvMaxSize, func(c *Config) { c.MaxSize = -1 }},
+		{EnvInMemoryThreshold, func(c *Config) { c.InMemoryThreshold = -1 }},
+		{EnvMinImageSize, func(c *Config) { c.MinImageSize = -1 }},
+		{EnvMaxImageSize, func(c *Config) { c.MaxImageSize = -1 }},
+		{EnvAgeThreshold, func(c *Config) { c.AgeThreshold = -time.Hour }},
+		{EnvBuildWait, func(c *Config) { c.BuildWait = -time.Second }},
+		{EnvDir, func(c *Config) { c.Dir = "relative" }},
+	}
+	for _, tt := range tests {
+		c := DefaultConfig(envOf(map[string]string{"HOME": "/h"}))
+		tt.set(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tt.env) {
+			t.Errorf("%+v: error %v does not name %s", c, err, tt.env)
+		}
+		t.Setenv("HOME", "/h")
+		if _, err := LoadConfig(tt.set); err == nil {
+			t.Errorf("LoadConfig accepted %+v", c)
+		}
+	}
+	c := DefaultConfig(envOf(nil))
+	c.EvictTo = 1
+	if err := c.Validate(); err != nil {
+		t.Errorf("EvictTo 1 refused: %v", err)
 	}
 }
 

@@ -36,3 +36,9 @@ func (e *DecodeError) Error() string {
 
 // Unwrap makes a DecodeError a miss.
 func (e *DecodeError) Unwrap() error { return ErrMiss }
+
+// ErrBuildPanic is wrapped by the error that callers get when a builder
+// panicked; see objcache.ErrBuildPanic. The panic is recovered, logged with
+// its stack and returned to every caller of that build; nothing is stored,
+// so the next caller builds again.
+var ErrBuildPanic = objcache.ErrBuildPanic

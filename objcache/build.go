@@ -4,18 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/kcache/kcache/internal/flight"
 )
 
-// errGoexit is what waiters get when a builder called runtime.Goexit (as
-// t.FailNow does): recover cannot stop it, but waiters must not hang.
-var errGoexit = errors.New("objcache: build called runtime.Goexit")
+// built is what a successful build made.
+type built[V any] struct {
+	val  V
+	size int64
+}
 
-// outcome is what one builder run produced.
+// outcome is what one build produced.
 type outcome[V any] struct {
-	val      V
-	size     int64
-	err      error
-	panicked bool
+	val  V
+	size int64
+	err  error
 	// spurious: the error says nothing about the key (the spec's "spurious
 	// error"), so it must not be cached: the next caller builds again.
 	spurious bool
@@ -34,10 +37,8 @@ func (c *Cache[K, V]) getOrBuildSlow(ctx context.Context, key K, build BuildFunc
 	select {
 	case <-e.done:
 	case <-ctx.Done():
-		if c.leave(e) {
-			return nil, ctx.Err()
-		}
-		<-e.done // finished meanwhile: this caller's reference is counted
+		c.leave(e)
+		return nil, ctx.Err()
 	}
 	if e.err != nil {
 		return nil, e.err
@@ -65,7 +66,7 @@ func (c *Cache[K, V]) join(ctx context.Context, key K, build BuildFunc[V]) (*ent
 			c.hit(e)
 			return nil, &e.h, nil
 		case stateFailed:
-			c.errorHits.Add(1)
+			c.errorHit(e)
 			return nil, nil, e.err
 		}
 		if !e.abandoned {
@@ -82,91 +83,97 @@ func (c *Cache[K, V]) join(ctx context.Context, key K, build BuildFunc[V]) (*ent
 }
 
 // start inserts a building entry for key and runs its build on a goroutine
-// of its own, so that no caller's cancellation or return stops it. Its
-// context keeps ctx's values but not its cancellation. c.mu is held.
+// of its own (see flight.Go), so that no caller's cancellation or return
+// stops it, and no panic or runtime.Goexit in the builder crashes the
+// process or leaves the waiters hanging. Its context keeps ctx's values
+// but not its cancellation. c.mu is held.
 func (c *Cache[K, V]) start(ctx context.Context, key K, build BuildFunc[V]) *entry[K, V] {
 	e := &entry[K, V]{key: key, done: make(chan struct{}), waiters: 1}
 	e.h.hook = c.release
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e.cancel = cancel
 	c.idx.Store(c.idx.Load().with(key, e))
-	go c.run(bctx, e, build)
+	flight.Go(bctx, c.log, func(ctx context.Context) (built[V], error) {
+		return c.run(ctx, build)
+	}, func(r flight.Result[built[V]]) {
+		c.finish(e, c.judge(bctx, r))
+		cancel() // frees the context's resources
+	})
 	return e
 }
 
-// leave takes a waiter whose ctx ended off e. It reports false if the build
-// finished first, in which case the waiter takes the result after all (its
-// reference is already counted). The last waiter to leave cancels the build.
-func (c *Cache[K, V]) leave(e *entry[K, V]) bool {
+// leave takes a waiter whose ctx ended off e, at once whatever e's state:
+// it must not wait for the cleanup that finish runs before waking the
+// waiters (other entries' release hooks, which may be slow). The last
+// waiter to leave a build under way cancels it. A waiter that leaves
+// once the result is published gives back the reference finish counted
+// for it, on a goroutine of its own, since it may be the last one and
+// run a release hook.
+func (c *Cache[K, V]) leave(e *entry[K, V]) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e.state.Load()&^stateGone != stateBuilding {
-		return false
+	st := e.state.Load() &^ stateGone
+	if st == stateBuilding {
+		e.waiters--
+		if e.waiters == 0 {
+			e.abandoned = true
+			e.cancel()
+		}
 	}
-	e.waiters--
-	if e.waiters == 0 {
-		e.abandoned = true
-		e.cancel()
+	c.mu.Unlock()
+	if st == stateReady {
+		go e.h.Release()
 	}
-	return true
 }
 
-// run builds e and publishes the outcome. A builder failing with
-// ErrOutOfMemory gets one more try after the cache has evicted everything.
-func (c *Cache[K, V]) run(ctx context.Context, e *entry[K, V], build BuildFunc[V]) {
-	finished := false
-	defer func() {
-		if !finished {
-			c.finish(e, outcome[V]{err: errGoexit, spurious: true})
-		}
-		e.cancel() // frees the context's resources
-	}()
-	out := c.attempt(ctx, build)
-	if !out.panicked && ctx.Err() == nil && errors.Is(out.err, ErrOutOfMemory) {
+// run builds with build. A builder failing with ErrOutOfMemory gets one
+// more try after the cache has evicted everything.
+func (c *Cache[K, V]) run(ctx context.Context, build BuildFunc[V]) (built[V], error) {
+	b, err := c.attempt(ctx, build)
+	if ctx.Err() == nil && errors.Is(err, ErrOutOfMemory) {
 		c.evictAll()
-		out = c.attempt(ctx, build)
-		if errors.Is(out.err, ErrOutOfMemory) {
-			out.spurious = true // memory may be freed later: try again then
-		}
+		b, err = c.attempt(ctx, build)
 	}
-	c.finish(e, out)
-	finished = true
+	return b, err
 }
 
-// attempt runs build once, turning a panic into an error, and counts it.
-func (c *Cache[K, V]) attempt(ctx context.Context, build BuildFunc[V]) (out outcome[V]) {
+// attempt runs build once and counts it. A panic or runtime.Goexit goes
+// through: flight.Go turns it into an error and judge counts it.
+func (c *Cache[K, V]) attempt(ctx context.Context, build BuildFunc[V]) (built[V], error) {
 	c.builds.Add(1)
 	start := c.now()
-	returned := false
-	defer func() {
-		if r := recover(); r != nil {
-			out = outcome[V]{err: panicError(r), panicked: true, spurious: true}
-		} else if !returned {
-			c.failedBuilds.Add(1) // runtime.Goexit: run reports it
-			return
-		}
-		if out.err != nil {
-			c.failedBuilds.Add(1)
-			return
-		}
-		c.buildNanos.Add(int64(c.now().Sub(start)))
-	}()
-	out.val, out.size, out.err = build(ctx)
-	returned = true
-	out.size = max(out.size, 0)
-	out.spurious = out.err != nil && (ctx.Err() != nil || IsTransient(out.err))
-	return out
+	v, size, err := build(ctx)
+	if err != nil {
+		c.failedBuilds.Add(1)
+		return built[V]{}, err
+	}
+	c.buildNanos.Add(int64(c.now().Sub(start)))
+	return built[V]{val: v, size: max(size, 0)}, nil
 }
 
-// finish publishes out as e's result and wakes e's waiters; waiters that
-// ask to leave from now on get the result (see leave). A success or a
+// judge turns how a build ended into its outcome, telling the errors that
+// say nothing about the key, and so are not kept, from those that do.
+func (c *Cache[K, V]) judge(ctx context.Context, r flight.Result[built[V]]) outcome[V] {
+	if !r.Returned {
+		c.failedBuilds.Add(1) // attempt counted the run but not its failure
+		return outcome[V]{err: r.Err, spurious: true}
+	}
+	if r.Err == nil {
+		return outcome[V]{val: r.Val.val, size: r.Val.size}
+	}
+	spurious := ctx.Err() != nil || IsTransient(r.Err) ||
+		errors.Is(r.Err, ErrOutOfMemory) // a second one: memory may be freed later
+	return outcome[V]{err: r.Err, spurious: spurious}
+}
+
+// finish publishes out as e's result and wakes e's waiters; a waiter that
+// leaves from now on gives back the reference counted for it (see leave). A success or a
 // build error is kept if e is still in the index and caching is on; else e
 // leaves the index and a built object is released once its waiters let go.
 func (c *Cache[K, V]) finish(e *entry[K, V], out outcome[V]) {
 	var t cleanup[V]
 	c.mu.Lock()
 	gone := e.state.Load() & stateGone
-	keep := gone == 0 && !c.disabled && !out.spurious
+	keep := gone == 0 && !c.disabled && !out.spurious && (out.err == nil || c.maxErrors > 0)
 	if !keep && gone == 0 {
 		// Out of the index before the result is published: hits read the
 		// state without the lock, and must not take a result that is not
@@ -189,7 +196,8 @@ func (c *Cache[K, V]) finish(e *entry[K, V], out outcome[V]) {
 	switch {
 	case keep && out.err == nil:
 		c.insert(e, &t)
-	case keep: // a build error stays in the index as it is
+	case keep:
+		c.keepError(e, &t)
 	case out.err == nil:
 		c.dropObject(e, &t)
 	}

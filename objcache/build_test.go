@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/kcache/kcache/internal/flight"
 )
 
 var errCompile = errors.New("compile error: undeclared identifier")
@@ -119,7 +121,7 @@ func TestSpuriousErrorsRetried(t *testing.T) {
 		{"goexit", func(context.Context) (*object, int64, error) {
 			runtime.Goexit()
 			return nil, 0, nil
-		}, []error{errGoexit}},
+		}, []error{flight.ErrGoexit}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,9 @@
 package objcache
 
 import (
+	"cmp"
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +21,9 @@ type Options[V any] struct {
 	// Release frees a runtime object (clReleaseProgram, cuModuleUnload)
 	// once the cache has dropped it and no caller holds it. It runs exactly
 	// once per built object, outside the cache's lock, on the goroutine that
-	// let go last. It must not panic. nil releases nothing.
+	// let go last; where that is a waiter that stopped waiting as the build
+	// finished, on a goroutine of its own, so that the waiter returns at
+	// once. It must not panic. nil releases nothing.
 	Release func(V)
 
 	// Disabled turns in-memory caching off: every call that finds no build
@@ -28,6 +32,18 @@ type Options[V any] struct {
 	// costs nothing and the spec's reason to disable caching (memory) holds
 	// either way. Build errors are not kept either.
 	Disabled bool
+
+	// MaxErrors and MaxErrorBytes bound the build errors the cache keeps
+	// (see keptErrors): at most MaxErrors of them, holding at most
+	// MaxErrorBytes; past either bound the least recently used go. 0 means
+	// DefaultMaxErrors and DefaultMaxErrorBytes; a negative MaxErrors keeps
+	// no error. Errors are not charged to Threshold.
+	MaxErrors     int
+	MaxErrorBytes int64
+
+	// Logger receives the builders' panics, with their stacks; nil
+	// discards them (callers still get each panic as an error).
+	Logger *slog.Logger
 }
 
 // Cache holds live runtime objects (programs, kernels) by key, builds each
@@ -43,6 +59,9 @@ type Cache[K comparable, V any] struct {
 	threshold int64            // immutable
 	release   func(V)          // immutable
 	disabled  bool             // immutable
+	log       *slog.Logger     // immutable; nil discards
+	maxErrors int              // immutable; <= 0 keeps none
+	maxErrB   int64            // immutable
 	now       func() time.Time // the clock, for build times; tests replace it
 	_         [64]byte
 
@@ -51,6 +70,9 @@ type Cache[K comparable, V any] struct {
 	lru    evictionList[K, V] // built entries, least recently placed first
 	size   int64              // bytes of the entries in lru
 	count  int                // entries in lru
+	errs   evictionList[K, V] // kept build errors, least recently used first
+	errB   int64              // bytes charged for the entries in errs
+	errN   int                // entries in errs
 
 	counters
 }
@@ -61,6 +83,9 @@ func New[K comparable, V any](opts Options[V]) *Cache[K, V] {
 		threshold: max(opts.Threshold, 0),
 		release:   opts.Release,
 		disabled:  opts.Disabled,
+		log:       opts.Logger,
+		maxErrors: cmp.Or(opts.MaxErrors, DefaultMaxErrors),
+		maxErrB:   cmp.Or(opts.MaxErrorBytes, DefaultMaxErrorBytes),
 		now:       time.Now,
 	}
 	c.idx.Store(&index[K, V]{})
@@ -74,7 +99,7 @@ func New[K comparable, V any](opts Options[V]) *Cache[K, V] {
 // waiting, or by Close. An error is kept and returned to later callers for
 // the same key, unless it is marked Transient, wraps ErrOutOfMemory, or
 // comes with ctx cancelled; a panic is recovered and treated like a
-// Transient error (see ErrBuildPanic).
+// Transient error (see ErrBuildPanic), and so is runtime.Goexit.
 type BuildFunc[V any] = func(ctx context.Context) (V, int64, error)
 
 // GetOrBuild returns a handle to key's object, building it with build if the
@@ -100,7 +125,7 @@ func (c *Cache[K, V]) GetOrBuild(ctx context.Context, key K, build BuildFunc[V])
 				return &e.h, nil
 			}
 		case stateFailed:
-			c.errorHits.Add(1)
+			c.errorHit(e)
 			return nil, e.err
 		}
 	}

@@ -14,7 +14,11 @@
 // recompiled in a loop, except for the spec's "spurious" errors, which say
 // nothing about the key: a panic, a cancelled build, an error marked
 // Transient, a second out-of-memory. Those are returned to the waiters of
-// that build and forgotten.
+// that build and forgotten. A panic or runtime.Goexit in a builder never
+// crashes the process or leaves waiters hanging (see internal/flight, the
+// mechanism the binary tiers share). Kept errors are bounded by count and
+// bytes, apart from the threshold, least recently used first (see
+// DefaultMaxErrors for why).
 //
 // # Hits
 //

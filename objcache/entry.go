@@ -28,14 +28,14 @@ type entry[K comparable, V any] struct {
 	key  K
 	done chan struct{} // closed once the build finished and its result is set
 	err  error         // the build's error; set before done is closed
-	size int64         // bytes; set before state becomes stateReady
+	size int64         // bytes; set before state becomes stateReady, or when a failed entry is kept (see keepError)
 
 	// Protected by Cache.mu.
 	waiters   int                // callers waiting on the build
 	preTaken  uint64             // references taken for waiters: taken less hits
 	cancel    context.CancelFunc // cancels the build's context
 	abandoned bool               // cancel fired because every waiter left
-	listed    bool               // e is in the eviction list
+	listed    bool               // e is in the eviction list, or the error list if it failed
 	prev      *entry[K, V]       // eviction list links
 	next      *entry[K, V]
 	pos       uint64   // the stamp e was placed by in the eviction list

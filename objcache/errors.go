@@ -2,8 +2,8 @@ package objcache
 
 import (
 	"errors"
-	"fmt"
-	"runtime/debug"
+
+	"github.com/kcache/kcache/internal/flight"
 )
 
 // ErrOutOfMemory marks a build that failed because the device or host ran
@@ -43,16 +43,7 @@ var ErrClosed = errors.New("objcache: closed")
 // ErrBuildPanic is wrapped by the error that callers get when their builder
 // panicked. The panic is recovered so that it neither crashes the process
 // nor leaves waiters hanging; the error carries the panic value (wrapped, if
-// it is an error) and the builder's stack. Like a Transient error it is not
-// cached: the next caller builds again.
-var ErrBuildPanic = errors.New("objcache: build panicked")
-
-// panicError turns a recovered panic value into an error. It must be called
-// from the deferred function that recovered, for the stack to be the
-// builder's.
-func panicError(r any) error {
-	if err, ok := r.(error); ok {
-		return fmt.Errorf("%w: %w\n\n%s", ErrBuildPanic, err, debug.Stack())
-	}
-	return fmt.Errorf("%w: %v\n\n%s", ErrBuildPanic, r, debug.Stack())
-}
+// it is an error) and the builder's stack, and it is logged to
+// Options.Logger. Like a Transient error it is not cached: the next caller
+// builds again.
+var ErrBuildPanic = flight.ErrPanic

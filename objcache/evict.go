@@ -128,7 +128,12 @@ func (c *Cache[K, V]) detach(e *entry[K, V], t *cleanup[V]) {
 func (c *Cache[K, V]) unlink(e *entry[K, V], t *cleanup[V]) {
 	st := e.state.Load()
 	e.state.Store(st | stateGone)
-	if e.listed {
+	switch {
+	case e.listed && st == stateFailed:
+		c.errs.remove(e)
+		c.errB -= e.size
+		c.errN--
+	case e.listed:
 		c.lru.remove(e)
 		c.size -= e.size
 		c.count--

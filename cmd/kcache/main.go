@@ -12,8 +12,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -40,9 +42,27 @@ func main() {
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
 		}
-		fmt.Fprintln(os.Stderr, "kcache:", err)
+		printError(os.Stderr, err)
 		os.Exit(2)
 	}
+}
+
+// errorPrefix is how the command names itself on the errors it prints.
+const errorPrefix = "kcache: "
+
+// printError prints the error a command failed with. The rule, for every
+// error the command prints: it names the command once, at its start. The
+// kcache library's errors already begin with "kcache: ", their package
+// sharing the command's name, and keep that one prefix; every other error
+// (cobra's usage errors, the opencl and disk packages', the command's own)
+// gets it here. Errors the library joins (one per bad variable) begin
+// every line with the prefix themselves.
+func printError(w io.Writer, err error) {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, errorPrefix) {
+		msg = errorPrefix + msg
+	}
+	fmt.Fprintln(w, msg)
 }
 
 // privatePoCLDir gives this process a PoCL directory of its own when
