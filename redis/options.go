@@ -127,8 +127,8 @@ func (o *Options) fill() {
 	}
 }
 
-// server is what a URL says about the server.
-type server struct {
+// endpoint is what a URL says about the server.
+type endpoint struct {
 	addrs    []string
 	user     string
 	password string
@@ -138,8 +138,8 @@ type server struct {
 
 // parseURL reads a KCACHE_REMOTE URL. Its errors never repeat the URL,
 // which may hold a password.
-func parseURL(raw string) (server, error) {
-	var s server
+func parseURL(raw string) (endpoint, error) {
+	var s endpoint
 	scheme, rest, ok := strings.Cut(raw, "://")
 	switch {
 	case !ok:
@@ -227,7 +227,7 @@ func redacted(raw string) string {
 // clientOptions are the go-redis options for s under o. Every wait the
 // client does on its own is bounded by o.Timeout, and nothing is retried:
 // a retry doubles what a dead server costs a lookup.
-func (s server) clientOptions(o *Options) *goredis.UniversalOptions {
+func (s endpoint) clientOptions(o *Options) *goredis.UniversalOptions {
 	u := &goredis.UniversalOptions{
 		Addrs:                 s.addrs,
 		Username:              s.user,

@@ -99,16 +99,18 @@ func (c codec) encode(digest kcache.Digest, rec []byte, e kcache.Entry) []byte {
 	b = binary.AppendUvarint(b, uint64(len(payload)))
 	b = append(b, payload...)
 	if c.secret != nil {
-		b = c.mac(b)
+		b = append(b, c.mac(b)...)
 	}
 	return b
 }
 
-// mac appends the HMAC-SHA256 of b under the codec's secret.
+// mac returns the HMAC-SHA256 of b under the codec's secret, in a new
+// slice: appending to b could overwrite the bytes that follow it, such as
+// the MAC being checked.
 func (c codec) mac(b []byte) []byte {
 	h := hmac.New(sha256.New, c.secret)
 	h.Write(b)
-	return h.Sum(b)
+	return h.Sum(nil)
 }
 
 // header is a value's fields before its payload is checked.
@@ -197,7 +199,7 @@ func (c codec) verify(body []byte, flags byte, mac []byte) error {
 		return nil
 	case flags&flagSigned == 0:
 		return reject("value is not signed")
-	case !hmac.Equal(c.mac(body)[len(body):], mac):
+	case !hmac.Equal(c.mac(body), mac):
 		return reject("signature does not match: written by a client with another secret, or altered")
 	}
 	return nil

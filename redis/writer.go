@@ -103,7 +103,10 @@ func (w *writer) write(j job) {
 	v := s.codec.encode(j.digest, j.rec, j.entry)
 	ctx, cancel := context.WithTimeout(w.ctx, s.opts.WriteTimeout)
 	defer cancel()
-	err := s.client.Set(ctx, valueKey(j.digest), v, s.opts.TTL).Err()
+	// NX: a value already there is kept, even one this process rejects.
+	// A reader may hold the wrong secret, and must not replace the fleet's
+	// values with its own.
+	err := s.client.SetNX(ctx, valueKey(j.digest), v, s.opts.TTL).Err()
 	if err == nil {
 		s.brk.succeed()
 		return
