@@ -71,7 +71,7 @@ func (s *Store) Lock(ctx context.Context, key *kcache.Key) (unlock func(), err e
 		r, err := s.script(ctx, acquire, keys, token, s.opts.LeaseTTL.Milliseconds())
 		switch {
 		case err != nil:
-			return none, s.failed("lease", err, s.opts.Timeout)
+			return none, s.failed("lease", err, leaseTimeouts*s.opts.Timeout)
 		case r == 1:
 			return s.hold(d, token), nil
 		case r == 2:
@@ -87,9 +87,14 @@ func (s *Store) Lock(ctx context.Context, key *kcache.Key) (unlock func(), err e
 	}
 }
 
-// script runs sc on keys with a lookup's timeout and returns its number.
+// leaseTimeouts is how many lookup timeouts a lease operation may take. A
+// lease is taken only on the way to a build, which costs far more, and a
+// lease lost to a slow answer costs a whole build on another machine.
+const leaseTimeouts = 5
+
+// script runs sc on keys and returns its number.
 func (s *Store) script(ctx context.Context, sc *goredis.Script, keys []string, args ...any) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, leaseTimeouts*s.opts.Timeout)
 	defer cancel()
 	r, err := sc.Run(ctx, s.client, keys, args...).Int64()
 	if err == nil {
