@@ -50,6 +50,9 @@ func (b *breaker) fail() (first bool) {
 	return b.opened.CompareAndSwap(false, true)
 }
 
+// failing reports whether the last operation failed.
+func (b *breaker) failing() bool { return b.failures.Load() != 0 }
+
 // succeed records a success, which closes the breaker.
 func (b *breaker) succeed() {
 	if b.failures.Load() != 0 {
@@ -74,6 +77,7 @@ func hint(err error, timeout time.Duration) string {
 		}
 		return false
 	}
+	var handshake *handshakeError
 	var header tls.RecordHeaderError
 	var verify *tls.CertificateVerificationError
 	var dns *net.DNSError
@@ -83,6 +87,8 @@ func hint(err error, timeout time.Duration) string {
 		return "TLS handshake failed: the server does not speak TLS (use redis://, not rediss://)"
 	case errors.As(err, &verify):
 		return "TLS certificate not trusted (add its CA to the system's, or check the host name)"
+	case errors.As(err, &handshake):
+		return "TLS handshake failed: the server does not answer in TLS (use redis://, not rediss://, for a plain server)"
 	case has("WRONGPASS", "NOAUTH", "invalid password", "invalid username-password"):
 		return "authentication failed: check the user and password in the URL"
 	case has("NOPERM"):

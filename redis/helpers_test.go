@@ -115,7 +115,7 @@ func waitReady(t testing.TB, addr, password string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		err = c.Ping(ctx).Err()
 		cancel()
-		if err == nil {
+		if err == nil || strings.Contains(err.Error(), "NOAUTH") {
 			return
 		}
 		time.Sleep(25 * time.Millisecond)

@@ -60,7 +60,10 @@ const (
 // read-only store takes no lease and waits for nobody.
 func (s *Store) Lock(ctx context.Context, key *kcache.Key) (unlock func(), err error) {
 	none := func() {}
-	if s.opts.ReadOnly || s.brk.allow() != nil {
+	// A server whose last answer was a failure gets no lease request:
+	// after a failed lookup, waiting five timeouts more for a lease would
+	// only delay the build.
+	if s.opts.ReadOnly || s.brk.allow() != nil || s.brk.failing() {
 		return none, nil
 	}
 	d := key.Digest()

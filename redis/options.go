@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -249,8 +250,40 @@ func (s endpoint) clientOptions(o *Options) *goredis.UniversalOptions {
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 	}
 	if s.tls {
-		host, _, _ := net.SplitHostPort(s.addrs[0])
-		u.TLSConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+		u.Dialer = tlsDialer(o.Timeout * 3 / 4)
 	}
 	return u
+}
+
+// handshakeError is a failed TLS handshake, told apart from other dial
+// errors so that the warning can say that TLS is what failed: a client
+// speaking TLS to a plain server usually gets no answer at all, and a
+// bare timeout would not say why.
+type handshakeError struct{ err error }
+
+func (e *handshakeError) Error() string { return "TLS handshake: " + e.err.Error() }
+func (e *handshakeError) Unwrap() error { return e.err }
+
+// tlsDialer returns a dialer that connects and does the TLS handshake,
+// checking the server's certificate against the system's roots and the
+// address's host name (each node of a Cluster by its own). The whole dial
+// takes at most limit, less than the lookup waiting for it, so that the
+// lookup fails with the handshake's error rather than a bare timeout.
+func tlsDialer(limit time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		host, _, _ := net.SplitHostPort(addr)
+		tc := tls.Client(c, &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12})
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, &handshakeError{err}
+		}
+		return tc, nil
+	}
 }

@@ -42,6 +42,11 @@ var (
 // Open returns a Store for the server opts.URL names. It does no network
 // I/O: an unreachable server shows in the first lookups, which miss, and
 // in one warning. It fails only on a malformed URL.
+//
+// go-redis prints its own messages to standard error; Open sends them to
+// opts.Logger at debug level instead, since the store reports failures
+// itself, once and in words. go-redis has one logger per process: it is
+// the last opened store's.
 func Open(opts Options) (*Store, error) {
 	opts.fill()
 	srv, err := parseURL(opts.URL)
@@ -57,7 +62,15 @@ func Open(opts Options) (*Store, error) {
 		brk:    breaker{threshold: opts.Failures, backoff: opts.Backoff, now: time.Now},
 	}
 	s.w = newWriter(s)
+	goredis.SetLogger(clientLog{opts.Logger})
 	return s, nil
+}
+
+// clientLog is go-redis's logger: debug lines of the store's.
+type clientLog struct{ log *slog.Logger }
+
+func (l clientLog) Printf(_ context.Context, format string, v ...any) {
+	l.log.Debug("kcache: redis client: " + fmt.Sprintf(format, v...))
 }
 
 // Redis keys. The hash tag (the digest in braces) puts a key's value and
