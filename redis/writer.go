@@ -35,7 +35,7 @@ type writer struct {
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
-	closed  bool                           // protected by mu; no more enqueues
+	closed  bool                            // protected by mu; no more enqueues
 	pending map[kcache.Digest]chan struct{} // protected by mu: writes queued or in flight
 }
 
