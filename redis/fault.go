@@ -50,9 +50,6 @@ func (b *breaker) fail() (first bool) {
 	return b.opened.CompareAndSwap(false, true)
 }
 
-// failing reports whether the last operation failed.
-func (b *breaker) failing() bool { return b.failures.Load() != 0 }
-
 // succeed records a success, which closes the breaker.
 func (b *breaker) succeed() {
 	if b.failures.Load() != 0 {

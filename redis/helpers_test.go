@@ -2,6 +2,7 @@ package redis
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"context"
 	"fmt"
 	"log/slog"
@@ -153,13 +154,16 @@ type node struct {
 }
 
 // newNode opens a node on url with its own disk directory, or none if
-// dir is empty.
+// dir is empty. With url empty it has no remote tier.
 func newNode(t testing.TB, url string, dir string, opts Options) *node {
 	t.Helper()
 	opts.URL = url
-	st, err := Open(opts)
-	if err != nil {
-		t.Fatal(err)
+	var st *Store
+	if url != "" {
+		var err error
+		if st, err = Open(opts); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg := kcache.DefaultConfig(os.Getenv)
 	var tiers []kcache.Tier
@@ -170,7 +174,9 @@ func newNode(t testing.TB, url string, dir string, opts Options) *node {
 		}
 		tiers = append(tiers, kcache.Tier{Kind: kcache.OutcomeDisk, Store: d})
 	}
-	tiers = append(tiers, kcache.Tier{Kind: kcache.OutcomeRemote, Store: st})
+	if st != nil {
+		tiers = append(tiers, kcache.Tier{Kind: kcache.OutcomeRemote, Store: st})
+	}
 	n := &node{cache: kcache.New(cfg, opts.Logger, tiers...), remote: st}
 	t.Cleanup(func() { n.close(t) })
 	return n
@@ -197,7 +203,8 @@ func testKey(i int) *kcache.Key {
 // a key depends only on the key's source and the size asked for.
 type builder struct {
 	size  int
-	delay time.Duration
+	delay time.Duration // waited, as for a compiler in another process
+	work  int           // SHA-256 rounds, as a compiler's own CPU time
 	runs  atomic.Int64
 }
 
@@ -206,6 +213,10 @@ func (b *builder) build(key *kcache.Key) kcache.BuildFunc {
 		b.runs.Add(1)
 		if b.delay > 0 {
 			time.Sleep(b.delay)
+		}
+		h := sha256.Sum256(key.Image.Source)
+		for range b.work {
+			h = sha256.Sum256(h[:])
 		}
 		return binaryOf(key, b.size), nil
 	}

@@ -60,10 +60,7 @@ const (
 // read-only store takes no lease and waits for nobody.
 func (s *Store) Lock(ctx context.Context, key *kcache.Key) (unlock func(), err error) {
 	none := func() {}
-	// A server whose last answer was a failure gets no lease request:
-	// after a failed lookup, waiting five timeouts more for a lease would
-	// only delay the build.
-	if s.opts.ReadOnly || s.brk.allow() != nil || s.brk.failing() {
+	if s.opts.ReadOnly || s.brk.allow() != nil {
 		return none, nil
 	}
 	d := key.Digest()
@@ -78,6 +75,7 @@ func (s *Store) Lock(ctx context.Context, key *kcache.Key) (unlock func(), err e
 		case r == 1:
 			return s.hold(d, token), nil
 		case r == 2:
+			s.present.Store(d, struct{}{})
 			return none, nil
 		case time.Now().After(deadline):
 			return none, fmt.Errorf("%w within %v (KCACHE_BUILD_WAIT)", ErrWaitTimeout, s.opts.BuildWait)

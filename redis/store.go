@@ -28,6 +28,10 @@ type Store struct {
 	leases sync.WaitGroup // lease releases in flight; Close waits for them
 
 	rejected atomic.Bool // a rejected value has been logged as a warning
+	// present holds digests whose value Lock found on the server: the
+	// caller's next Get of one is the last step before a build, and may
+	// wait as long as a lease operation for a value known to be there.
+	present sync.Map
 	// counts are the events Cache.Stats cannot see: background writes that
 	// failed or timed out.
 	errors, timeouts atomic.Int64
@@ -39,9 +43,11 @@ var (
 	_ kcache.StatsReporter = (*Store)(nil)
 )
 
-// Open returns a Store for the server opts.URL names. It does no network
-// I/O: an unreachable server shows in the first lookups, which miss, and
-// in one warning. It fails only on a malformed URL.
+// Open returns a Store for the server opts.URL names. It does not wait on
+// the network: it connects in the background, so that the first lookup
+// finds a connection ready, and an unreachable server shows in the first
+// lookups, which miss, and in one warning. It fails only on a malformed
+// URL.
 //
 // go-redis prints its own messages to standard error; Open sends them to
 // opts.Logger at debug level instead, since the store reports failures
@@ -63,7 +69,17 @@ func Open(opts Options) (*Store, error) {
 	}
 	s.w = newWriter(s)
 	goredis.SetLogger(clientLog{opts.Logger})
+	go s.warm()
 	return s, nil
+}
+
+// warm opens a connection ahead of the first lookup, which would otherwise
+// pay for the dial (and a TLS handshake) within its timeout. Its failure
+// is left for the lookups to report.
+func (s *Store) warm() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
+	defer cancel()
+	s.client.Ping(ctx)
 }
 
 // clientLog is go-redis's logger: debug lines of the store's.
@@ -90,7 +106,11 @@ func (s *Store) Get(ctx context.Context, key *kcache.Key) (kcache.Entry, error) 
 		return kcache.Entry{}, err
 	}
 	d := key.Digest()
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	timeout := s.opts.Timeout
+	if _, ok := s.present.LoadAndDelete(d); ok {
+		timeout *= leaseTimeouts
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var cmd *goredis.StringCmd
 	if s.opts.TTL > 0 && !s.opts.ReadOnly {
@@ -106,7 +126,7 @@ func (s *Store) Get(ctx context.Context, key *kcache.Key) (kcache.Entry, error) 
 		return kcache.Entry{}, fmt.Errorf("redis: no entry: %w", kcache.ErrMiss)
 	}
 	if err != nil {
-		return kcache.Entry{}, s.failed("get", err, s.opts.Timeout)
+		return kcache.Entry{}, s.failed("get", err, timeout)
 	}
 	s.brk.succeed()
 	e, err := s.codec.decode(key, v)

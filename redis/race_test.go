@@ -1,5 +1,0 @@
-//go:build race
-
-package redis
-
-const raceEnabled = true
