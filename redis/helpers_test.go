@@ -2,8 +2,8 @@ package redis
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"log/slog"
 	"net"
