@@ -19,7 +19,7 @@ func TestOpenTakesRemoteFromConfig(t *testing.T) {
 		remoteErrors int64
 	}{
 		{"disk only", map[string]string{}, 0},
-		{"disk and remote", map[string]string{"KCACHE_REMOTE": "redis://127.0.0.1:1", "KCACHE_REMOTE_TIMEOUT": "50ms"}, 1},
+		{"disk and remote", map[string]string{"KCACHE_REMOTE": "redis://127.0.0.1:1", "KCACHE_REMOTE_TIMEOUT": "50ms"}, 2}, // the lookup and the lease
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.env["KCACHE_DIR"] = t.TempDir()
