@@ -286,3 +286,36 @@ func TestWaitBounded(t *testing.T) {
 		t.Fatalf("%v, %v", r.Outcome, err)
 	}
 }
+
+// TestACLUsers: the users the README's deployment section describes are
+// enough: a writer with the commands it lists, and a read-only client
+// with GET alone.
+func TestACLUsers(t *testing.T) {
+	srv := startServer(t)
+	rc := srv.client()
+	for _, user := range [][]any{
+		{"ACL", "SETUSER", "writer", "on", ">wpass", "~kcache:*", "+get", "+getex", "+set", "+del", "+exists", "+pexpire", "+eval", "+evalsha", "+ping"},
+		{"ACL", "SETUSER", "reader", "on", ">rpass", "~kcache:*", "+get"},
+	} {
+		if err := rc.Do(bg, user...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logs := &logBuffer{}
+	w := newNode(t, "redis://writer:wpass@"+srv.addr(), "", Options{TTL: time.Hour, Logger: logs.logger()})
+	for i := range 3 {
+		if r, err := w.cache.GetOrBuild(bg, testKey(i), (&builder{size: 10}).build(testKey(i))); err != nil || r.Outcome != kcache.OutcomeBuilt {
+			t.Fatalf("writer: %v, %v", r.Outcome, err)
+		}
+	}
+	w.close(t)
+	r := newNode(t, "redis://reader:rpass@"+srv.addr(), "", Options{ReadOnly: true, Logger: logs.logger()})
+	for i := range 3 {
+		if res, err := r.cache.GetOrBuild(bg, testKey(i), nil); err != nil || res.Outcome != kcache.OutcomeRemote {
+			t.Fatalf("reader: %v, %v", res.Outcome, err)
+		}
+	}
+	if logs.String() != "" {
+		t.Errorf("warnings:\n%s", logs.String())
+	}
+}
