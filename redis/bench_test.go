@@ -3,6 +3,7 @@ package redis
 import (
 	"fmt"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -12,15 +13,24 @@ import (
 
 // BenchmarkHit compares a remote hit on loopback with a disk hit of the
 // same entry: what a second machine pays against what a second process of
-// the same machine pays.
+// the same machine pays. The binaries are machine code (the test binary's
+// own bytes), which zstd compresses about as it does a kernel binary.
 func BenchmarkHit(b *testing.B) {
 	srv := startServer(b)
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	code, err := os.ReadFile(exe)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, size := range []struct {
 		name string
 		n    int
 	}{{"100KB", 100 << 10}, {"6MB", 6 << 20}} {
 		key := testKey(size.n)
-		e := kcache.Entry{Binary: binaryOf(key, size.n)}
+		e := kcache.Entry{Binary: code[:size.n]}
 		remote := newNode(b, srv.url(), "", Options{}).remote
 		flushPut(b, remote, key, e)
 		d, err := disk.Open(disk.Options{Dir: b.TempDir()})
@@ -30,6 +40,8 @@ func BenchmarkHit(b *testing.B) {
 		if err := d.Put(bg, key, e); err != nil {
 			b.Fatal(err)
 		}
+		v, _ := remote.client.Get(bg, valueKey(key.Digest())).Bytes()
+		b.Logf("%s: value of %d bytes", size.name, len(v))
 		b.Run("redis-get/"+size.name, func(b *testing.B) {
 			// The floor: the value's bytes fetched by a bare GET, neither
 			// decompressed nor checked.
@@ -136,5 +148,33 @@ func BenchmarkFleet(b *testing.B) {
 			// the processes' start-up, which is the same in both modes.
 			b.ReportMetric(float64(wall.Milliseconds())/float64(b.N), "fleet-ms/op")
 		})
+	}
+}
+
+// BenchmarkDecode is the client's share of a hit: checking and, where the
+// value is compressed, decompressing it, with zstd and without.
+func BenchmarkDecode(b *testing.B) {
+	exe, _ := os.Executable()
+	code, err := os.ReadFile(exe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key := testKey(1)
+	for _, n := range []int{100 << 10, 6 << 20} {
+		for _, c := range []struct {
+			name string
+			c    codec
+		}{{"zstd", codec{}}, {"raw", codec{raw: true}}} {
+			v := encodeFor(c.c, key, kcache.Entry{Binary: code[:n]})
+			b.Run(fmt.Sprintf("%s/%dKB", c.name, n>>10), func(b *testing.B) {
+				b.SetBytes(int64(n))
+				b.ReportMetric(float64(len(v))/float64(n), "stored/binary")
+				for b.Loop() {
+					if _, err := c.c.decode(key, v); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

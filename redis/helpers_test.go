@@ -240,3 +240,16 @@ func tempDir(t testing.TB, name string) string {
 	}
 	return d
 }
+
+// TestMain gives the test process a private PoCL directory: PoCL 3.1's
+// shared one makes processes that compile at once abort.
+func TestMain(m *testing.M) {
+	if os.Getenv("POCL_CACHE_DIR") == "" {
+		dir, err := os.MkdirTemp("", "kcache-redis-pocl-")
+		if err == nil {
+			os.Setenv("POCL_CACHE_DIR", dir)
+			defer os.RemoveAll(dir)
+		}
+	}
+	m.Run()
+}

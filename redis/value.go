@@ -53,8 +53,10 @@ const minCompress = 1 << 10
 // counts it as a rejected entry and treats it as a miss.
 var ErrRejected = kcache.ErrRejected
 
+// The encoder writes no frame checksum: the value's SHA-256 covers the
+// binary already.
 var (
-	encoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	encoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false))
 	// The cap limit makes DecodeAll stop at its destination's capacity,
 	// which decode sets to the declared length: a value that inflates
 	// beyond what it declares fails instead of exhausting memory.
@@ -67,6 +69,8 @@ type codec struct {
 	secret []byte // nil: values are neither signed nor required to be
 	// limit is the largest binary a value may declare; 0 means maxBinary.
 	limit uint64
+	// raw stores binaries uncompressed, for comparisons.
+	raw bool
 }
 
 // encode returns the value for e under the key whose digest is digest and
@@ -74,7 +78,7 @@ type codec struct {
 func (c codec) encode(digest kcache.Digest, rec []byte, e kcache.Entry) []byte {
 	sum := sha256.Sum256(e.Binary)
 	payload, flags := e.Binary, byte(0)
-	if len(e.Binary) >= minCompress {
+	if len(e.Binary) >= minCompress && !c.raw {
 		z := encoder.EncodeAll(e.Binary, make([]byte, 0, len(e.Binary)/2))
 		// Compression pays only when it saves an eighth: below that the
 		// reader's decompression costs more than the bytes saved on the
