@@ -76,17 +76,22 @@ func TestServerFaults(t *testing.T) {
 	}
 }
 
-// flush sends what n's store has queued, as a process does when it exits,
-// and reopens nothing: n's writer is replaced by a fresh one.
+// flush waits, bounded, until n's store has sent (or dropped) every
+// queued write, as a process does before it exits, but keeps the store
+// open.
 func flush(t *testing.T, n *node) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
-	defer cancel()
 	w := n.remote.w
-	if err := w.close(ctx); err != nil {
-		t.Fatal(err)
+	for range 1000 {
+		w.mu.Lock()
+		left := len(w.pending)
+		w.mu.Unlock()
+		if left == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	n.remote.w = newWriter(n.remote)
+	t.Fatal("queued writes not sent")
 }
 
 // waitUsable waits, bounded, until n's store answers again.
