@@ -117,6 +117,8 @@ func (s *Store) hold(d kcache.Digest, token string) (unlock func()) {
 			select {
 			case <-stop:
 				return
+			case <-s.done:
+				return // a lease not released by now expires
 			case <-t.C:
 				r, err := s.script(context.Background(), renew, []string{leaseKey(d)}, token, s.opts.LeaseTTL.Milliseconds())
 				if err != nil || r == 0 {

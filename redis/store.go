@@ -26,6 +26,8 @@ type Store struct {
 	brk    breaker
 	w      *writer
 	leases sync.WaitGroup // lease releases in flight; Close waits for them
+	done   chan struct{}  // closed by Close: lease renewals stop
+	closed sync.Once
 
 	rejected atomic.Bool // a rejected value has been logged as a warning
 	// present holds digests whose value Lock found on the server: the
@@ -66,6 +68,7 @@ func Open(opts Options) (*Store, error) {
 		where:  kcache.EnvRemote + "=" + redacted(opts.URL),
 		log:    opts.Logger,
 		brk:    breaker{threshold: opts.Failures, backoff: opts.Backoff, now: time.Now},
+		done:   make(chan struct{}),
 	}
 	s.w = newWriter(s)
 	goredis.SetLogger(clientLog{opts.Logger})
@@ -191,6 +194,7 @@ func (s *Store) TierStats() kcache.TierStats {
 // returns an error wrapping ctx's.
 func (s *Store) Close(ctx context.Context) error {
 	errFlush := s.w.close(ctx)
+	s.closed.Do(func() { close(s.done) })
 	done := make(chan struct{})
 	go func() { s.leases.Wait(); close(done) }()
 	select {
