@@ -121,7 +121,9 @@ func TestWarnings(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			logs := &logBuffer{}
-			n := newNode(t, tc.url, "", Options{Logger: logs.logger()})
+			// A timeout of a second leaves a loaded machine time to see
+			// the handshake fail before the lookup gives up.
+			n := newNode(t, tc.url, "", Options{Timeout: time.Second, Logger: logs.logger()})
 			r, err := n.cache.GetOrBuild(bg, testKey(1), (&builder{size: 10}).build(testKey(1)))
 			if err != nil || r.Outcome != kcache.OutcomeBuilt {
 				t.Fatalf("%v, %v", r.Outcome, err)
