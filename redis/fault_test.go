@@ -2,8 +2,10 @@ package redis
 
 import (
 	"context"
+	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -134,5 +136,131 @@ func TestWarnings(t *testing.T) {
 				t.Errorf("first warning does not say %q naming KCACHE_REMOTE (without the password):\n%s", tc.want, w)
 			}
 		})
+	}
+}
+
+// TestFullAndReadOnlyServer: a server out of memory (maxmemory with
+// noeviction) and a read-only replica refuse writes and leases; builds
+// succeed, and the warning says what is wrong.
+func TestFullAndReadOnlyServer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"full", []string{"--maxmemory", "1mb", "--maxmemory-policy", "noeviction"}, "out of memory"},
+		{"read-only replica", []string{"--replicaof", "127.0.0.1", strconv.Itoa(freePort(t))}, "read-only replica"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startServer(t, tc.args...)
+			if tc.name == "full" {
+				// Fill it: 2 MB of other data against a 1 MB limit.
+				rc := srv.client()
+				for i := range 20 {
+					rc.Set(bg, "ballast:"+strconv.Itoa(i), strings.Repeat("x", 100<<10), 0)
+				}
+			}
+			logs := &logBuffer{}
+			n := newNode(t, srv.url(), "", Options{Timeout: time.Second, Logger: logs.logger()})
+			b := &builder{size: 200 << 10}
+			for i := range 3 {
+				r, err := n.cache.GetOrBuild(bg, testKey(i), b.build(testKey(i)))
+				if err != nil || r.Outcome != kcache.OutcomeBuilt {
+					t.Fatalf("key %d: %v, %v", i, r.Outcome, err)
+				}
+			}
+			flush(t, n)
+			if w := logs.String(); !strings.Contains(w, tc.want) || !strings.Contains(w, "KCACHE_REMOTE=") {
+				t.Errorf("warnings do not say %q naming KCACHE_REMOTE:\n%s", tc.want, w)
+			}
+		})
+	}
+}
+
+// TestQueueDropsRatherThanBlocks: with the server hung, Put returns at
+// once whatever is queued, and Close gives up at its deadline, saying
+// how many writes it dropped.
+func TestQueueDropsRatherThanBlocks(t *testing.T) {
+	hung := hungServer(t)
+	s, err := Open(Options{URL: "redis://" + hung, QueueSize: 2, WriteTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		// Were Put to wait for room in the queue, this loop would hang
+		// for the writers' minute-long timeouts.
+		if err := s.Put(bg, testKey(i), kcache.Entry{Binary: []byte("bin")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+	defer cancel()
+	err = s.Close(ctx)
+	if err == nil || !strings.Contains(err.Error(), "dropped") {
+		t.Errorf("Close = %v, want an error saying writes were dropped", err)
+	}
+}
+
+// hungServer listens on loopback, accepts, and never answers; it returns
+// its address.
+func hungServer(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// TestLeaseRenewedDuringLongBuild: a build that outlasts the lease's TTL
+// keeps it, renewed, so the other machine waits instead of building too.
+func TestLeaseRenewedDuringLongBuild(t *testing.T) {
+	srv := startServer(t)
+	opts := Options{LeaseTTL: 300 * time.Millisecond, Timeout: time.Second}
+	a := newNode(t, srv.url(), tempDir(t, "a"), opts)
+	b := newNode(t, srv.url(), tempDir(t, "b"), opts)
+	key := testKey(1)
+	slow := &builder{size: 1000, delay: 1500 * time.Millisecond}
+	started := make(chan struct{})
+	done := make(chan kcache.Result, 1)
+	go func() {
+		r, err := a.cache.GetOrBuild(bg, key, func(ctx context.Context) ([]byte, error) {
+			close(started)
+			return slow.build(key)(ctx)
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	<-started
+	other := &builder{size: 1000}
+	r, err := b.cache.GetOrBuild(bg, key, other.build(key))
+	if err != nil || r.Outcome != kcache.OutcomeWaited || other.runs.Load() != 0 {
+		t.Fatalf("second machine: %v, %v, %d builds; want waited, none", r.Outcome, err, other.runs.Load())
+	}
+	if ra := <-done; ra.Outcome != kcache.OutcomeBuilt {
+		t.Errorf("first machine: %v", ra.Outcome)
 	}
 }

@@ -134,9 +134,11 @@ func (w *writer) close(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
+		// Queued writes are skipped from now on. A write in flight may be
+		// blocked on a hung server past the cancel: it is not waited for,
+		// and ends when the store closes its connections.
 		left := len(w.queue)
 		w.cancel()
-		<-done // each write in flight ends with the cancel; queued ones are skipped
 		return fmt.Errorf("redis: flush of queued writes unfinished, %d dropped: %w", left, ctx.Err())
 	}
 }
