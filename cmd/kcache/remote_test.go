@@ -44,8 +44,8 @@ func startRedis(t *testing.T) string {
 }
 
 // TestBuildSharesThroughRemote: two runs of kcache build with separate
-// cache directories share KCACHE_REMOTE; the first builds, and its exit
-// sends the binary, which the second gets from the remote tier.
+// cache directories share KCACHE_REMOTE; the first builds and sends the
+// binary, which the second gets from the remote tier.
 func TestBuildSharesThroughRemote(t *testing.T) {
 	requireOpenCL(t)
 	remote := startRedis(t)
