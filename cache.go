@@ -64,8 +64,34 @@ func (c *Cache) Config() Config { return c.cfg }
 // Logger returns the cache's logger, for backends that report through it.
 func (c *Cache) Logger() *slog.Logger { return c.log }
 
-// Stats returns a snapshot of the cache's counters.
-func (c *Cache) Stats() Stats { return c.stats.snapshot() }
+// Stats returns a snapshot of the cache's counters, with those the tiers'
+// stores keep themselves (StatsReporter).
+func (c *Cache) Stats() Stats {
+	s := c.stats.snapshot()
+	for _, t := range c.tiers {
+		if r, ok := t.Store.(StatsReporter); ok {
+			s.tier(t.Kind).add(r.TierStats())
+		}
+	}
+	return s
+}
+
+// Close finishes what the tiers do in the background (the remote tier's
+// queued writes) within ctx, and releases their resources: it calls
+// Close(ctx) on every tier's Store that has it. A process calls it before
+// it exits, with a deadline, since a tier that cannot finish in time drops
+// what is left.
+func (c *Cache) Close(ctx context.Context) error {
+	var errs []error
+	for _, t := range c.tiers {
+		if cl, ok := t.Store.(interface{ Close(context.Context) error }); ok {
+			if err := cl.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", t.Kind, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // RecordMemory lets an object tier above the cache count its lookups:
 // a hit that avoided a build of cost saved, or a miss.
@@ -142,11 +168,24 @@ func (c *Cache) get(ctx context.Context, key *Key, digest Digest, countMiss bool
 func (c *Cache) missed(t Tier, op string, err error) {
 	tc := c.stats.tier(t.Kind)
 	tc.misses.Add(1)
+	if errors.Is(err, ErrRejected) {
+		tc.rejected.Add(1)
+	}
 	if errors.Is(err, ErrMiss) || errors.Is(err, context.Canceled) {
 		return
 	}
+	if isTimeout(err) {
+		tc.timeouts.Add(1)
+	}
 	tc.errors.Add(1)
 	c.warn(t, op, err)
+}
+
+// isTimeout reports whether err is a tier that did not answer in time: a
+// deadline of the caller's or of the connection.
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
 }
 
 // warn logs a tier failure once per tier and operation: a read-only or
@@ -202,17 +241,9 @@ func (c *Cache) lookup(ctx context.Context, key *Key, digest Digest) (Result, *P
 	if r, err := c.get(ctx, key, digest, true); err == nil {
 		return r, nil, nil
 	}
-	unlock, locked := c.lockKey(ctx, key)
-	if locked {
-		// Another process may have built the key while we waited for its
-		// lock: look again before paying for a build. A miss costs a failed
-		// open, nothing next to a compile.
-		if r, err := c.get(ctx, key, digest, false); err == nil {
-			unlock()
-			c.stats.waited.Add(1)
-			r.Outcome = OutcomeWaited
-			return r, nil, nil
-		}
+	unlock, r, hit := c.lockKey(ctx, key, digest)
+	if hit {
+		return r, nil, nil
 	}
 	return Result{Digest: digest}, &Pending{c: c, key: key, digest: digest, unlock: unlock, start: time.Now()}, nil
 }
@@ -277,24 +308,42 @@ func (p *Pending) build(ctx context.Context, build BuildFunc) (Result, error) {
 	return Result{Binary: bin, Outcome: OutcomeBuilt, Digest: p.digest, BuildTime: took}, nil
 }
 
-// lockKey takes the first tier's cross-process build lock for key, if it
-// has one, and reports whether it holds it. A lock that cannot be had is a
-// warning, not a failure: the build goes on without it.
-func (c *Cache) lockKey(ctx context.Context, key *Key) (unlock func(), locked bool) {
-	if len(c.tiers) == 0 {
-		return func() {}, false
+// lockKey takes the cross-process build lock of every tier that has one,
+// in order: the machine's (disk), then the fleet's (remote), so that at
+// most one process of a machine contends for the fleet's. After each it
+// looks again: whoever held the lock may have built the key meanwhile, and
+// a miss costs a failed open or a round trip, nothing next to a compile.
+// On such a hit it releases what it holds and returns the result as
+// waited. A lock that cannot be had is a warning, not a failure: the build
+// goes on without it.
+func (c *Cache) lockKey(ctx context.Context, key *Key, digest Digest) (unlock func(), r Result, hit bool) {
+	var held []func()
+	release := func() {
+		for i := len(held) - 1; i >= 0; i-- {
+			held[i]()
+		}
 	}
-	l, ok := c.tiers[0].Store.(Locker)
-	if !ok {
-		return func() {}, false
+	for _, t := range c.tiers {
+		l, ok := t.Store.(Locker)
+		if !ok {
+			continue
+		}
+		u, err := l.Lock(ctx, key)
+		if err != nil {
+			c.stats.tier(t.Kind).errors.Add(1)
+			c.warn(t, "lock", err)
+			continue
+		}
+		held = append(held, u)
+		if r, err := c.get(ctx, key, digest, false); err == nil {
+			release()
+			c.stats.waited.Add(1)
+			c.stats.tier(r.Outcome).waited.Add(1)
+			r.Outcome = OutcomeWaited
+			return func() {}, r, true
+		}
 	}
-	unlock, err := l.Lock(ctx, key)
-	if err != nil {
-		c.stats.tier(c.tiers[0].Kind).errors.Add(1)
-		c.warn(c.tiers[0], "lock", err)
-		return func() {}, false
-	}
-	return unlock, true
+	return release, Result{}, false
 }
 
 // Put stores a binary built elsewhere in every tier.

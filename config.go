@@ -51,6 +51,21 @@ type Config struct {
 	Trace bool
 	// Debug logs every tier decision at debug level.
 	Debug bool
+	// Remote is the URL of the fleet's remote tier (redis://, rediss://);
+	// empty means none.
+	Remote string
+	// RemoteSecret, when set, signs every remote value and rejects values
+	// not signed with it.
+	RemoteSecret string
+	// RemoteReadOnly makes this process read the remote tier without ever
+	// writing it: for clients not trusted to publish binaries.
+	RemoteReadOnly bool
+	// RemoteTTL is how long a remote entry lives after its last write or
+	// hit; 0 leaves entries to the server's eviction policy.
+	RemoteTTL time.Duration
+	// RemoteTimeout bounds each remote lookup; 0 means the remote store's
+	// default.
+	RemoteTimeout time.Duration
 }
 
 // Defaults, as in the systems kcache replaces. The persistent tier is on by
@@ -77,6 +92,11 @@ const (
 	EnvMaxImageSize      = "KCACHE_MAX_IMAGE_SIZE"
 	EnvTrace             = "KCACHE_TRACE"
 	EnvDebug             = "KCACHE_DEBUG"
+	EnvRemote            = "KCACHE_REMOTE"
+	EnvRemoteSecret      = "KCACHE_REMOTE_SECRET"
+	EnvRemoteReadOnly    = "KCACHE_REMOTE_READONLY"
+	EnvRemoteTTL         = "KCACHE_REMOTE_TTL"
+	EnvRemoteTimeout     = "KCACHE_REMOTE_TIMEOUT"
 )
 
 // DefaultConfig returns the configuration used when no variable is set,
@@ -156,6 +176,11 @@ func ConfigFromGetenv(getenv func(string) string) (Config, error) {
 	set(EnvMaxImageSize, sizeInto(&c.MaxImageSize))
 	set(EnvTrace, boolInto(&c.Trace))
 	set(EnvDebug, boolInto(&c.Debug))
+	set(EnvRemote, remoteInto(&c.Remote))
+	set(EnvRemoteSecret, func(v string) error { c.RemoteSecret = v; return nil })
+	set(EnvRemoteReadOnly, boolInto(&c.RemoteReadOnly))
+	set(EnvRemoteTTL, durationInto(&c.RemoteTTL))
+	set(EnvRemoteTimeout, durationInto(&c.RemoteTimeout))
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err
 	}
@@ -271,6 +296,18 @@ func ParseFraction(s string) (float64, error) {
 		return 0, errors.New("want a fraction in (0, 1] such as 0.5 or 50%")
 	}
 	return f, nil
+}
+
+// remoteInto accepts the URL schemes of the remote tiers. The URL itself
+// is parsed by the tier, which knows its options.
+func remoteInto(dst *string) func(string) error {
+	return func(v string) error {
+		if !strings.HasPrefix(v, "redis://") && !strings.HasPrefix(v, "rediss://") {
+			return errors.New("want a redis:// or rediss:// URL")
+		}
+		*dst = v
+		return nil
+	}
 }
 
 func fractionInto(dst *float64) func(string) error {

@@ -10,6 +10,31 @@ type TierStats struct {
 	Hits   int64 `json:"hits"`
 	Misses int64 `json:"misses"`
 	Errors int64 `json:"errors"` // I/O or lock failures; each was a miss to the caller
+	// Rejected counts entries found but refused: they failed an integrity
+	// or authenticity check (kcache.ErrRejected). Each was also a miss.
+	Rejected int64 `json:"rejected,omitempty"`
+	// Timeouts counts the errors that were the tier not answering in time.
+	Timeouts int64 `json:"timeouts,omitempty"`
+	// Waited counts the results this tier served after this process waited
+	// for the tier's build lock: for the remote tier, builds of another
+	// machine.
+	Waited int64 `json:"waited,omitempty"`
+}
+
+// StatsReporter is implemented by a Store that counts events the Cache
+// does not see, such as failures of writes it finishes in the background.
+// Cache.Stats adds its counts to the store's tier.
+type StatsReporter interface {
+	TierStats() TierStats
+}
+
+func (t *TierStats) add(o TierStats) {
+	t.Hits += o.Hits
+	t.Misses += o.Misses
+	t.Errors += o.Errors
+	t.Rejected += o.Rejected
+	t.Timeouts += o.Timeouts
+	t.Waited += o.Waited
 }
 
 // Stats is a snapshot of a cache's counters.
@@ -25,10 +50,14 @@ type Stats struct {
 }
 
 // tierCounters are the live counters behind TierStats.
-type tierCounters struct{ hits, misses, errors atomic.Int64 }
+type tierCounters struct {
+	hits, misses, errors       atomic.Int64
+	rejected, timeouts, waited atomic.Int64
+}
 
 func (t *tierCounters) snapshot() TierStats {
-	return TierStats{Hits: t.hits.Load(), Misses: t.misses.Load(), Errors: t.errors.Load()}
+	return TierStats{Hits: t.hits.Load(), Misses: t.misses.Load(), Errors: t.errors.Load(),
+		Rejected: t.rejected.Load(), Timeouts: t.timeouts.Load(), Waited: t.waited.Load()}
 }
 
 // counters are the live counters behind Stats. They are atomics so that
@@ -49,6 +78,18 @@ func (c *counters) tier(o Outcome) *tierCounters {
 		return &c.remote
 	default:
 		return &c.disk
+	}
+}
+
+// tier returns the counters of the tier whose hits report o.
+func (s *Stats) tier(o Outcome) *TierStats {
+	switch o {
+	case OutcomeMemory:
+		return &s.Memory
+	case OutcomeRemote:
+		return &s.Remote
+	default:
+		return &s.Disk
 	}
 }
 

@@ -36,3 +36,14 @@ type Store interface {
 type Locker interface {
 	Lock(ctx context.Context, key *Key) (unlock func(), err error)
 }
+
+// ErrRejected marks an entry a store found but refused to use because it
+// failed an integrity or authenticity check (a checksum, a signature, the
+// key it carries). It is a miss (errors.Is(err, ErrMiss) holds), and the
+// Cache counts it in its tier's Rejected.
+var ErrRejected error = rejectedError{}
+
+type rejectedError struct{}
+
+func (rejectedError) Error() string { return "kcache: entry rejected" }
+func (rejectedError) Unwrap() error { return ErrMiss }

@@ -1,31 +1,21 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/kcache/kcache"
-	"github.com/kcache/kcache/disk"
 	"github.com/kcache/kcache/opencl"
+	"github.com/kcache/kcache/tiers"
 )
 
-// openCache opens the binary tiers the configuration asks for. A
-// persistent tier that cannot be opened (no directory, an unsafe one, a
-// read-only disk) is a warning: the builds go on without it.
+// openCache opens the binary tiers the configuration asks for (disk, and
+// remote when KCACHE_REMOTE is set). A tier that cannot be opened is a
+// warning: the builds go on without it.
 func openCache(cfg kcache.Config, log *slog.Logger) *kcache.Cache {
-	var tiers []kcache.Tier
-	if cfg.Persistent {
-		opts := disk.FromConfig(cfg)
-		opts.Logger = log
-		switch st, err := disk.Open(opts); {
-		case err != nil:
-			log.Warn("kcache: persistent cache unavailable; building without it", "err", err)
-		default:
-			tiers = append(tiers, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st})
-		}
-	}
-	return kcache.New(cfg, log, tiers...)
+	return tiers.Open(cfg, log)
 }
 
 // selectDevice returns device n of every OpenCL device, in platform order.
@@ -70,8 +60,19 @@ func openSession(n int, commitDelay time.Duration) (*session, error) {
 	return &session{dev: dev, cl: cl, bins: bins, cache: cache}, nil
 }
 
-// Close commits pending binaries and releases the context.
+// closeWait bounds how long a command waits, as it exits, for the remote
+// tier's queued writes: long enough for a few large binaries on a slow
+// link, short enough that a hung server does not hang the command.
+const closeWait = 5 * time.Second
+
+// Close commits pending binaries, sends the remote tier's queued writes
+// and releases the context.
 func (s *session) Close() {
 	s.cache.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), closeWait)
+	defer cancel()
+	if err := s.bins.Close(ctx); err != nil {
+		s.bins.Logger().Warn("kcache: tiers not closed cleanly", "err", err)
+	}
 	s.cl.Release()
 }

@@ -1,0 +1,171 @@
+package redis
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kcache/kcache"
+)
+
+// Environment of a fleet member: a child process re-running this test
+// binary as one machine of the fleet.
+const (
+	envChild = "KCACHE_TEST_FLEET_CHILD" // "1" in a child
+	envURL   = "KCACHE_TEST_FLEET_URL"   // the shared server; empty: no remote tier
+	envDir   = "KCACHE_TEST_FLEET_DIR"   // the child's own disk directory
+	envKeys  = "KCACHE_TEST_FLEET_KEYS"  // how many keys to build
+	envStart = "KCACHE_TEST_FLEET_START" // Unix nanoseconds at which to start
+	envDelay = "KCACHE_TEST_FLEET_DELAY" // what a build takes
+	envSize  = "KCACHE_TEST_FLEET_SIZE"  // a binary's size
+	envWork  = "KCACHE_TEST_FLEET_WORK"  // a build's CPU work, in SHA-256 rounds
+)
+
+// memberReport is what a fleet member prints when it is done.
+type memberReport struct {
+	Builds   int64          `json:"builds"`
+	Outcomes map[string]int `json:"outcomes"`
+	Stats    kcache.Stats   `json:"stats"`
+	// Elapsed runs from the fleet's common start to the member's end, its
+	// queued writes sent.
+	Elapsed time.Duration `json:"elapsed"`
+}
+
+// TestFleetMember is one machine of a fleet when run as a child; it does
+// nothing otherwise.
+func TestFleetMember(t *testing.T) {
+	if os.Getenv(envChild) != "1" {
+		return
+	}
+	keys, _ := strconv.Atoi(os.Getenv(envKeys))
+	start, _ := strconv.ParseInt(os.Getenv(envStart), 10, 64)
+	delay, _ := time.ParseDuration(os.Getenv(envDelay))
+	size, _ := strconv.Atoi(os.Getenv(envSize))
+	work, _ := strconv.Atoi(os.Getenv(envWork))
+	b := &builder{size: size, delay: delay, work: work}
+	cfg, err := kcache.ConfigFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := newNode(t, os.Getenv(envURL), os.Getenv(envDir), FromConfig(cfg))
+	time.Sleep(time.Until(time.Unix(0, start)))
+
+	// Every member asks for every key, in its own order, a few at a time,
+	// as a process loading its kernels would.
+	rep := memberReport{Outcomes: map[string]int{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	order := rand.Perm(keys)
+	sem := make(chan struct{}, 4)
+	for _, i := range order {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			key := testKey(i)
+			r, err := n.cache.GetOrBuild(context.Background(), key, b.build(key))
+			if err != nil {
+				t.Errorf("key %d: %v", i, err)
+				return
+			}
+			if string(r.Binary) != string(binaryOf(key, size)) {
+				t.Errorf("key %d: wrong binary from %s", i, r.Outcome)
+			}
+			mu.Lock()
+			rep.Outcomes[r.Outcome.String()]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	n.close(t)
+	rep.Elapsed = time.Since(time.Unix(0, start))
+	rep.Builds = b.runs.Load()
+	rep.Stats = n.cache.Stats()
+	out, _ := json.Marshal(rep)
+	fmt.Printf("FLEET %s\n", out)
+}
+
+// fleet runs members child processes, each with its own disk directory,
+// on the same keys, all starting at the same instant, and returns their
+// reports.
+func fleet(t testing.TB, url string, members, keys int, delay time.Duration, work, size int) []memberReport {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().Add(500 * time.Millisecond).UnixNano()
+	reports := make([]memberReport, members)
+	errs := make([]error, members)
+	var wg sync.WaitGroup
+	for m := range members {
+		cmd := exec.Command(exe, "-test.run=^TestFleetMember$", "-test.count=1")
+		cmd.Env = append(os.Environ(), envChild+"=1", envURL+"="+url, envDir+"="+tempDir(t, fmt.Sprint("m", m)),
+			envKeys+"="+strconv.Itoa(keys), envStart+"="+strconv.FormatInt(start, 10),
+			envDelay+"="+delay.String(), envSize+"="+strconv.Itoa(size), envWork+"="+strconv.Itoa(work))
+		if os.Getenv(kcache.EnvRemoteTimeout) == "" {
+			// The whole fleet and its server share this machine's cores,
+			// with the race detector slowing every goroutine down several
+			// times: the server gets the time a loaded machine needs to
+			// answer. The default timeout's behaviour is the fault tests'.
+			cmd.Env = append(cmd.Env, kcache.EnvRemoteTimeout+"=2s")
+		}
+		wg.Go(func() {
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				errs[m] = fmt.Errorf("member %d: %v\n%s", m, err, out)
+				return
+			}
+			sc := bufio.NewScanner(strings.NewReader(string(out)))
+			for sc.Scan() {
+				if j, ok := strings.CutPrefix(sc.Text(), "FLEET "); ok {
+					errs[m] = json.Unmarshal([]byte(j), &reports[m])
+					return
+				}
+			}
+			errs[m] = fmt.Errorf("member %d printed no report:\n%s", m, out)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reports
+}
+
+// TestFleetSingleFlight: six machines with their own disks start cold at
+// once on the same keys; the fleet builds each key once, and everyone else
+// gets it from Redis, most of them having waited for its build.
+func TestFleetSingleFlight(t *testing.T) {
+	srv := startServer(t)
+	const members, keys = 6, 8
+	reps := fleet(t, srv.url(), members, keys, 300*time.Millisecond, 0, 64<<10)
+	var builds int64
+	outcomes := map[string]int{}
+	for _, r := range reps {
+		builds += r.Builds
+		for o, n := range r.Outcomes {
+			outcomes[o] += n
+		}
+	}
+	t.Logf("builds %d, outcomes %v", builds, outcomes)
+	for _, r := range reps {
+		t.Logf("member: %+v", r)
+	}
+	if builds != keys {
+		t.Errorf("the fleet built %d times for %d keys", builds, keys)
+	}
+	if outcomes["built"] != keys || outcomes["built"]+outcomes["waited"]+outcomes["remote"] != members*keys {
+		t.Errorf("outcomes %v: want %d built, the rest waited or remote", outcomes, keys)
+	}
+}

@@ -1,0 +1,47 @@
+package tiers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kcache/kcache"
+)
+
+// TestOpenTakesRemoteFromConfig: with KCACHE_REMOTE set, the default
+// set-up has a remote tier below the disk; with a server that is not
+// there, the build still succeeds, and the remote tier counts the
+// failure.
+func TestOpenTakesRemoteFromConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		env          map[string]string
+		remoteErrors int64
+	}{
+		{"disk only", map[string]string{}, 0},
+		{"disk and remote", map[string]string{"KCACHE_REMOTE": "redis://127.0.0.1:1", "KCACHE_REMOTE_TIMEOUT": "50ms"}, 2}, // the lookup and the lease
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.env["KCACHE_DIR"] = t.TempDir()
+			cfg, err := kcache.ConfigFromGetenv(func(k string) string { return tc.env[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := Open(cfg, nil)
+			key := &kcache.Key{Image: kcache.Image{Format: "test", Source: []byte("k")}}
+			r, err := c.GetOrBuild(context.Background(), key, func(context.Context) ([]byte, error) { return []byte("bin"), nil })
+			if err != nil || r.Outcome != kcache.OutcomeBuilt {
+				t.Fatalf("%v, %v", r.Outcome, err)
+			}
+			s := c.Stats()
+			if s.Disk.Misses != 1 || s.Remote.Errors != tc.remoteErrors {
+				t.Errorf("stats %+v", s)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if err := c.Close(ctx); err != nil {
+				t.Errorf("close: %v", err)
+			}
+		})
+	}
+}
