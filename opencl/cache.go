@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kcache/kcache"
@@ -237,10 +238,19 @@ func (c *Cache) fromSource(ctx context.Context, dev Device, src Source, digest k
 		if c.delay < 0 {
 			e.commit(ctx)
 		} else {
-			e.timer = time.AfterFunc(c.delay, func() { e.commit(context.Background()) })
+			e.arm(c.delay)
 		}
 	}
 	return e, nil
+}
+
+// arm schedules the delayed commit. The timer is set under e.mu, which
+// its callback takes first: a delay that expires at once must not see the
+// field half written.
+func (e *programEntry) arm(delay time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.timer = time.AfterFunc(delay, func() { e.commit(context.Background()) })
 }
 
 // classify marks errors for the object tier: a compile error is a property
@@ -259,17 +269,22 @@ func (c *Cache) classify(err error) error {
 }
 
 // releaseProgram runs once the object tier has dropped a program and no
-// caller holds it. Its kernels leave the kernel tier first: their keys name
-// the program's handle, which the runtime may reuse once it is released.
+// caller holds it. Its kernels, and the errors kept for names it lacks,
+// leave the kernel tier first: their keys name the program's handle, which
+// the runtime may give to a new program once this one is released.
 func (c *Cache) releaseProgram(e *programEntry) {
 	e.commit(context.Background())
 	e.mu.Lock()
-	kernels := e.kernels
-	e.kernels = nil
+	kernels, failed := e.kernels, e.failed
+	e.kernels, e.failed = nil, nil
 	e.mu.Unlock()
+	h := e.prog.Handle()
 	for _, k := range kernels {
-		c.kernels.Remove(kernelKey{program: e.prog.Handle(), name: k.Name()})
+		c.kernels.Remove(kernelKey{program: h, name: k.Name()})
 		k.k.Release()
+	}
+	for _, name := range failed {
+		c.kernels.Remove(kernelKey{program: h, name: name})
 	}
 	e.prog.Release()
 }
@@ -288,6 +303,7 @@ type programEntry struct {
 	timer   *time.Timer     // the delayed commit
 	binary  []byte          // the stored binary, once known
 	kernels []*SafeKernel   // kernels made from prog, released with it
+	failed  []string        // names whose Kernel failed: their kept errors leave with prog
 }
 
 // commit reads the program's binary and stores it, once.
@@ -348,8 +364,9 @@ func (e *programEntry) blob(ctx context.Context) ([]byte, error) {
 
 // BuiltProgram is a caller's hold on a cached program.
 type BuiltProgram struct {
-	h *objcache.Handle[*programEntry]
-	c *Cache
+	h        *objcache.Handle[*programEntry]
+	c        *Cache
+	released atomic.Bool // this hold was given back
 	// Outcome says where the program came from: built, waited, disk,
 	// remote, or memory (a live program of this context).
 	Outcome kcache.Outcome
@@ -372,8 +389,14 @@ func (p *BuiltProgram) Blob(ctx context.Context) ([]byte, error) { return p.h.Va
 // more; see CacheOptions.CommitDelay.
 func (p *BuiltProgram) Commit(ctx context.Context) { p.h.Value().commit(ctx) }
 
-// Release lets go of the program. Release is idempotent.
-func (p *BuiltProgram) Release() { p.h.Release() }
+// Release lets go of the program. Release is idempotent: the holds of one
+// program share one counted handle, so a second Release must not give back
+// a reference that another holder's hold stands for.
+func (p *BuiltProgram) Release() {
+	if p.released.CompareAndSwap(false, true) {
+		p.h.Release()
+	}
+}
 
 // Kernel returns the program's kernel name, made once per program and
 // shared: a hit takes no lock and allocates nothing. The kernel stays
@@ -388,6 +411,9 @@ func (p *BuiltProgram) Kernel(name string) (*SafeKernel, error) {
 	h, err := p.c.kernels.GetOrBuild(context.Background(), k, func(context.Context) (*SafeKernel, int64, error) {
 		kern, err := e.prog.NewKernel(name)
 		if err != nil {
+			e.mu.Lock()
+			e.failed = append(e.failed, name)
+			e.mu.Unlock()
 			return nil, 0, err
 		}
 		sk := &SafeKernel{k: kern}
