@@ -22,7 +22,12 @@ type CacheOptions struct {
 	// launch and includes it in the binary only if the binary is read
 	// afterwards; reading it after the first launches makes the stored
 	// binary complete, so a warm start compiles nothing. Zero means
-	// DefaultCommitDelay; negative means commit right after the build.
+	// DefaultCommitDelay.
+	//
+	// Negative means commit right after the build, for a process that
+	// launches nothing (kcache build). Such a cache also leaves as they are
+	// the entries that lack launch-time code, which any other cache
+	// rebuilds once to complete them (see Cache.Program).
 	CommitDelay time.Duration
 	// Environ is the environment whose compiler-relevant variables enter
 	// the key; nil means os.Environ().
@@ -151,6 +156,17 @@ func (c *Cache) identity(d Device) identity {
 // error is a *BuildError carrying the compiler's log; it is kept for this
 // context, so a broken program is not recompiled on every call, and is
 // never stored in the binary tiers. The caller must Release the result.
+//
+// A binary stored before any launch (by kcache build, a pre-warming
+// command, an imported bundle) makes every process that loads it compile
+// work-group functions at its kernels' first launches, and PoCL never adds
+// them to a binary it was given. So the first process that finds such an
+// entry, claiming it through the tiers so that only one does, builds the
+// program from source instead; once its first launches have happened (on
+// Commit, after CommitDelay, or on release) it replaces the entry with
+// its binary, which holds the launch-time code. A rebuild whose program
+// was not launched by then leaves the entry as it was. Program reports
+// such a rebuild as built.
 func (c *Cache) Program(ctx context.Context, dev Device, src Source) (*BuiltProgram, error) {
 	key, err := c.Key(dev, src)
 	if err != nil {
@@ -186,6 +202,14 @@ func (c *Cache) load(ctx context.Context, dev Device, src Source, key *kcache.Ke
 		return nil, err
 	}
 	if pending == nil {
+		if c.delay >= 0 && lacksLaunchCode(r.Binary) && c.claimRebuild(ctx, key) {
+			e, err := c.fromSource(ctx, dev, src, r.Digest, nil)
+			if err == nil {
+				e.arm(c.delay, &rebuild{bins: c.bins, key: key, old: len(r.Binary)})
+				return e, nil
+			}
+			c.bins.Logger().Warn("kcache: rebuilding an entry that lacks launch-time code failed; loading it", "key", r.Digest, "err", err)
+		}
 		p, err := c.fromBinary(dev, r.Binary, src.Options)
 		if err == nil {
 			return &programEntry{prog: p, device: dev.Handle(), digest: r.Digest, outcome: r.Outcome, binary: r.Binary,
@@ -238,19 +262,72 @@ func (c *Cache) fromSource(ctx context.Context, dev Device, src Source, digest k
 		if c.delay < 0 {
 			e.commit(ctx)
 		} else {
-			e.arm(c.delay)
+			e.arm(c.delay, nil)
 		}
 	}
 	return e, nil
 }
 
-// arm schedules the delayed commit. The timer is set under e.mu, which
-// its callback takes first: a delay that expires at once must not see the
-// field half written.
-func (e *programEntry) arm(delay time.Duration) {
+// arm schedules the delayed commit, of e's pending build or of the
+// rebuild r. The timer is set under e.mu, which its callback takes first:
+// a delay that expires at once must not see the fields half written.
+func (e *programEntry) arm(delay time.Duration, r *rebuild) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.rebuild = r
 	e.timer = time.AfterFunc(delay, func() { e.commit(context.Background()) })
+}
+
+// rebuildClaim is the image format of the claim, stored in the tiers
+// beside an entry, that one process has rebuilt the entry to complete it.
+// The claim stays after the rebuild: whether or not the rebuild completed
+// the entry, no other process need try again.
+const rebuildClaim = "+rebuilt"
+
+// claimRebuild reports whether this process is the one to rebuild key's
+// entry. The claim is a build of its own key: the first process to miss it
+// stores it at once, and processes that miss it meanwhile wait on the
+// first tier's build lock for that instant, then find it.
+func (c *Cache) claimRebuild(ctx context.Context, key *kcache.Key) bool {
+	claim := *key
+	claim.Image.Format += rebuildClaim
+	_, pending, err := c.bins.Lookup(ctx, &claim)
+	if err != nil || pending == nil {
+		return false
+	}
+	pending.Commit(ctx, []byte("kcache: rebuilt to add launch-time code\n"), 0)
+	return true
+}
+
+// rebuild is what a program rebuilt to complete a tier's entry needs to
+// replace that entry.
+type rebuild struct {
+	bins *kcache.Cache
+	key  *kcache.Key
+	old  int // the size of the binary it replaces
+}
+
+// replace stores bin in place of the entry, if bin holds launch-time code
+// and the entry still lacks it. The tiers keep the first binary stored
+// under a key, so the entry is deleted first; a process that looks the key
+// up in between misses and waits on the build lock or builds, as it would
+// on a cold cache.
+func (r *rebuild) replace(ctx context.Context, bin []byte, buildTime time.Duration) {
+	log := r.bins.Logger()
+	if lacksLaunchCode(bin) || len(bin) <= r.old {
+		log.Debug("kcache: rebuilt program was not launched before its binary was read; entry left as it was", "key", r.key.Digest())
+		return
+	}
+	if cur, err := r.bins.Get(ctx, r.key); err == nil && (!lacksLaunchCode(cur.Binary) || len(cur.Binary) >= len(bin)) {
+		return // completed meanwhile, by a build of another process
+	}
+	if err := r.bins.Delete(ctx, r.key); err != nil {
+		log.Warn("kcache: replacing an entry that lacks launch-time code", "key", r.key.Digest(), "err", err)
+		return
+	}
+	if err := r.bins.Put(ctx, r.key, kcache.Entry{Binary: bin, BuildTime: buildTime}); err != nil {
+		log.Warn("kcache: storing a rebuilt binary", "key", r.key.Digest(), "err", err)
+	}
 }
 
 // classify marks errors for the object tier: a compile error is a property
@@ -300,6 +377,7 @@ type programEntry struct {
 
 	mu      sync.Mutex      // guards the fields below
 	pending *kcache.Pending // the binary tiers' build slot, until committed
+	rebuild *rebuild        // the entry this program replaces, until committed
 	timer   *time.Timer     // the delayed commit
 	binary  []byte          // the stored binary, once known
 	kernels []*SafeKernel   // kernels made from prog, released with it
@@ -313,18 +391,24 @@ func (e *programEntry) commit(ctx context.Context) {
 	if e.timer != nil {
 		e.timer.Stop()
 	}
-	if e.pending == nil {
+	p, r := e.pending, e.rebuild
+	e.pending, e.rebuild = nil, nil
+	if p == nil && r == nil {
 		return
 	}
-	p := e.pending
-	e.pending = nil
 	bin, err := e.deviceBinary()
-	if err != nil {
+	switch {
+	case err != nil && p != nil:
 		p.Abort(err)
-		return
+	case err != nil:
+		r.bins.Logger().Warn("kcache: reading a rebuilt binary", "key", r.key.Digest(), "err", err)
+	case p != nil:
+		e.binary = bin
+		p.Commit(ctx, bin, e.buildTime)
+	default:
+		e.binary = bin
+		r.replace(ctx, bin, e.buildTime)
 	}
-	e.binary = bin
-	p.Commit(ctx, e.binary, e.buildTime)
 }
 
 // deviceBinary reads the program's binary for its device. A program made

@@ -1,0 +1,170 @@
+package opencl
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kcache/kcache"
+)
+
+// launching is the options of a process that launches what it loads and
+// commits explicitly, after its first launches.
+var launching = CacheOptions{CommitDelay: time.Hour}
+
+// storedBinary returns the binary the disk tier of ts holds for src.
+func (ts *tierSet) storedBinary(t *testing.T, src Source) []byte {
+	t.Helper()
+	key, err := ts.cache.Key(testFixture(t).dev, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := ts.store.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.Binary
+}
+
+// prefill stores src's binary as kcache build does: read right after the
+// build, before any launch.
+func prefill(t *testing.T, dir string, src Source) []byte {
+	t.Helper()
+	ts := newTierSet(t, dir) // CommitDelay < 0
+	ts.program(t, src)
+	bin := ts.storedBinary(t, src)
+	if !lacksLaunchCode(bin) {
+		t.Fatalf("a binary read before any launch holds launch-time code: %q", Specializations(bin))
+	}
+	return bin
+}
+
+// TestPrefilledEntryIsCompletedOnce: the first process that loads an entry
+// stored before any launch rebuilds it, and its binary, read after its
+// first launches, replaces the entry; later processes load it as it is.
+func TestPrefilledEntryIsCompletedOnce(t *testing.T) {
+	dir := t.TempDir()
+	src := Source{Code: []byte(testSource)}
+	before := prefill(t, dir, src)
+
+	first := newTierSetWith(t, dir, launching)
+	p := first.program(t, src)
+	if p.Outcome != kcache.OutcomeBuilt {
+		t.Fatalf("first process after the prefill: outcome %v, want built (the rebuild)", p.Outcome)
+	}
+	first.saxpy(t, p, 2)
+	if !bytes.Equal(first.storedBinary(t, src), before) {
+		t.Fatal("the entry changed before the rebuilt program's commit")
+	}
+	p.Commit(context.Background())
+	after := first.storedBinary(t, src)
+	if lacksLaunchCode(after) || len(after) <= len(before) {
+		t.Fatalf("entry not completed: %d bytes (was %d), shapes %q", len(after), len(before), Specializations(after))
+	}
+	p.Commit(context.Background()) // once only
+	if !bytes.Equal(first.storedBinary(t, src), after) {
+		t.Error("a second Commit changed the entry")
+	}
+
+	second := newTierSetWith(t, dir, launching)
+	q := second.program(t, src)
+	if q.Outcome != kcache.OutcomeDisk {
+		t.Fatalf("second process: outcome %v, want disk", q.Outcome)
+	}
+	second.saxpy(t, q, 3)
+	q.Commit(context.Background())
+	second.cache.Close() // releases the program: nothing to store
+	if s := second.bins.Stats(); s.Builds != 0 || s.Disk.Hits != 1 {
+		t.Errorf("second process stats %+v: want one disk hit and no build", s)
+	}
+	if !bytes.Equal(second.storedBinary(t, src), after) {
+		t.Error("a process that loaded a complete entry wrote it")
+	}
+}
+
+// TestPrefilledEntryRebuiltByOneProcess: processes that find the same
+// incomplete entry at once agree through the tiers on one rebuild.
+func TestPrefilledEntryRebuiltByOneProcess(t *testing.T) {
+	dir := t.TempDir()
+	src := Source{Code: []byte(testSource), Options: "-DONE_REBUILD"}
+	prefill(t, dir, src)
+	const n = 4
+	sets := make([]*tierSet, n)
+	for i := range sets {
+		sets[i] = newTierSetWith(t, dir, launching)
+	}
+	outcomes := make([]kcache.Outcome, n)
+	var wg sync.WaitGroup
+	for i, ts := range sets {
+		wg.Go(func() {
+			p, err := ts.cache.Program(context.Background(), testFixture(t).dev, src)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer p.Release()
+			outcomes[i] = p.Outcome
+			k, err := p.Kernel("saxpy")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if err := k.Use(func(k *Kernel) error { return runSaxpy(ts.ctx, ts.q, k, 256, float32(i)) }); err != nil {
+				t.Error(err)
+			}
+			p.Commit(context.Background())
+		})
+	}
+	wg.Wait()
+	built := 0
+	for _, o := range outcomes {
+		if o == kcache.OutcomeBuilt {
+			built++
+		}
+	}
+	if built != 1 {
+		t.Errorf("outcomes %v: %d rebuilds, want 1", outcomes, built)
+	}
+	if bin := sets[0].storedBinary(t, src); lacksLaunchCode(bin) {
+		t.Error("entry not completed")
+	}
+}
+
+// TestRebuildWithoutLaunchLeavesEntry: a rebuilt program read before any
+// launch holds nothing more; the entry stays as it was, and the claim
+// keeps later processes from rebuilding in turn.
+func TestRebuildWithoutLaunchLeavesEntry(t *testing.T) {
+	dir := t.TempDir()
+	src := Source{Code: []byte(testSource), Options: "-DNO_LAUNCH"}
+	before := prefill(t, dir, src)
+	first := newTierSetWith(t, dir, launching)
+	p := first.program(t, src)
+	if p.Outcome != kcache.OutcomeBuilt {
+		t.Fatalf("outcome %v, want built", p.Outcome)
+	}
+	p.Commit(context.Background())
+	if !bytes.Equal(first.storedBinary(t, src), before) {
+		t.Error("a rebuild that launched nothing replaced the entry")
+	}
+	second := newTierSetWith(t, dir, launching)
+	if q := second.program(t, src); q.Outcome != kcache.OutcomeDisk {
+		t.Errorf("second process: outcome %v, want disk: only one process rebuilds", q.Outcome)
+	}
+}
+
+// TestBuildOnlyCacheLeavesPrefilledEntries: a cache that commits before
+// any launch (kcache build) gains nothing from a rebuild and must not
+// claim it.
+func TestBuildOnlyCacheLeavesPrefilledEntries(t *testing.T) {
+	dir := t.TempDir()
+	src := Source{Code: []byte(testSource), Options: "-DBUILD_ONLY"}
+	prefill(t, dir, src)
+	if p := newTierSet(t, dir).program(t, src); p.Outcome != kcache.OutcomeDisk {
+		t.Fatalf("build-only process: outcome %v, want disk", p.Outcome)
+	}
+	if p := newTierSetWith(t, dir, launching).program(t, src); p.Outcome != kcache.OutcomeBuilt {
+		t.Errorf("launching process: outcome %v, want built: the claim must still be free", p.Outcome)
+	}
+}
