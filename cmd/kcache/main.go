@@ -3,7 +3,7 @@
 //
 // Usage:
 //
-//	kcache build [-I DIR]... [--options "..."] [--device N] [--json] FILE...
+//	kcache build [-I DIR]... [--options "..."] [--device N] [--specialize LIST] [--json] FILE...
 //	kcache demo [--plot FILE] [--json] [--case NAME]...
 //
 // The cache is configured by KCACHE_* environment variables; see the README.
@@ -31,7 +31,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newBuildCmd(), newDemoCmd(), newDemoPhaseCmd())
+	root.AddCommand(newBuildCmd(), newDemoCmd(), newDemoPhaseCmd(), newDemoPrefilledCmd())
 	cleanup := privatePoCLDir()
 	err := root.Execute()
 	cleanup()
