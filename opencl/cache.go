@@ -278,11 +278,12 @@ func (e *programEntry) arm(delay time.Duration, r *rebuild) {
 	e.timer = time.AfterFunc(delay, func() { e.commit(context.Background()) })
 }
 
-// rebuildClaim is the image format of the claim, stored in the tiers
-// beside an entry, that one process has rebuilt the entry to complete it.
-// The claim stays after the rebuild: whether or not the rebuild completed
-// the entry, no other process need try again.
-const rebuildClaim = "+rebuilt"
+// FormatRebuildClaim is the image format of a claim, stored in the tiers
+// beside an entry, that one process has rebuilt the entry to complete it
+// (see Cache.Program). Its binary is a marker, not a program. The claim
+// stays after the rebuild: whether or not the rebuild completed the
+// entry, no other process need try again.
+const FormatRebuildClaim = FormatOpenCLC + "+rebuilt"
 
 // claimRebuild reports whether this process is the one to rebuild key's
 // entry. The claim is a build of its own key: the first process to miss it
@@ -290,7 +291,7 @@ const rebuildClaim = "+rebuilt"
 // first tier's build lock for that instant, then find it.
 func (c *Cache) claimRebuild(ctx context.Context, key *kcache.Key) bool {
 	claim := *key
-	claim.Image.Format += rebuildClaim
+	claim.Image.Format = FormatRebuildClaim
 	_, pending, err := c.bins.Lookup(ctx, &claim)
 	if err != nil || pending == nil {
 		return false

@@ -168,3 +168,76 @@ func TestBuildOnlyCacheLeavesPrefilledEntries(t *testing.T) {
 		t.Errorf("launching process: outcome %v, want built: the claim must still be free", p.Outcome)
 	}
 }
+
+// TestPrefilledEntryUnderLoad: many goroutines of one process ask for a
+// prefilled program at once, make its kernels (one name it lacks), launch
+// them, commit and release twice; one rebuild completes the entry, and a
+// later process loads it.
+func TestPrefilledEntryUnderLoad(t *testing.T) {
+	dir := t.TempDir()
+	src := Source{Code: []byte(testSource), Options: "-DUNDER_LOAD"}
+	prefill(t, dir, src)
+	ts := newTierSetWith(t, dir, CacheOptions{CommitDelay: 20 * time.Millisecond})
+	var wg sync.WaitGroup
+	var launch sync.Mutex // one queue: results are checked per launch
+	for g := range 16 {
+		wg.Go(func() {
+			p, err := ts.cache.Program(context.Background(), testFixture(t).dev, src)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer p.Release()
+			defer p.Release()
+			if _, err := p.Kernel("missing"); err == nil {
+				t.Error("Kernel(missing) succeeded")
+			}
+			k, err := p.Kernel("saxpy")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			launch.Lock()
+			err = k.Use(func(k *Kernel) error { return runSaxpy(ts.ctx, ts.q, k, 256, float32(g)) })
+			launch.Unlock()
+			if err != nil {
+				t.Error(err)
+			}
+			if g%3 == 0 {
+				p.Commit(context.Background())
+			}
+		})
+	}
+	wg.Wait()
+	ts.cache.Close()
+	if s := ts.bins.Stats(); s.Builds != 1 {
+		t.Errorf("%d builds, want the one rebuild", s.Builds)
+	}
+	later := newTierSetWith(t, dir, launching)
+	if p := later.program(t, src); p.Outcome != kcache.OutcomeDisk || lacksLaunchCode(later.storedBinary(t, src)) {
+		t.Errorf("later process: outcome %v; the entry must be complete", p.Outcome)
+	}
+}
+
+// TestCallerCancelledDuringRebuild: a caller whose context ends while the
+// rebuild runs returns at once; the rebuild goes on, and the next caller
+// gets the program and completes the entry.
+func TestCallerCancelledDuringRebuild(t *testing.T) {
+	dir := t.TempDir()
+	src := Source{Code: []byte(testSource), Options: "-DCANCELLED"}
+	prefill(t, dir, src)
+	ts := newTierSetWith(t, dir, launching)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+	defer cancel()
+	if p, err := ts.cache.Program(ctx, testFixture(t).dev, src); err == nil {
+		p.Release() // the machine was fast: nothing to cancel
+	} else if ctx.Err() == nil {
+		t.Fatalf("error %v with the context still live", err)
+	}
+	p := ts.program(t, src)
+	ts.saxpy(t, p, 4)
+	p.Commit(context.Background())
+	if lacksLaunchCode(ts.storedBinary(t, src)) {
+		t.Error("entry not completed after a cancelled first caller")
+	}
+}
