@@ -3,6 +3,7 @@ package opencl
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,13 @@ func (ts *tierSet) storedBinary(t *testing.T, src Source) []byte {
 	return e.Binary
 }
 
+// uniqueSource is testSource with options no other run of the test
+// process used: PoCL's own kernel cache, on in the tests, would otherwise
+// hand a later run the work-group functions an earlier one compiled.
+func uniqueSource(tag string) Source {
+	return Source{Code: []byte(testSource), Options: fmt.Sprintf("-D%s -DRUN=%d", tag, time.Now().UnixNano())}
+}
+
 // prefill stores src's binary as kcache build does: read right after the
 // build, before any launch.
 func prefill(t *testing.T, dir string, src Source) []byte {
@@ -46,7 +54,7 @@ func prefill(t *testing.T, dir string, src Source) []byte {
 // first launches, replaces the entry; later processes load it as it is.
 func TestPrefilledEntryIsCompletedOnce(t *testing.T) {
 	dir := t.TempDir()
-	src := Source{Code: []byte(testSource)}
+	src := uniqueSource("COMPLETED_ONCE")
 	before := prefill(t, dir, src)
 
 	first := newTierSetWith(t, dir, launching)
@@ -88,7 +96,7 @@ func TestPrefilledEntryIsCompletedOnce(t *testing.T) {
 // incomplete entry at once agree through the tiers on one rebuild.
 func TestPrefilledEntryRebuiltByOneProcess(t *testing.T) {
 	dir := t.TempDir()
-	src := Source{Code: []byte(testSource), Options: "-DONE_REBUILD"}
+	src := uniqueSource("ONE_REBUILD")
 	prefill(t, dir, src)
 	const n = 4
 	sets := make([]*tierSet, n)
@@ -137,7 +145,7 @@ func TestPrefilledEntryRebuiltByOneProcess(t *testing.T) {
 // keeps later processes from rebuilding in turn.
 func TestRebuildWithoutLaunchLeavesEntry(t *testing.T) {
 	dir := t.TempDir()
-	src := Source{Code: []byte(testSource), Options: "-DNO_LAUNCH"}
+	src := uniqueSource("NO_LAUNCH")
 	before := prefill(t, dir, src)
 	first := newTierSetWith(t, dir, launching)
 	p := first.program(t, src)
@@ -159,7 +167,7 @@ func TestRebuildWithoutLaunchLeavesEntry(t *testing.T) {
 // claim it.
 func TestBuildOnlyCacheLeavesPrefilledEntries(t *testing.T) {
 	dir := t.TempDir()
-	src := Source{Code: []byte(testSource), Options: "-DBUILD_ONLY"}
+	src := uniqueSource("BUILD_ONLY")
 	prefill(t, dir, src)
 	if p := newTierSet(t, dir).program(t, src); p.Outcome != kcache.OutcomeDisk {
 		t.Fatalf("build-only process: outcome %v, want disk", p.Outcome)
@@ -175,9 +183,9 @@ func TestBuildOnlyCacheLeavesPrefilledEntries(t *testing.T) {
 // later process loads it.
 func TestPrefilledEntryUnderLoad(t *testing.T) {
 	dir := t.TempDir()
-	src := Source{Code: []byte(testSource), Options: "-DUNDER_LOAD"}
+	src := uniqueSource("UNDER_LOAD")
 	prefill(t, dir, src)
-	ts := newTierSetWith(t, dir, CacheOptions{CommitDelay: 20 * time.Millisecond})
+	ts := newTierSetWith(t, dir, launching) // committed by the goroutines, after their launches
 	var wg sync.WaitGroup
 	var launch sync.Mutex // one queue: results are checked per launch
 	for g := range 16 {
@@ -224,7 +232,7 @@ func TestPrefilledEntryUnderLoad(t *testing.T) {
 // gets the program and completes the entry.
 func TestCallerCancelledDuringRebuild(t *testing.T) {
 	dir := t.TempDir()
-	src := Source{Code: []byte(testSource), Options: "-DCANCELLED"}
+	src := uniqueSource("CANCELLED")
 	prefill(t, dir, src)
 	ts := newTierSetWith(t, dir, launching)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
