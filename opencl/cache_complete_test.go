@@ -249,3 +249,53 @@ func TestCallerCancelledDuringRebuild(t *testing.T) {
 		t.Error("entry not completed after a cancelled first caller")
 	}
 }
+
+// TestLoadedBinaryNeverGrows pins the runtime behaviour the rebuild rests
+// on: PoCL writes a program's binary at its first read, and a program made
+// from a binary reports that binary unchanged, whatever its launches
+// compiled since. Were that to change, a loaded entry could be completed
+// without a rebuild.
+func TestLoadedBinaryNeverGrows(t *testing.T) {
+	f := testFixture(t)
+	src := uniqueSource("NEVER_GROWS")
+	p, err := f.ctx.ProgramWithSource(string(src.Code))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	if err := p.Build([]Device{f.dev}, src.Options); err != nil {
+		t.Fatal(err)
+	}
+	bins, err := p.Binaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := bins[0]
+	if !lacksLaunchCode(before) {
+		t.Fatalf("a binary read before any launch holds %q", Specializations(before))
+	}
+	loaded, err := f.ctx.ProgramWithBinary([]Device{f.dev}, [][]byte{before})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loaded.Release()
+	if err := loaded.Build([]Device{f.dev}, src.Options); err != nil {
+		t.Fatal(err)
+	}
+	k, err := loaded.NewKernel("saxpy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Release()
+	if err := runSaxpy(f.ctx, f.q, k, 256, 2); err != nil {
+		t.Fatal(err)
+	}
+	after, err := loaded.Binaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(after[0], before) {
+		t.Errorf("the loaded program's binary changed after a launch (%d bytes, was %d, shapes %q): "+
+			"a loaded entry could now be completed without a rebuild", len(after[0]), len(before), Specializations(after[0]))
+	}
+}
