@@ -288,7 +288,9 @@ const FormatRebuildClaim = FormatOpenCLC + "+rebuilt"
 // claimRebuild reports whether this process is the one to rebuild key's
 // entry. The claim is a build of its own key: the first process to miss it
 // stores it at once, and processes that miss it meanwhile wait on the
-// first tier's build lock for that instant, then find it.
+// first tier's build lock for that instant, then find it. A claim the
+// tiers would not store (a read-only cache) is no claim: every process
+// would rebuild, and none could replace the entry.
 func (c *Cache) claimRebuild(ctx context.Context, key *kcache.Key) bool {
 	claim := *key
 	claim.Image.Format = FormatRebuildClaim
@@ -297,7 +299,8 @@ func (c *Cache) claimRebuild(ctx context.Context, key *kcache.Key) bool {
 		return false
 	}
 	pending.Commit(ctx, []byte("kcache: rebuilt to add launch-time code\n"), 0)
-	return true
+	_, err = c.bins.Get(ctx, &claim)
+	return err == nil
 }
 
 // rebuild is what a program rebuilt to complete a tier's entry needs to

@@ -3,12 +3,14 @@ package opencl
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/disk"
 )
 
 // launching is the options of a process that launches what it loads and
@@ -297,5 +299,40 @@ func TestLoadedBinaryNeverGrows(t *testing.T) {
 	if !bytes.Equal(after[0], before) {
 		t.Errorf("the loaded program's binary changed after a launch (%d bytes, was %d, shapes %q): "+
 			"a loaded entry could now be completed without a rebuild", len(after[0]), len(before), Specializations(after[0]))
+	}
+}
+
+// readOnlyStore is a disk tier that cannot be written, as a cache on a
+// read-only file system or one shared read-only by a fleet.
+type readOnlyStore struct{ *disk.Store }
+
+var errReadOnly = errors.New("read-only cache")
+
+func (readOnlyStore) Put(context.Context, *kcache.Key, kcache.Entry) error { return errReadOnly }
+func (readOnlyStore) Delete(context.Context, *kcache.Key) error            { return errReadOnly }
+
+// TestReadOnlyCacheIsNotRebuilt: where the claim cannot be stored, no
+// process can replace the entry either, so none rebuilds: each loads the
+// entry as it is.
+func TestReadOnlyCacheIsNotRebuilt(t *testing.T) {
+	dir := t.TempDir()
+	src := uniqueSource("READ_ONLY")
+	prefill(t, dir, src)
+	for range 2 {
+		ts := newTierSetWith(t, dir, launching)
+		ro := kcache.New(kcache.DefaultConfig(func(string) string { return "" }), nil,
+			kcache.Tier{Kind: kcache.OutcomeDisk, Store: readOnlyStore{ts.store}})
+		c := NewCache(ts.ctx, ro, CacheOptions{CommitDelay: time.Hour, Environ: []string{}})
+		p, err := c.Program(context.Background(), testFixture(t).dev, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Outcome != kcache.OutcomeDisk {
+			t.Errorf("read-only cache: outcome %v, want disk", p.Outcome)
+		}
+		ts.saxpy(t, p, 5)
+		p.Commit(context.Background())
+		p.Release()
+		c.Close()
 	}
 }
