@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kcache/kcache"
@@ -21,7 +22,12 @@ type CacheOptions struct {
 	// launch and includes it in the binary only if the binary is read
 	// afterwards; reading it after the first launches makes the stored
 	// binary complete, so a warm start compiles nothing. Zero means
-	// DefaultCommitDelay; negative means commit right after the build.
+	// DefaultCommitDelay.
+	//
+	// Negative means commit right after the build, for a process that
+	// launches nothing (kcache build). Such a cache also leaves as they are
+	// the entries that lack launch-time code, which any other cache
+	// rebuilds once to complete them (see Cache.Program).
 	CommitDelay time.Duration
 	// Environ is the environment whose compiler-relevant variables enter
 	// the key; nil means os.Environ().
@@ -148,6 +154,17 @@ func (c *Cache) identity(d Device) identity {
 // error is a *BuildError carrying the compiler's log; it is kept for this
 // context, so a broken program is not recompiled on every call, and is
 // never stored in the binary tiers. The caller must Release the result.
+//
+// A binary stored before any launch (by kcache build, a pre-warming
+// command, an imported bundle) makes every process that loads it compile
+// work-group functions at its kernels' first launches, and PoCL never adds
+// them to a binary it was given. So the first process that finds such an
+// entry, claiming it through the tiers so that only one does, builds the
+// program from source instead; once its first launches have happened (on
+// Commit, after CommitDelay, or on release) it replaces the entry with
+// its binary, which holds the launch-time code. A rebuild whose program
+// was not launched by then leaves the entry as it was. Program reports
+// such a rebuild as built.
 func (c *Cache) Program(ctx context.Context, dev Device, src Source) (*BuiltProgram, error) {
 	key, err := c.Key(dev, src)
 	if errors.Is(err, deps.ErrUncacheable) {
@@ -186,6 +203,14 @@ func (c *Cache) load(ctx context.Context, dev Device, src Source, key *kcache.Ke
 		return nil, err
 	}
 	if pending == nil {
+		if c.delay >= 0 && lacksLaunchCode(r.Binary) && c.claimRebuild(ctx, key) {
+			e, err := c.fromSource(ctx, dev, src, r.Digest, nil)
+			if err == nil {
+				e.arm(c.delay, &rebuild{bins: c.bins, key: key, old: len(r.Binary)})
+				return e, nil
+			}
+			c.bins.Logger().Warn("kcache: rebuilding an entry that lacks launch-time code failed; loading it", "key", r.Digest, "err", err)
+		}
 		p, err := c.fromBinary(dev, r.Binary, src.Options)
 		if err == nil {
 			return &programEntry{prog: p, device: dev.Handle(), digest: r.Digest, outcome: r.Outcome, binary: r.Binary,
@@ -238,10 +263,76 @@ func (c *Cache) fromSource(ctx context.Context, dev Device, src Source, digest k
 		if c.delay < 0 {
 			e.commit(ctx)
 		} else {
-			e.timer = time.AfterFunc(c.delay, func() { e.commit(context.Background()) })
+			e.arm(c.delay, nil)
 		}
 	}
 	return e, nil
+}
+
+// arm schedules the delayed commit, of e's pending build or of the
+// rebuild r. The timer is set under e.mu, which its callback takes first:
+// a delay that expires at once must not see the fields half written.
+func (e *programEntry) arm(delay time.Duration, r *rebuild) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.rebuild = r
+	e.timer = time.AfterFunc(delay, func() { e.commit(context.Background()) })
+}
+
+// FormatRebuildClaim is the image format of a claim, stored in the tiers
+// beside an entry, that one process has rebuilt the entry to complete it
+// (see Cache.Program). Its binary is a marker, not a program. The claim
+// stays after the rebuild: whether or not the rebuild completed the
+// entry, no other process need try again.
+const FormatRebuildClaim = FormatOpenCLC + "+rebuilt"
+
+// claimRebuild reports whether this process is the one to rebuild key's
+// entry. The claim is a build of its own key: the first process to miss it
+// stores it at once, and processes that miss it meanwhile wait on the
+// first tier's build lock for that instant, then find it. A claim the
+// tiers would not store (a read-only cache) is no claim: every process
+// would rebuild, and none could replace the entry.
+func (c *Cache) claimRebuild(ctx context.Context, key *kcache.Key) bool {
+	claim := *key
+	claim.Image.Format = FormatRebuildClaim
+	_, pending, err := c.bins.Lookup(ctx, &claim)
+	if err != nil || pending == nil {
+		return false
+	}
+	pending.Commit(ctx, []byte("kcache: rebuilt to add launch-time code\n"), 0)
+	_, err = c.bins.Get(ctx, &claim)
+	return err == nil
+}
+
+// rebuild is what a program rebuilt to complete a tier's entry needs to
+// replace that entry.
+type rebuild struct {
+	bins *kcache.Cache
+	key  *kcache.Key
+	old  int // the size of the binary it replaces
+}
+
+// replace stores bin in place of the entry, if bin holds launch-time code
+// and the entry still lacks it. The tiers keep the first binary stored
+// under a key, so the entry is deleted first; a process that looks the key
+// up in between misses and waits on the build lock or builds, as it would
+// on a cold cache.
+func (r *rebuild) replace(ctx context.Context, bin []byte, buildTime time.Duration) {
+	log := r.bins.Logger()
+	if lacksLaunchCode(bin) || len(bin) <= r.old {
+		log.Debug("kcache: rebuilt program was not launched before its binary was read; entry left as it was", "key", r.key.Digest())
+		return
+	}
+	if cur, err := r.bins.Get(ctx, r.key); err == nil && (!lacksLaunchCode(cur.Binary) || len(cur.Binary) >= len(bin)) {
+		return // completed meanwhile, by a build of another process
+	}
+	if err := r.bins.Delete(ctx, r.key); err != nil {
+		log.Warn("kcache: replacing an entry that lacks launch-time code", "key", r.key.Digest(), "err", err)
+		return
+	}
+	if err := r.bins.Put(ctx, r.key, kcache.Entry{Binary: bin, BuildTime: buildTime}); err != nil {
+		log.Warn("kcache: storing a rebuilt binary", "key", r.key.Digest(), "err", err)
+	}
 }
 
 // classify marks errors for the object tier: a compile error is a property
@@ -260,17 +351,22 @@ func (c *Cache) classify(err error) error {
 }
 
 // releaseProgram runs once the object tier has dropped a program and no
-// caller holds it. Its kernels leave the kernel tier first: their keys name
-// the program's handle, which the runtime may reuse once it is released.
+// caller holds it. Its kernels, and the errors kept for names it lacks,
+// leave the kernel tier first: their keys name the program's handle, which
+// the runtime may give to a new program once this one is released.
 func (c *Cache) releaseProgram(e *programEntry) {
 	e.commit(context.Background())
 	e.mu.Lock()
-	kernels := e.kernels
-	e.kernels = nil
+	kernels, failed := e.kernels, e.failed
+	e.kernels, e.failed = nil, nil
 	e.mu.Unlock()
+	h := e.prog.Handle()
 	for _, k := range kernels {
-		c.kernels.Remove(kernelKey{program: e.prog.Handle(), name: k.Name()})
+		c.kernels.Remove(kernelKey{program: h, name: k.Name()})
 		k.k.Release()
+	}
+	for _, name := range failed {
+		c.kernels.Remove(kernelKey{program: h, name: name})
 	}
 	e.prog.Release()
 }
@@ -286,9 +382,11 @@ type programEntry struct {
 
 	mu      sync.Mutex      // guards the fields below
 	pending *kcache.Pending // the binary tiers' build slot, until committed
+	rebuild *rebuild        // the entry this program replaces, until committed
 	timer   *time.Timer     // the delayed commit
 	binary  []byte          // the stored binary, once known
 	kernels []*SafeKernel   // kernels made from prog, released with it
+	failed  []string        // names whose Kernel failed: their kept errors leave with prog
 }
 
 // commit reads the program's binary and stores it, once.
@@ -298,18 +396,24 @@ func (e *programEntry) commit(ctx context.Context) {
 	if e.timer != nil {
 		e.timer.Stop()
 	}
-	if e.pending == nil {
+	p, r := e.pending, e.rebuild
+	e.pending, e.rebuild = nil, nil
+	if p == nil && r == nil {
 		return
 	}
-	p := e.pending
-	e.pending = nil
 	bin, err := e.deviceBinary()
-	if err != nil {
+	switch {
+	case err != nil && p != nil:
 		p.Abort(err)
-		return
+	case err != nil:
+		r.bins.Logger().Warn("kcache: reading a rebuilt binary", "key", r.key.Digest(), "err", err)
+	case p != nil:
+		e.binary = bin
+		p.Commit(ctx, bin, e.buildTime)
+	default:
+		e.binary = bin
+		r.replace(ctx, bin, e.buildTime)
 	}
-	e.binary = bin
-	p.Commit(ctx, e.binary, e.buildTime)
 }
 
 // deviceBinary reads the program's binary for its device. A program made
@@ -349,8 +453,9 @@ func (e *programEntry) blob(ctx context.Context) ([]byte, error) {
 
 // BuiltProgram is a caller's hold on a cached program.
 type BuiltProgram struct {
-	h *objcache.Handle[*programEntry]
-	c *Cache
+	h        *objcache.Handle[*programEntry]
+	c        *Cache
+	released atomic.Bool // this hold was given back
 	// Outcome says where the program came from: built, waited, disk,
 	// remote, or memory (a live program of this context).
 	Outcome kcache.Outcome
@@ -373,8 +478,14 @@ func (p *BuiltProgram) Blob(ctx context.Context) ([]byte, error) { return p.h.Va
 // more; see CacheOptions.CommitDelay.
 func (p *BuiltProgram) Commit(ctx context.Context) { p.h.Value().commit(ctx) }
 
-// Release lets go of the program. Release is idempotent.
-func (p *BuiltProgram) Release() { p.h.Release() }
+// Release lets go of the program. Release is idempotent: the holds of one
+// program share one counted handle, so a second Release must not give back
+// a reference that another holder's hold stands for.
+func (p *BuiltProgram) Release() {
+	if p.released.CompareAndSwap(false, true) {
+		p.h.Release()
+	}
+}
 
 // Kernel returns the program's kernel name, made once per program and
 // shared: a hit takes no lock and allocates nothing. The kernel stays
@@ -389,6 +500,9 @@ func (p *BuiltProgram) Kernel(name string) (*SafeKernel, error) {
 	h, err := p.c.kernels.GetOrBuild(context.Background(), k, func(context.Context) (*SafeKernel, int64, error) {
 		kern, err := e.prog.NewKernel(name)
 		if err != nil {
+			e.mu.Lock()
+			e.failed = append(e.failed, name)
+			e.mu.Unlock()
 			return nil, 0, err
 		}
 		sk := &SafeKernel{k: kern}

@@ -27,6 +27,12 @@ type tierSet struct {
 
 func newTierSet(t *testing.T, dir string) *tierSet {
 	t.Helper()
+	return newTierSetWith(t, dir, CacheOptions{CommitDelay: -1})
+}
+
+// newTierSetWith is newTierSet with the program cache's options.
+func newTierSetWith(t *testing.T, dir string, opts CacheOptions) *tierSet {
+	t.Helper()
 	f := testFixture(t)
 	st, err := disk.Open(disk.Options{Dir: dir})
 	if err != nil {
@@ -42,7 +48,8 @@ func newTierSet(t *testing.T, dir string) *tierSet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := NewCache(ctx, bins, CacheOptions{CommitDelay: -1, Environ: []string{}})
+	opts.Environ = []string{}
+	c := NewCache(ctx, bins, opts)
 	t.Cleanup(func() { c.Close(); q.Release(); ctx.Release() })
 	return &tierSet{bins: bins, store: st, cache: c, ctx: ctx, q: q}
 }

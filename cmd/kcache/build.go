@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -33,25 +34,40 @@ func newBuildCmd() *cobra.Command {
 		device   int
 		asJSON   bool
 		backend  string
+		special  string
 	)
 	cmd := &cobra.Command{
-		Use:   "build [-I DIR]... [--depends FILE]... [--options \"...\"] [--device N] [--json] FILE...",
+		Use:   "build [-I DIR]... [--depends FILE]... [--options \"...\"] [--device N] [--specialize LIST] [--backend opencl|cuda] [--json] FILE...",
 		Short: "Build OpenCL C files through the cache",
 		Long: `Build each OpenCL C file through the cache for the selected device and report,
 per file, where the binary came from (built, memory, disk, remote, or waited
 when another process built it), the time taken and the key digest.
 Every --depends FILE enters each file's key, so editing it causes a rebuild.
-The exit status is 1 if any file failed to build.`,
+The exit status is 1 if any file failed to build.
+
+Nothing is launched, so on PoCL each binary holds only the generic
+work-group functions, and a process that loads it compiles a specialized
+one at each kernel's first launch. --specialize names the specializations
+to compile into the binaries instead, in PoCL's notation: a comma-separated
+list of LOCALX-LOCALY-LOCALZ, each optionally followed by -goffs0 (global
+offset zero) and -smallgrid, e.g. "64-1-1-goffs0-smallgrid,16-16-1-goffs0".`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
+			if err := checkSpecializations(special); err != nil {
+				return err
+			}
 			opts := strings.TrimSpace(options + includeOptions(includes))
 			if err := checkBackend(backend); err != nil {
 				return err
 			}
+			in := buildInput{options: opts, depends: depends}
 			if backend == "cuda" {
-				return runCUDABuild(cmd.Context(), cmd.OutOrStdout(), files, buildInput{options: opts, depends: depends}, device, asJSON)
+				if special != "" {
+					return fmt.Errorf("--specialize applies to PoCL's OpenCL only, not --backend cuda")
+				}
+				return runCUDABuild(cmd.Context(), cmd.OutOrStdout(), files, in, device, asJSON)
 			}
-			return runBuild(cmd.Context(), cmd.OutOrStdout(), files, buildInput{options: opts, depends: depends}, device, asJSON)
+			return runBuild(cmd.Context(), cmd.OutOrStdout(), files, in, device, special, asJSON)
 		},
 	}
 	cmd.Flags().StringArrayVarP(&includes, "include", "I", nil, "add `DIR` to the header search path (repeatable)")
@@ -60,7 +76,61 @@ The exit status is 1 if any file failed to build.`,
 	cmd.Flags().IntVar(&device, "device", 0, "index `N` of the OpenCL device, in platform order")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per file per line")
 	cmd.Flags().StringVar(&backend, "backend", "opencl", "`opencl` (OpenCL C files) or cuda (CUDA C++ files, through NVRTC)")
+	cmd.Flags().StringVar(&special, "specialize", "", "compile the work-group specializations `LIST` into the binaries (PoCL)")
 	return cmd
+}
+
+// specializeVar is PoCL's setting that compiles work-group functions
+// specialized for the listed launch shapes into a program's binary when the
+// binary is read. It chooses which functions the binary holds, not how any
+// is compiled, so it must not enter the key: a binary built with it serves
+// the processes that run without it.
+const specializeVar = "POCL_BINARY_SPECIALIZE_WG"
+
+// specPattern is one specialization in PoCL's notation: the local size,
+// then optionally global offset zero and a grid small enough for 32-bit
+// indexing.
+var specPattern = regexp.MustCompile(`^[0-9]+-[0-9]+-[0-9]+(-goffs0)?(-smallgrid)?$`)
+
+// checkSpecializations rejects a --specialize list PoCL would not parse.
+func checkSpecializations(list string) error {
+	if list == "" {
+		return nil
+	}
+	for _, s := range strings.Split(list, ",") {
+		if !specPattern.MatchString(s) {
+			return fmt.Errorf("--specialize: %q is not LOCALX-LOCALY-LOCALZ[-goffs0][-smallgrid]", s)
+		}
+	}
+	return nil
+}
+
+// specializeAfterKey keeps specializeVar out of the keys of the session
+// opened by open, then sets it to list (or back to the user's own value)
+// for the binary reads. The key's environment is captured when the
+// session's program cache is made; PoCL reads the variable at each
+// binary read. restore puts the process environment back.
+func specializeAfterKey(list string, open func() (*session, error)) (sess *session, restore func(), err error) {
+	old, had := os.LookupEnv(specializeVar)
+	restore = func() {
+		if had {
+			os.Setenv(specializeVar, old)
+		} else {
+			os.Unsetenv(specializeVar)
+		}
+	}
+	os.Unsetenv(specializeVar)
+	sess, err = open()
+	switch {
+	case err != nil:
+		restore()
+		return nil, func() {}, err
+	case list != "":
+		os.Setenv(specializeVar, list)
+	case had:
+		os.Setenv(specializeVar, old)
+	}
+	return sess, restore, nil
 }
 
 func includeOptions(dirs []string) string {
@@ -77,13 +147,14 @@ type buildInput struct {
 	depends []string
 }
 
-func runBuild(ctx context.Context, out io.Writer, files []string, in buildInput, device int, asJSON bool) error {
+func runBuild(ctx context.Context, out io.Writer, files []string, in buildInput, device int, specialize string, asJSON bool) error {
 	// Nothing is launched here, so there is nothing to wait for: store
 	// each binary as soon as it is built.
-	sess, err := openSession(device, -1)
+	sess, restore, err := specializeAfterKey(specialize, func() (*session, error) { return openSession(device, -1) })
 	if err != nil {
 		return err
 	}
+	defer restore()
 	defer sess.Close()
 	failed := false
 	for _, f := range files {

@@ -3,7 +3,7 @@
 //
 // Usage:
 //
-//	kcache build [-I DIR]... [--options "..."] [--device N] [--json] FILE...
+//	kcache build [-I DIR]... [--options "..."] [--device N] [--specialize LIST] [--json] FILE...
 //	kcache demo [--plot FILE] [--json] [--case NAME]...
 //
 // The cache is configured by KCACHE_* environment variables; see the README.
@@ -33,7 +33,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newBuildCmd(), newDemoCmd(), newDemoPhaseCmd(), newCUDADemoPhaseCmd())
+	root.AddCommand(newBuildCmd(), newDemoCmd(), newDemoPhaseCmd(), newCUDADemoPhaseCmd(), newDemoPrefilledCmd())
 	cleanup := privatePoCLDir()
 	err := root.Execute()
 	cleanup()
