@@ -281,7 +281,7 @@ func checkAfterKills(t *testing.T, cache string) {
 		}
 		f.Close()
 	}
-	err = s.eachLeaf(ctx, func(leaf string) error {
+	err = s.eachLeaf(ctx, nil, func(leaf string) error {
 		unlock, err := s.lockLeaf(ctx, leaf, false, 0)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("leaf %s still locked: %w", leaf, err)
@@ -289,7 +289,7 @@ func checkAfterKills(t *testing.T, cache string) {
 		if err == nil {
 			unlock()
 		}
-		if f, err := lockPath(ctx, leaf+"/"+lockName, openLockFile, "", 0); err == nil {
+		if f, err := s.lockPath(ctx, leaf+"/"+lockName, openLockFile, "", 0); err == nil {
 			f.Close()
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("build lock in %s still held: %w", leaf, err)

@@ -63,9 +63,11 @@ func TestLayout(t *testing.T) {
 func TestPutTwiceKeepsEntry(t *testing.T) {
 	s := openTest(t, Options{})
 	mustPut(t, s, 1, 100)
+	settle(t, s)
 	before := snapshot(t, s.root)
 	size, _ := s.Size(context.Background())
 	mustPut(t, s, 1, 100)
+	settle(t, s)
 	if after := snapshot(t, s.root); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("second Put of a sound entry changed files")
 	}
@@ -352,6 +354,7 @@ func TestHitWritesNothing(t *testing.T) {
 	for i := range 5 {
 		mustPut(t, s, i, 5000)
 	}
+	settle(t, s)
 	before := snapshot(t, s.root)
 	clock.Advance(59 * time.Minute)
 	for range 100 {
