@@ -155,4 +155,3 @@ func BenchmarkPut(b *testing.B) {
 		}
 	})
 }
-

@@ -125,8 +125,8 @@ func TestAgeEviction(t *testing.T) {
 		t.Fatalf("t0+30h: left %v", got)
 	}
 	at(50)
-	checkGet(t, s, 2, 100) // used: refreshed to t0+50h
-	putSettled(t, s, 4, 100)  // entry 0 is 50h old, but no pass is due until t0+54h
+	checkGet(t, s, 2, 100)   // used: refreshed to t0+50h
+	putSettled(t, s, 4, 100) // entry 0 is 50h old, but no pass is due until t0+54h
 	if got := present(t, s); fmt.Sprint(got) != "[0 1 2 3 4]" {
 		t.Fatalf("t0+50h: pass ran within a day of the last: left %v", got)
 	}

@@ -40,6 +40,7 @@ func TestHelperProcess(t *testing.T) {
 		"readonly": helperReadOnly,
 		"unsafe":   helperUnsafe,
 		"hits":     helperHits,
+		"writer":   helperWriter,
 	}
 	run, ok := roles[role]
 	if !ok {
@@ -254,6 +255,15 @@ func TestKilledWriters(t *testing.T) {
 		if r.Incomplete > 0 {
 			interrupted++
 		}
+		// A kill in the middle of an eviction step leaves the totals off;
+		// the next pass sets them right.
+		if err := s.recount(context.Background()); err != nil {
+			t.Fatalf("round %d: recount: %v", round, err)
+		}
+		_, total := walkSum(t, s)
+		if size, err := s.Size(context.Background()); err != nil || size != total {
+			t.Fatalf("round %d: size file %d (%v) after a pass, entries hold %d", round, size, err, total)
+		}
 	}
 	if data, err := os.ReadFile(failFile); err == nil {
 		t.Fatalf("children saw failures:\n%s", data)
@@ -447,4 +457,84 @@ func helperHits() error {
 		}
 	}
 	return nil
+}
+
+// writerEntry is the size of the entries helperWriter puts.
+const writerEntry = 4 << 10
+
+// helperWriter puts KCACHE_DISK_N entries of 4 KiB as fast as it can,
+// keys numbered from KCACHE_DISK_SEED, under a limit of KCACHE_DISK_MAX
+// bytes, then closes the store, waiting for its background work.
+func helperWriter() error {
+	s, err := Open(Options{Dir: os.Getenv("KCACHE_DISK_DIR"), MaxSize: int64(envInt("KCACHE_DISK_MAX"))})
+	if err != nil {
+		return err
+	}
+	s.sync = false
+	ctx := context.Background()
+	base := envInt("KCACHE_DISK_SEED")
+	for i := range envInt("KCACHE_DISK_N") {
+		k := base + i
+		if err := s.Put(ctx, testKey(k), kcache.Entry{Binary: testBinary(k, writerEntry)}); err != nil {
+			return fmt.Errorf("put %d: %w", k, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return s.Close(ctx)
+}
+
+// TestManyWritersStayBounded runs 8 processes writing as fast as they can
+// into a cache limited to 1 MiB, samples the total on disk meanwhile, and
+// checks that it never goes above 1.1 x MaxSize and ends within MaxSize.
+func TestManyWritersStayBounded(t *testing.T) {
+	const procs, maxSize = 8, 1 << 20
+	per := 150
+	if testing.Short() {
+		per = 60
+	}
+	cache := filepath.Join(t.TempDir(), "cache")
+	watch := openTest(t, Options{Dir: cache})
+	var cmds []*exec.Cmd
+	for p := range procs {
+		cmd := helper(os.Args[0], "writer", "KCACHE_DISK_DIR="+cache, "KCACHE_DISK_N="+strconv.Itoa(per),
+			"KCACHE_DISK_SEED="+strconv.Itoa(p*per), "KCACHE_DISK_MAX="+strconv.Itoa(maxSize))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	done := make(chan error, procs)
+	for _, cmd := range cmds {
+		go func() { done <- cmd.Wait() }()
+	}
+	var peak int64
+	samples := 0
+	for running := procs; running > 0; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("writer: %v", err)
+			}
+			running--
+		case <-time.After(5 * time.Millisecond):
+		}
+		total, err := watch.walkTotal(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		peak = max(peak, total)
+		samples++
+	}
+	_, final := walkSum(t, watch)
+	t.Logf("peak %d bytes (%.3f x MaxSize) over %d samples; final %d", peak, float64(peak)/maxSize, samples, final)
+	if peak > maxSize*11/10 {
+		t.Errorf("peak total %d above 1.1 x MaxSize (%d)", peak, maxSize)
+	}
+	if final > maxSize {
+		t.Errorf("quiet cache holds %d, above MaxSize %d", final, maxSize)
+	}
+	if size, err := watch.Size(context.Background()); err != nil || size != final {
+		t.Errorf("size file %d (%v), entries hold %d", size, err, final)
+	}
 }

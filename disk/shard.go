@@ -249,14 +249,52 @@ func (s *Store) readTotals(ctx context.Context) shardTotals {
 	return t
 }
 
+// initTotals gives a new, empty cache a size file of zeros, so that its
+// totals are known from the first write; otherwise a first write would
+// start the maintenance pass to learn what an empty tree holds. A cache
+// that holds entries but no size file (written by a version without
+// shards) waits for that pass. Best effort: on a cache it cannot write,
+// nothing changes.
+func (s *Store) initTotals() {
+	if _, err := os.Lstat(s.shardsDir() + "/" + shardSizeName); err == nil {
+		return
+	}
+	_, _ = s.updateTotals(context.Background(), func(t *shardTotals) bool {
+		if _, unknown := t.total(); unknown < shardCount || !s.emptyTree() {
+			return false
+		}
+		for x := range shardCount {
+			t.known[x] = true
+		}
+		return true
+	})
+}
+
+// emptyTree reports whether the version directory holds no entry's
+// directory.
+func (s *Store) emptyTree() bool {
+	names, err := readNames(s.dir)
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if isLevelName(n) {
+			return false
+		}
+	}
+	return true
+}
+
 // account records that leaf gained delta bytes (negative when it lost
 // some): a journal record, then the shard's total. The caller holds the
 // leaf's lock, so that a step listing the leaf sees the change and its
 // record on the same side of its listing. It returns the cache's total as
-// the size file now has it, and how many shard totals are unknown. Best
+// the size file now has it, and how many shard totals are unknown. A
+// positive delta that would take the total past ceiling (when that is set)
+// is not counted, and the error wraps errOverCeiling. Otherwise best
 // effort: a failure leaves the total off, and the shard's next step
 // recounts it.
-func (s *Store) account(ctx context.Context, leaf leafID, delta int64) (total int64, unknown int, err error) {
+func (s *Store) account(ctx context.Context, leaf leafID, delta, ceiling int64) (total int64, unknown int, err error) {
 	x := leaf.shard()
 	j, err := s.lockShardFile(ctx, s.journalPath(x), s.opts.LockTimeout, true)
 	if err != nil {
@@ -266,7 +304,12 @@ func (s *Store) account(ctx context.Context, leaf leafID, delta int64) (total in
 	if _, err := j.Write(journalRec{leaf, delta}.marshal()); err != nil {
 		return 0, 0, fmt.Errorf("journal: %w", err)
 	}
+	over := false
 	t, err := s.updateTotals(ctx, func(t *shardTotals) bool {
+		if sum, _ := t.total(); ceiling > 0 && delta > 0 && sum+delta > ceiling {
+			over = true
+			return false
+		}
 		if !t.known[x] || t.bytes[x]+delta < 0 {
 			t.known[x] = false // the shard's next step counts it
 			return true
@@ -274,6 +317,13 @@ func (s *Store) account(ctx context.Context, leaf leafID, delta int64) (total in
 		t.bytes[x] += delta
 		return delta != 0
 	})
+	if over {
+		// Take the record back, still under the journal's lock.
+		_, err = j.Write(journalRec{leaf, -delta}.marshal())
+		total, _ = t.total()
+		s.lastTotal.Store(total)
+		return total, 0, errors.Join(errOverCeiling, err)
+	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("size file: %w", err)
 	}
@@ -281,6 +331,9 @@ func (s *Store) account(ctx context.Context, leaf leafID, delta int64) (total in
 	s.lastTotal.Store(total)
 	return total, unknown, nil
 }
+
+// errOverCeiling says a write would take the cache past its ceiling.
+var errOverCeiling = errors.New("disk: cache over its ceiling")
 
 // lockShardFile opens a file of the shards folder, creating both if needed,
 // and locks it: shared for a journal append, exclusive otherwise. Appends

@@ -151,6 +151,7 @@ func Open(opts Options) (*Store, error) {
 	if err := prepareDir(s.root, s.dir); err != nil {
 		return nil, err
 	}
+	s.initTotals()
 	return s, nil
 }
 
@@ -381,6 +382,11 @@ func (s *Store) Put(ctx context.Context, key *kcache.Key, e kcache.Entry) error 
 	}
 	d := s.digests(key)
 	total, unknown, err := s.commit(ctx, idFor(d), s.leafDir(d), raw.key, src, e.Binary)
+	if errors.Is(err, errOverCeiling) {
+		s.log.Debug("kcache: cache over its ceiling, entry not stored", "total", total)
+		s.kick()
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("disk: put: %w", err)
 	}
@@ -419,7 +425,14 @@ func (s *Store) commit(ctx context.Context, id leafID, leaf string, key, src, bi
 	// The journal learns of the leaf before its entry exists: a writer
 	// killed after the commit leaves an entry eviction can still find, and
 	// one killed before it leaves a count the shard's next step corrects.
-	total, unknown, aerr := s.account(ctx, id, delta)
+	ceiling := int64(0)
+	if s.limited() {
+		ceiling = s.ceiling()
+	}
+	total, unknown, aerr := s.account(ctx, id, delta, ceiling)
+	if errors.Is(aerr, errOverCeiling) {
+		return total, unknown, aerr
+	}
 	if aerr != nil {
 		s.log.Debug("kcache: cache size not updated", "err", aerr)
 	}
@@ -439,7 +452,7 @@ func (s *Store) commit(ctx context.Context, id leafID, leaf string, key, src, bi
 		// The slot now holds nothing committed: undo the count, the old
 		// entry's bytes included.
 		if aerr == nil {
-			s.account(ctx, id, -(delta + old))
+			s.account(ctx, id, -(delta + old), 0)
 		}
 		return 0, 0, err
 	}
@@ -525,7 +538,7 @@ func (s *Store) Delete(ctx context.Context, key *kcache.Key) error {
 	// Accounted under the leaf's lock, like every change, so that a step
 	// listing this leaf counts the removal exactly once.
 	if freed > 0 {
-		if _, _, err := s.account(ctx, idFor(d), -freed); err != nil {
+		if _, _, err := s.account(ctx, idFor(d), -freed, 0); err != nil {
 			s.log.Debug("kcache: cache size not updated", "err", err)
 		}
 	}
