@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -175,10 +176,14 @@ func parseSizeLine(line []byte) (int64, bool) {
 	}
 	var n int64
 	for _, c := range line[:sizeLineLen-1] {
-		if c < '0' || c > '9' || n > (1<<63-1-9)/10 {
+		if c < '0' || c > '9' {
 			return 0, false
 		}
-		n = 10*n + int64(c-'0')
+		d := int64(c - '0')
+		if n > (math.MaxInt64-d)/10 {
+			return 0, false // overflows: not a total this package wrote
+		}
+		n = 10*n + d
 	}
 	return n, true
 }
