@@ -1,6 +1,7 @@
 package disk
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -65,6 +66,14 @@ func (s *Store) target() int64 { return int64(s.opts.EvictTo * float64(s.opts.Ma
 // up: 5% over MaxSize, so that the entries writers have in flight when they
 // all see the total at once still keep the cache within 1.1 x MaxSize.
 func (s *Store) ceiling() int64 { return s.opts.MaxSize + s.opts.MaxSize/20 }
+
+// workCounts counts what this process's background work did, for the
+// benchmarks.
+type workCounts struct {
+	steps    atomic.Int64 // steps run
+	stepTime atomic.Int64 // nanoseconds spent in them
+	evicted  atomic.Int64 // entries they evicted
+}
 
 // background is the state of a store's background goroutine.
 type background struct {
@@ -390,6 +399,8 @@ func (o *openShard) close() { o.j.Close(); o.unlock() }
 // counted. A shard another process is stepping through is skipped. It
 // returns the bytes it evicted and how many shards it went through.
 func (s *Store) step(ctx context.Context, xs []int, more bool, plan stepPlan, extra []leafID) (freed int64, covered int, err error) {
+	start := time.Now()
+	defer func() { s.counts.steps.Add(1); s.counts.stepTime.Add(int64(time.Since(start))) }()
 	leaves := map[leafID]*leafState{}
 	var held []*openShard
 	defer func() {
@@ -397,13 +408,18 @@ func (s *Store) step(ctx context.Context, xs []int, more bool, plan stepPlan, ex
 			o.close()
 		}
 	}()
+	locks, err := s.openStepLocks()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer locks.Close()
 	for k := 0; k < len(xs) || (more && k < shardCount && len(leaves) < minStepLeaves); k++ {
 		x := (xs[0] + k) % shardCount
 		if k < len(xs) {
 			x = xs[k]
 		}
 		covered++
-		o, err := s.openShard(ctx, x, plan.wait, leaves, len(extra) > 0)
+		o, err := s.openShard(ctx, locks, x, plan.wait, leaves, len(extra) > 0)
 		if err != nil && plan.wait {
 			return 0, covered, err
 		}
@@ -431,22 +447,18 @@ func (s *Store) step(ctx context.Context, xs []int, more bool, plan stepPlan, ex
 	}
 	freed = s.evictEntries(ctx, s.victims(cands, int64(plan.fraction*float64(listed)), plan.cutoff), leaves)
 	s.at("counting")
-	var errs []error
-	for _, o := range held {
-		errs = append(errs, s.swapJournal(ctx, o, leaves))
-	}
-	return freed, covered, errors.Join(errs...)
+	return freed, covered, s.swapJournals(ctx, held, leaves)
 }
 
 // openShard takes shard x's step lock, waiting if wait is set, and reads
 // its journal into leaves. A shard without a journal has no entries: its
 // total is set to zero and it is not held (nil), unless create is set.
-func (s *Store) openShard(ctx context.Context, x int, wait bool, leaves map[leafID]*leafState, create bool) (*openShard, error) {
+func (s *Store) openShard(ctx context.Context, locks *os.File, x int, wait bool, leaves map[leafID]*leafState, create bool) (*openShard, error) {
 	w := time.Duration(0)
 	if wait {
 		w = s.opts.LockTimeout
 	}
-	unlock, err := s.lockStep(ctx, x, w)
+	unlock, err := s.lockStep(ctx, locks, x, w)
 	if err != nil {
 		return nil, err
 	}
@@ -499,37 +511,42 @@ func (s *Store) emptyShard(ctx context.Context, x int) error {
 	return err
 }
 
-// lockStep takes shard x's step lock: byte x of shards/steps.lock, an
-// open-file-description lock, which like flock is dropped when the
-// descriptor closes or its process dies. One file serves every shard, so
-// the shards folder holds no file for a shard without entries.
-func (s *Store) lockStep(ctx context.Context, x int, wait time.Duration) (unlock func(), err error) {
+// openStepLocks opens shards/steps.lock, whose byte x is shard x's step
+// lock: an open-file-description lock, which like flock is dropped when
+// the descriptor closes or its process dies. One file serves every shard,
+// so the shards folder holds no file for a shard without entries, and one
+// descriptor serves a whole step.
+func (s *Store) openStepLocks() (*os.File, error) {
 	if err := os.MkdirAll(s.shardsDir(), dirPerm); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(s.shardsDir()+"/"+stepsLockName, os.O_RDWR|os.O_CREATE, filePerm)
-	if err != nil {
-		return nil, err
-	}
+	return os.OpenFile(s.shardsDir()+"/"+stepsLockName, os.O_RDWR|os.O_CREATE, filePerm)
+}
+
+// lockStep takes shard x's step lock on locks (see openStepLocks), waiting
+// up to wait.
+func (s *Store) lockStep(ctx context.Context, locks *os.File, x int, wait time.Duration) (unlock func(), err error) {
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: int64(x), Len: 1}
+	unlock = func() {
+		un := lk
+		un.Type = unix.F_UNLCK
+		_ = unix.FcntlFlock(locks.Fd(), unix.F_OFD_SETLK, &un)
+	}
 	deadline := time.Now().Add(wait)
 	for {
-		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
+		err := unix.FcntlFlock(locks.Fd(), unix.F_OFD_SETLK, &lk)
 		switch {
 		case err == nil:
-			return closer(f), nil
+			return unlock, nil
 		case noFlock(err):
 			s.warnNoFlock(err)
-			return closer(f), nil
+			return func() {}, nil
 		case err != unix.EAGAIN && err != unix.EACCES && err != unix.EINTR:
-			f.Close()
 			return nil, err
 		case time.Now().After(deadline):
-			f.Close()
 			return nil, errBusy
 		}
 		if err := sleep(ctx, 5*time.Millisecond); err != nil {
-			f.Close()
 			return nil, err
 		}
 	}
@@ -683,6 +700,7 @@ func (s *Store) evictEntries(ctx context.Context, victims []candidate, leaves ma
 		})
 	}
 	wg.Wait()
+	s.counts.evicted.Add(count.Load())
 	if n := count.Load(); n > 0 {
 		s.log.Debug("kcache: evicted cache entries", "entries", n, "bytes", freed.Load(), "dir", s.root)
 	}
@@ -707,28 +725,54 @@ func (s *Store) evictOne(ctx context.Context, c candidate) int64 {
 	return freed
 }
 
-// swapJournal replaces the shard's journal by one record per leaf that
-// holds bytes, and sets the shard's total. It holds the journal's
-// exclusive lock meanwhile, so no writer is between its journal record and
-// its change to the total: what the step sets is exact. Records appended
-// since the step read the journal (at offset from) count where the listing
-// did not see their change.
-func (s *Store) swapJournal(ctx context.Context, o *openShard, leaves map[leafID]*leafState) error {
-	x, j, from := o.x, o.j, o.from
+// swapJournals replaces each held shard's journal by one record per leaf
+// that holds bytes, and sets the shards' totals. It holds the journals'
+// exclusive locks meanwhile, so no writer is between its journal record
+// and its change to a total: what the step sets is exact. Records appended
+// since the step read a journal count where the listing did not see their
+// change. A journal that would not change is left as it is.
+func (s *Store) swapJournals(ctx context.Context, held []*openShard, leaves map[leafID]*leafState) error {
 	if ctx.Err() != nil {
 		return ctx.Err() // the next step recounts
 	}
-	lock, err := s.lockShardFile(ctx, s.journalPath(x), s.opts.LockTimeout, false)
-	if err != nil {
-		return err
+	totals := map[int]int64{}
+	var errs []error
+	for _, o := range held {
+		lock, err := s.lockShardFile(ctx, s.journalPath(o.x), s.opts.LockTimeout, false)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		defer lock.Close()
+		total, err := s.swapJournal(o, lock, leaves)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		totals[o.x] = total
 	}
-	defer lock.Close()
+	if len(totals) > 0 {
+		_, err := s.updateTotals(ctx, func(t *shardTotals) bool {
+			for x, n := range totals {
+				t.bytes[x], t.known[x] = n, true
+			}
+			return true
+		})
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// swapJournal rewrites one journal, whose exclusive lock the caller holds,
+// and returns the shard's total.
+func (s *Store) swapJournal(o *openShard, lock *os.File, leaves map[leafID]*leafState) (int64, error) {
+	x, j, from := o.x, o.j, o.from
 	if !sameFile(lock, j) {
-		return errBusy // replaced by a process without locks; the next step recounts
+		return 0, errBusy // replaced by a process without locks; the next step recounts
 	}
 	data, err := readAll(j)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if int64(len(data)) > from {
 		tail, ends := parseJournal(data[from:])
@@ -748,12 +792,17 @@ func (s *Store) swapJournal(ctx context.Context, o *openShard, leaves map[leafID
 			}
 		}
 	}
+	var ids []leafID
+	for id := range leaves {
+		if id.shard() == x {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b leafID) int { return bytes.Compare(a[:], b[:]) })
 	var out []byte
 	var total int64
-	for id, st := range leaves {
-		if id.shard() != x {
-			continue
-		}
+	for _, id := range ids {
+		st := leaves[id]
 		n := st.journal
 		if st.listed {
 			n = st.bytes
@@ -763,14 +812,12 @@ func (s *Store) swapJournal(ctx context.Context, o *openShard, leaves map[leafID
 			total += n
 		}
 	}
-	if err := writeFile(s.shardsDir(), s.journalPath(x), out, false, time.Time{}); err != nil {
-		return err
+	if !bytes.Equal(out, data) {
+		if err := writeFile(s.shardsDir(), s.journalPath(x), out, false, time.Time{}); err != nil {
+			return 0, err
+		}
 	}
-	_, err = s.updateTotals(ctx, func(t *shardTotals) bool {
-		t.bytes[x], t.known[x] = total, true
-		return true
-	})
-	return err
+	return total, nil
 }
 
 // sameFile reports whether a and b are open on the same file.

@@ -41,6 +41,7 @@ func TestHelperProcess(t *testing.T) {
 		"unsafe":   helperUnsafe,
 		"hits":     helperHits,
 		"writer":   helperWriter,
+		"scaleput": helperScalePut,
 	}
 	run, ok := roles[role]
 	if !ok {

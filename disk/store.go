@@ -120,7 +120,8 @@ type Store struct {
 	// noFlock makes the warning about a file system without locks once.
 	noFlock sync.Once
 	// bg runs eviction and maintenance off the callers' path (evict.go).
-	bg background
+	bg     background
+	counts workCounts
 	// hook, when set by a test, is called at named points of a step.
 	hook func(point string)
 }
