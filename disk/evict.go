@@ -386,7 +386,8 @@ const minStepLeaves = 1024
 type openShard struct {
 	x      int
 	j      *os.File
-	from   int64 // the journal's length when read
+	data   []byte // the journal as read
+	from   int64  // its length
 	unlock func()
 }
 
@@ -493,7 +494,7 @@ func (s *Store) openShard(ctx context.Context, locks *os.File, x int, wait bool,
 		}
 		st.journal += r.delta
 	}
-	return &openShard{x: x, j: j, from: int64(len(data)), unlock: unlock}, nil
+	return &openShard{x: x, j: j, data: data, from: int64(len(data)), unlock: unlock}, nil
 }
 
 // emptyShard sets the total of a shard that has no journal, and so no
@@ -726,46 +727,55 @@ func (s *Store) evictOne(ctx context.Context, c candidate) int64 {
 }
 
 // swapJournals replaces each held shard's journal by one record per leaf
-// that holds bytes, and sets the shards' totals. It holds the journals'
-// exclusive locks meanwhile, so no writer is between its journal record
-// and its change to a total: what the step sets is exact. Records appended
-// since the step read a journal count where the listing did not see their
-// change. A journal that would not change is left as it is.
+// that holds bytes, and sets the shard's total. It holds the journal's
+// exclusive lock meanwhile, so no writer is between its journal record and
+// its change to the total: what the step sets is exact. Records appended
+// since the step read the journal count where the listing did not see
+// their change. Writers of the shard wait for that lock, so it is held for
+// one shard at a time and for a write to a file already open and a rename.
 func (s *Store) swapJournals(ctx context.Context, held []*openShard, leaves map[leafID]*leafState) error {
-	if ctx.Err() != nil {
-		return ctx.Err() // the next step recounts
-	}
-	totals := map[int]int64{}
 	var errs []error
 	for _, o := range held {
-		lock, err := s.lockShardFile(ctx, s.journalPath(o.x), s.opts.LockTimeout, false)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		if ctx.Err() != nil {
+			return ctx.Err() // the next step recounts
 		}
-		defer lock.Close()
-		total, err := s.swapJournal(o, lock, leaves)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		totals[o.x] = total
-	}
-	if len(totals) > 0 {
-		_, err := s.updateTotals(ctx, func(t *shardTotals) bool {
-			for x, n := range totals {
-				t.bytes[x], t.known[x] = n, true
-			}
-			return true
-		})
-		errs = append(errs, err)
+		errs = append(errs, s.swapOne(ctx, o, leaves))
 	}
 	return errors.Join(errs...)
 }
 
+func (s *Store) swapOne(ctx context.Context, o *openShard, leaves map[leafID]*leafState) error {
+	var tmp *os.File
+	if out, _ := compactJournal(o.x, leaves); !bytes.Equal(out, o.data) {
+		// Created before the lock: creating a file is the slow part.
+		var err error
+		if tmp, err = os.CreateTemp(s.shardsDir(), tempPrefix+"*"); err != nil {
+			return err
+		}
+		defer func() {
+			tmp.Close()
+			os.Remove(tmp.Name()) // fails once renamed into place
+		}()
+	}
+	lock, err := s.lockShardFile(ctx, s.journalPath(o.x), s.opts.LockTimeout, false)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	total, err := s.swapJournal(o, lock, tmp, leaves)
+	if err != nil {
+		return err
+	}
+	_, err = s.updateTotals(ctx, func(t *shardTotals) bool {
+		t.bytes[o.x], t.known[o.x] = total, true
+		return true
+	})
+	return err
+}
+
 // swapJournal rewrites one journal, whose exclusive lock the caller holds,
-// and returns the shard's total.
-func (s *Store) swapJournal(o *openShard, lock *os.File, leaves map[leafID]*leafState) (int64, error) {
+// through tmp, and returns the shard's total.
+func (s *Store) swapJournal(o *openShard, lock, tmp *os.File, leaves map[leafID]*leafState) (int64, error) {
 	x, j, from := o.x, o.j, o.from
 	if !sameFile(lock, j) {
 		return 0, errBusy // replaced by a process without locks; the next step recounts
@@ -792,6 +802,30 @@ func (s *Store) swapJournal(o *openShard, lock *os.File, leaves map[leafID]*leaf
 			}
 		}
 	}
+	out, total := compactJournal(x, leaves)
+	if !bytes.Equal(out, data) {
+		if tmp == nil { // records came since the step read the journal
+			if tmp, err = os.CreateTemp(s.shardsDir(), tempPrefix+"*"); err != nil {
+				return 0, err
+			}
+			defer func() {
+				tmp.Close()
+				os.Remove(tmp.Name())
+			}()
+		}
+		if _, err := tmp.Write(out); err != nil {
+			return 0, err
+		}
+		if err := os.Rename(tmp.Name(), s.journalPath(x)); err != nil {
+			return 0, err
+		}
+	}
+	return total, nil
+}
+
+// compactJournal returns the journal of shard x as leaves give it, one
+// record per leaf that holds bytes, in leaf order, and the shard's total.
+func compactJournal(x int, leaves map[leafID]*leafState) ([]byte, int64) {
 	var ids []leafID
 	for id := range leaves {
 		if id.shard() == x {
@@ -812,12 +846,7 @@ func (s *Store) swapJournal(o *openShard, lock *os.File, leaves map[leafID]*leaf
 			total += n
 		}
 	}
-	if !bytes.Equal(out, data) {
-		if err := writeFile(s.shardsDir(), s.journalPath(x), out, false, time.Time{}); err != nil {
-			return 0, err
-		}
-	}
-	return total, nil
+	return out, total
 }
 
 // sameFile reports whether a and b are open on the same file.

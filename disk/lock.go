@@ -50,10 +50,15 @@ const (
 	// update) are held for tens of microseconds, so the first retry comes
 	// soon.
 	minBackoff = time.Millisecond
-	// maxBackoff caps the pause, and so the delay between a release and the
-	// waiter noticing: against builds of tenths of a second and more, 50 ms
-	// is small, and 20 tries a second cost nothing.
+	// maxBackoff caps the pause for a build lock, and so the delay between
+	// a release and the waiter noticing: against builds of tenths of a
+	// second and more, 50 ms is small, and 20 tries a second cost nothing.
 	maxBackoff = 50 * time.Millisecond
+	// maxShortBackoff caps the pause for the short locks of writes (a leaf,
+	// a journal, the size file), held for microseconds: with eight writers
+	// taking the size file's lock in turn, a longer pause made a waiter miss
+	// free moments over and over, and its Put wait half a second.
+	maxShortBackoff = 2 * time.Millisecond
 	// maxRelock bounds how often a lock is retaken because its file or
 	// directory was removed between the open and the lock. Each retry means
 	// a remover got there first; more than a few in a row means something is
@@ -201,7 +206,10 @@ func (s *Store) flockWait(ctx context.Context, f *os.File, wait time.Duration, s
 	}
 	fd := int(f.Fd())
 	deadline := time.Now().Add(wait)
-	delay := minBackoff
+	delay, maxDelay := minBackoff/4, maxShortBackoff
+	if wait > s.opts.LockTimeout {
+		delay, maxDelay = minBackoff, maxBackoff // a build lock
+	}
 	for {
 		err := s.flockNB(fd, shared)
 		if err == nil {
@@ -220,7 +228,7 @@ func (s *Store) flockWait(ctx context.Context, f *os.File, wait time.Duration, s
 		if err := sleep(ctx, pause); err != nil {
 			return err
 		}
-		delay = min(2*delay, maxBackoff)
+		delay = min(2*delay, maxDelay)
 	}
 }
 

@@ -42,6 +42,7 @@ func TestHelperProcess(t *testing.T) {
 		"hits":     helperHits,
 		"writer":   helperWriter,
 		"scaleput": helperScalePut,
+		"stray":    helperStray,
 	}
 	run, ok := roles[role]
 	if !ok {
@@ -538,4 +539,68 @@ func TestManyWritersStayBounded(t *testing.T) {
 	if size, err := watch.Size(context.Background()); err != nil || size != final {
 		t.Errorf("size file %d (%v), entries hold %d", size, err, final)
 	}
+}
+
+// helperStray runs as a user who cannot read one directory of its cache:
+// its writes overflow the limit, and eviction must bring the cache down
+// regardless, reporting the directory.
+func helperStray() error {
+	const per = 1000
+	ctx := context.Background()
+	s, err := Open(Options{Dir: os.Getenv("KCACHE_DISK_DIR"), MaxSize: 12 * 1300})
+	if err != nil {
+		return err
+	}
+	for i := range 40 {
+		if err := s.Put(ctx, testKey(i), kcache.Entry{Binary: testBinary(i, per)}); err != nil {
+			return fmt.Errorf("put %d: %w", i, err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := s.wait(cctx) // one pass at a time, so that each sees the stray
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	if err := s.Close(ctx); err != nil {
+		return err
+	}
+	total, err := s.walkTotal(ctx)
+	if err != nil || total > s.opts.MaxSize {
+		return fmt.Errorf("cache holds %d bytes (%v), limit %d", total, err, s.opts.MaxSize)
+	}
+	if size, err := s.Size(ctx); err != nil || size != total {
+		return fmt.Errorf("size file %d (%v), entries %d", size, err, total)
+	}
+	r, err := s.Verify(ctx, false)
+	if err != nil || r.Unreadable == 0 {
+		return fmt.Errorf("verify: %+v, %v: the stray is not reported", r, err)
+	}
+	return nil
+}
+
+// TestStrayDirectoryOfAnotherUser leaves, in a cache of user nobody, a
+// directory only root can read, as a run under sudo does: nobody's
+// processes skip it and keep their cache within its limit.
+func TestStrayDirectoryOfAnotherUser(t *testing.T) {
+	bin, dir := asNobody(t)
+	cache := filepath.Join(dir, "cache")
+	s := openTest(t, Options{Dir: cache})
+	mustPut(t, s, 999, 100)
+	settle(t, s)
+	err := filepath.WalkDir(cache, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chown(p, nobody, nobody)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	device := filepath.Dir(filepath.Dir(filepath.Dir(s.leafDir(s.digests(testKey(999))))))
+	stray := filepath.Join(device, "0123456789abcdef0123456789abcdef")
+	if err := os.MkdirAll(filepath.Join(stray, "0123456789abcdef0123456789abcdef"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	runAsNobody(t, bin, "stray", cache)
 }

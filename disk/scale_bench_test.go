@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 //	KCACHE_DISK_BENCH_ENTRIES  comma-separated sizes (default 1000: CI's smoke run)
 //	KCACHE_DISK_BENCH_DIR      where the fixtures go (default the temporary directory)
 //	KCACHE_DISK_BENCH_PUTS     Puts per writer (default 300)
+//	KCACHE_DISK_BENCH_CLOSE    how long a writer's Close waits for eviction (default 10m)
 //
 // The fixture is written directly in the on-disk layout (records, binaries
 // of scaleBinary bytes, journals, size file), not through N Puts; access
@@ -91,13 +93,18 @@ func buildScale(b *testing.B, dir string, n int) float64 {
 	var journals [shardCount][]byte
 	var totals shardTotals
 	var wg sync.WaitGroup
+	var failed atomic.Pointer[error]
 	const workers = 4
 	for w := range workers {
 		wg.Go(func() {
 			var local [shardCount][]byte
 			var sums [shardCount]int64
-			for i := w; i < n; i += workers {
-				id, size := writeScaleEntry(b, s, i, base.Add(time.Duration(i)*time.Second))
+			for i := w; i < n && failed.Load() == nil; i += workers {
+				id, size, err := writeScaleEntry(s, i, base.Add(time.Duration(i)*time.Second))
+				if err != nil {
+					failed.Store(&err)
+					return
+				}
 				local[id.shard()] = append(local[id.shard()], journalRec{id, size}.marshal()...)
 				sums[id.shard()] += size
 			}
@@ -110,6 +117,9 @@ func buildScale(b *testing.B, dir string, n int) float64 {
 		})
 	}
 	wg.Wait()
+	if err := failed.Load(); err != nil {
+		b.Fatalf("building the fixture: %v", *err)
+	}
 	for x := range shardCount {
 		totals.known[x] = true
 		if len(journals[x]) > 0 {
@@ -122,7 +132,7 @@ func buildScale(b *testing.B, dir string, n int) float64 {
 }
 
 // writeScaleEntry writes entry i as a Put would, with access time at.
-func writeScaleEntry(b *testing.B, s *Store, i int, at time.Time) (leafID, int64) {
+func writeScaleEntry(s *Store, i int, at time.Time) (leafID, int64, error) {
 	k := testKey(i)
 	d := k.Digests()
 	id := idFor(d)
@@ -135,19 +145,20 @@ func writeScaleEntry(b *testing.B, s *Store, i int, at time.Time) (leafID, int64
 			p += 1 + next
 		}
 		if err := unix.Mkdir(leaf[:p], dirPerm); err != nil && err != unix.EEXIST {
-			b.Fatal(err)
+			return id, 0, fmt.Errorf("mkdir %s: %w", leaf[:p], err)
 		}
 	}
 	enc, _ := k.MarshalBinary()
 	bin := testBinary(i, scaleBinary)
 	raw := newRawRecord(enc, bin, time.Millisecond, at)
 	src := raw.marshal()
-	writeRaw(b, binPath(leaf, 0), bin)
-	writeRaw(b, srcPath(leaf, 0), src)
-	if err := os.Chtimes(srcPath(leaf, 0), at, at); err != nil {
-		b.Fatal(err)
+	if err := os.WriteFile(binPath(leaf, 0), bin, filePerm); err != nil {
+		return id, 0, err
 	}
-	return id, int64(len(src) + len(bin))
+	if err := os.WriteFile(srcPath(leaf, 0), src, filePerm); err != nil {
+		return id, 0, err
+	}
+	return id, int64(len(src) + len(bin)), os.Chtimes(srcPath(leaf, 0), at, at)
 }
 
 func usedInodes(b *testing.B, dir string) uint64 {
@@ -309,9 +320,13 @@ func helperScalePut() error {
 			fmt.Fprintf(&out, "hit %d\n", time.Since(t0))
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	wait, err := time.ParseDuration(scaleEnv("KCACHE_DISK_BENCH_CLOSE", "10m"))
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	if err := s.Close(cctx); err != nil {
+	if err := s.Close(cctx); err != nil && cctx.Err() == nil {
 		return err
 	}
 	fmt.Fprintf(&out, "evicted %d\nsteptime %d\nskipped %d\n", s.counts.evicted.Load(), s.counts.stepTime.Load(), skipped)

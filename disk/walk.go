@@ -379,7 +379,7 @@ func (s *Store) eachLeafParallel(ctx context.Context, sk *skipped, fn func(leaf 
 	for range min(walkers, len(images)) {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(len(images)); i = next.Add(1) - 1 {
-				if err := eachLevel(ctx, images[i], 2, sk, fn); err != nil {
+				if err := descend(ctx, images[i], 2, sk, fn, false); err != nil {
 					once.Do(func() { firstErr = err })
 					return
 				}
