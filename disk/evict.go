@@ -32,10 +32,9 @@ import (
 //     the cache: LRU per shard, the shards visited round-robin. A step
 //     costs what one shard holds (1/256 of the cache) and removes a fixed
 //     fraction of it, so eviction's work is proportional to what it evicts.
-//     Processes step through different shards at once (each shard has its
-//     own lock), so eviction keeps pace with many writers; when it falls
-//     behind, Put stops storing at the ceiling (1.05 x MaxSize) rather
-//     than wait.
+//     Two processes at most step at once, through different shards (each
+//     shard has its own lock); when eviction falls behind the writers, Put
+//     stops storing at the ceiling (1.1 x MaxSize) rather than wait.
 //   - The maintenance pass, at most once per trimInterval, walks the whole
 //     tree: entries unused for longer than AgeThreshold go, so do the
 //     leftovers of crashed writers, and every shard's journal and total are
@@ -63,9 +62,10 @@ func (s *Store) limited() bool { return !s.opts.EvictionDisabled && s.opts.MaxSi
 func (s *Store) target() int64 { return int64(s.opts.EvictTo * float64(s.opts.MaxSize)) }
 
 // ceiling is the total past which Put stores nothing until eviction catches
-// up: 5% over MaxSize, so that the entries writers have in flight when they
-// all see the total at once still keep the cache within 1.1 x MaxSize.
-func (s *Store) ceiling() int64 { return s.opts.MaxSize + s.opts.MaxSize/20 }
+// up: 10% over MaxSize. A writer counts its entry under the size file's lock
+// before it writes a byte, and checks the ceiling there, so the bytes on
+// disk never exceed it, however many writers run at once.
+func (s *Store) ceiling() int64 { return s.opts.MaxSize + s.opts.MaxSize/10 }
 
 // workCounts counts what this process's background work did, for the
 // benchmarks.
@@ -198,13 +198,48 @@ func (s *Store) work(ctx context.Context) {
 	}
 }
 
+// stepWorkers is how many goroutines of a step list leaves and remove
+// entries. Two keep a step's system calls in flight without taking the
+// cores from the writers, whose Puts are what must stay fast.
+const stepWorkers = 2
+
+// evictors is how many processes evict at once. Steps of different shards
+// could all run in parallel, but on a machine of a few cores every evictor
+// takes CPU from the writers; two keep up with many writers (and Put's
+// ceiling bounds the cache when they do not).
+const evictors = 2
+
 // evictToTarget steps through shards while the cache is over MaxSize, or
 // over its target once a step has started, until it is down to the
-// target, ctx ends, or a whole round frees nothing.
+// target, ctx ends, or a whole round frees nothing. It runs only while it
+// holds one of the evictors slots; a process that finds them taken leaves
+// eviction to their holders.
 func (s *Store) evictToTarget(ctx context.Context) {
+	locks, err := s.openStepLocks()
+	if err != nil {
+		return
+	}
+	defer locks.Close()
+	slot := false
+	for k := range evictors {
+		if _, err := s.lockStep(ctx, locks, shardCount+k, 0); err == nil {
+			slot = true
+			break
+		}
+	}
+	if !slot {
+		return
+	}
+	defer func() {
+		// Put's ceiling reads this: it must not stay at a total a step
+		// corrected.
+		total, _ := s.readTotals(ctx).total()
+		s.lastTotal.Store(total)
+	}()
 	idle := 0
 	for started := false; ctx.Err() == nil && idle < shardCount; started = true {
-		total, _ := s.readTotals(ctx).total()
+		t := s.readTotals(ctx)
+		total, _ := t.total()
 		s.lastTotal.Store(total)
 		if total <= s.target() || (!started && total <= s.opts.MaxSize) {
 			return
@@ -213,8 +248,11 @@ func (s *Store) evictToTarget(ctx context.Context) {
 		if err != nil {
 			return
 		}
-		frac := float64(total-s.target()) / float64(total)
-		freed, covered, _ := s.step(ctx, []int{x}, true, stepPlan{fraction: frac}, nil)
+		limit := s.opts.MaxSize
+		if started {
+			limit = s.target()
+		}
+		freed, covered, _ := s.step(ctx, []int{x}, true, stepPlan{evict: true, totals: t, limit: limit}, nil)
 		if _, err := s.cursor(ctx, covered); err != nil {
 			return
 		}
@@ -354,9 +392,14 @@ func (s *Store) fullPass(ctx context.Context, opts passOptions) error {
 
 // stepPlan says what a step evicts.
 type stepPlan struct {
-	fraction float64   // of the shard's bytes, least recently used first
-	cutoff   time.Time // and every entry last used before it; zero: none
-	wait     bool      // wait for another process's step of the shard
+	// evict asks for the least recently used fraction (total-target)/total
+	// of what the step lists, if the total is over limit. The total is
+	// totals' sum, corrected by what the step counts in its own shards.
+	evict  bool
+	totals shardTotals
+	limit  int64
+	cutoff time.Time // and every entry last used before it; zero: none
+	wait   bool      // wait for another process's step of the shard
 }
 
 // leafState is what a step knows of one leaf.
@@ -446,9 +489,40 @@ func (s *Store) step(ctx context.Context, xs []int, more bool, plan stepPlan, ex
 			listed += st.bytes
 		}
 	}
-	freed = s.evictEntries(ctx, s.victims(cands, int64(plan.fraction*float64(listed)), plan.cutoff), leaves)
+	freed = s.evictEntries(ctx, s.victims(cands, s.budget(plan, held, leaves, listed), plan.cutoff), leaves)
 	s.at("counting")
 	return freed, covered, s.swapJournals(ctx, held, leaves)
+}
+
+// budget returns how many bytes of what a step listed (listed bytes) to
+// evict. The cache's total is corrected first by what the step counted in
+// the shards it holds, so that a total left high by a crash evicts nothing.
+func (s *Store) budget(plan stepPlan, held []*openShard, leaves map[leafID]*leafState, listed int64) int64 {
+	if !plan.evict || listed == 0 {
+		return 0
+	}
+	total, _ := plan.totals.total()
+	mine := map[int]bool{}
+	for _, o := range held {
+		mine[o.x] = true
+		if plan.totals.known[o.x] {
+			total -= plan.totals.bytes[o.x]
+		}
+	}
+	for id, st := range leaves {
+		switch {
+		case !mine[id.shard()]:
+		case st.listed:
+			total += st.bytes
+		default:
+			total += st.journal
+		}
+	}
+	if total <= plan.limit || total <= 0 {
+		return 0
+	}
+	frac := float64(total-s.target()) / float64(total)
+	return int64(frac * float64(listed))
 }
 
 // openShard takes shard x's step lock, waiting if wait is set, and reads
@@ -513,7 +587,7 @@ func (s *Store) emptyShard(ctx context.Context, x int) error {
 }
 
 // openStepLocks opens shards/steps.lock, whose byte x is shard x's step
-// lock: an open-file-description lock, which like flock is dropped when
+// lock (and bytes shardCount and on the evictors' slots): an open-file-description lock, which like flock is dropped when
 // the descriptor closes or its process dies. One file serves every shard,
 // so the shards folder holds no file for a shard without entries, and one
 // descriptor serves a whole step.
@@ -592,7 +666,7 @@ func (s *Store) listLeaves(ctx context.Context, journals map[int]*os.File, leave
 		wg    sync.WaitGroup
 		next  atomic.Int64
 	)
-	for range min(walkers, len(ids)) {
+	for range min(stepWorkers, len(ids)) {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(len(ids)) && ctx.Err() == nil; i = next.Add(1) - 1 {
 				found, bytes, at, ok := s.listOne(ctx, journals[ids[i].shard()], ids[i])
@@ -686,7 +760,7 @@ func (s *Store) evictEntries(ctx context.Context, victims []candidate, leaves ma
 		freed atomic.Int64
 		count atomic.Int64
 	)
-	for range min(walkers, len(victims)) {
+	for range min(stepWorkers, len(victims)) {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(len(victims)) && ctx.Err() == nil; i = next.Add(1) - 1 {
 				c := victims[i]

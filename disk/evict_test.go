@@ -231,11 +231,11 @@ func TestSizeFileRebuilt(t *testing.T) {
 			putSettled(t, s, 1, 1000)
 			putSettled(t, s, 2, 1000)
 			_, total := walkSum(t, s)
-			writeRaw(t, filepath.Join(s.dir, sizeName), []byte(content))
+			writeRaw(t, filepath.Join(s.shardsDir(), shardSizeName), []byte(content))
 			if got, err := s.Size(ctx); err != nil || got != total {
 				t.Fatalf("Size = %d, %v; want %d", got, err, total)
 			}
-			os.Remove(filepath.Join(s.dir, sizeName))
+			os.Remove(filepath.Join(s.shardsDir(), shardSizeName))
 			putSettled(t, s, 3, 1000)
 			_, total = walkSum(t, s)
 			if got, err := s.Size(ctx); err != nil || got != total {
@@ -249,10 +249,18 @@ func TestEvictionCorrectsDrift(t *testing.T) {
 	clock := newClock()
 	s := openTest(t, Options{Now: clock.Now, MaxSize: 1 << 20})
 	fillAged(t, s, clock, 5, 1000)
-	// A size far over the limit (a crashed writer's lost update, say):
-	// the next Put starts a pass, which finds the cache within its limit
-	// and evicts nothing, only corrects the total.
-	writeRaw(t, filepath.Join(s.dir, sizeName), []byte("5000000\n"))
+	// A total far over the limit (a crashed writer's lost update, say):
+	// the next Put is not stored, since the total is past the ceiling, and
+	// starts eviction, whose step finds the cache within its limit and
+	// evicts nothing, only corrects the total. The Put after it is stored.
+	s.updateTotals(context.Background(), func(t *shardTotals) bool {
+		t.bytes[shardOf(s, 0)] += 5000000
+		return true
+	})
+	putSettled(t, s, 5, 1000)
+	if got := present(t, s); len(got) != 5 {
+		t.Fatalf("left %v", got)
+	}
 	putSettled(t, s, 5, 1000)
 	if got := present(t, s); len(got) != 6 {
 		t.Fatalf("left %v", got)

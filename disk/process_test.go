@@ -286,7 +286,7 @@ func checkAfterKills(t *testing.T, cache string) {
 		isHit(t, s, i, churnSize(i))
 	}
 	// Nothing stays locked: every lock is free at once.
-	for _, name := range []string{sizeName, evictName} {
+	for _, name := range []string{shardsName + "/" + shardSizeName, evictName} {
 		f, err := s.lockFile(ctx, name, 0)
 		if err != nil {
 			t.Fatalf("%s still locked: %v", name, err)

@@ -73,7 +73,8 @@ func BenchmarkEvictionScale(b *testing.B) {
 					b.ReportMetric(r.peak, "peak/max")
 					b.ReportMetric(r.evictRate, "evicted/s")
 					b.ReportMetric(float64(r.evicted), "evicted")
-					b.ReportMetric(r.lru, "lru-overlap")
+					b.ReportMetric(r.lru, "evicted-in-oldest-10%")
+					b.ReportMetric(r.lruHalf, "evicted-in-oldest-50%")
 					b.ReportMetric(float64(r.skipped), "not-stored")
 					b.ReportMetric(inodes, "inodes/entry")
 				}
@@ -175,7 +176,8 @@ type scaleResult struct {
 	peak      float64         // the highest counted total over MaxSize
 	evicted   int64
 	evictRate float64 // entries evicted per second of a step's time
-	lru       float64 // share of evicted fixture entries exact LRU evicts too
+	lru       float64 // share of evicted fixture entries in the oldest tenth
+	lruHalf   float64 // share of evicted fixture entries in the oldest half
 	skipped   int64   // Puts not stored at the ceiling
 }
 
@@ -230,15 +232,18 @@ func runScale(b *testing.B, dir string, n, procs, puts int) scaleResult {
 	if stepTime > 0 {
 		r.evictRate = float64(r.evicted) / stepTime.Seconds()
 	}
-	r.lru = lruOverlap(probe, n)
+	r.lru, r.lruHalf = lruShares(probe, n)
 	b.StartTimer()
 	return r
 }
 
-// lruOverlap samples fixture entries and returns the share of the evicted
-// ones that exact LRU would have evicted too: those among the k oldest,
-// k being how many were evicted.
-func lruOverlap(s *Store, n int) float64 {
+// lruShares samples fixture entries and returns, of the evicted ones, the
+// share that exact LRU would have evicted in a complete eviction (the
+// oldest 1-scaleEvictTo of the fixture) and the share in the oldest half.
+// A run may end with eviction still under way (Close's wait ran out): the
+// first share still holds, since every step evicts the oldest part of its
+// shards.
+func lruShares(s *Store, n int) (oldest, half float64) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	sample := min(n, 20000)
 	var gone []int
@@ -249,16 +254,19 @@ func lruOverlap(s *Store, n int) float64 {
 		}
 	}
 	if len(gone) == 0 {
-		return 1
+		return 1, 1
 	}
-	k := len(gone) * n / sample
-	in := 0
+	k := int(float64(n) * (1 - scaleEvictTo))
+	in, inHalf := 0, 0
 	for _, i := range gone {
 		if i < k {
 			in++
 		}
+		if i < n/2 {
+			inHalf++
+		}
 	}
-	return float64(in) / float64(len(gone))
+	return float64(in) / float64(len(gone)), float64(inHalf) / float64(len(gone))
 }
 
 func readScaleOut(b *testing.B, path string, r *scaleResult, stepTime *time.Duration) {

@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Shards. The leaves are split into shardCount shards by their names, and
@@ -229,6 +231,7 @@ func (s *Store) updateTotals(ctx context.Context, update func(*shardTotals) bool
 		return shardTotals{}, err
 	}
 	t := parseTotals(buf[:n])
+	s.plausible(&t)
 	if update(&t) {
 		b := t.marshal()
 		if _, err := f.WriteAt(b, 0); err != nil {
@@ -241,6 +244,21 @@ func (s *Store) updateTotals(ctx context.Context, update func(*shardTotals) bool
 		}
 	}
 	return t, nil
+}
+
+// plausible forgets totals larger than the file system holding the cache:
+// damage, which the shard's next step recounts.
+func (s *Store) plausible(t *shardTotals) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(s.dir, &st); err != nil {
+		return
+	}
+	limit := int64(min(st.Blocks*uint64(st.Bsize), math.MaxInt64))
+	for x := range shardCount {
+		if t.known[x] && t.bytes[x] > limit {
+			t.known[x] = false
+		}
+	}
 }
 
 // readTotals reads the size file under its lock. The lock matters: lines

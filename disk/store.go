@@ -352,7 +352,7 @@ func (s *Store) admits(key *kcache.Key) bool {
 
 // Put stores e for key. A key outside the image size limits, or an entry
 // larger than eviction's target, is not stored, and Put returns nil; so is
-// an entry that would take the cache past its ceiling, 1.05 x MaxSize, when
+// an entry that would take the cache past its ceiling, 1.1 x MaxSize, when
 // eviction is behind. An error means the binary is not cached (a read-only
 // or full disk, a lock that stayed busy); the caller goes on with the binary
 // it has.

@@ -283,7 +283,7 @@ func TestRandomDamage(t *testing.T) {
 	}
 	for range rounds {
 		victims := append(files(t, s.dir, "*.src"), files(t, s.dir, "*.bin")...)
-		victims = append(victims, filepath.Join(s.dir, sizeName))
+		victims = append(victims, filepath.Join(s.shardsDir(), shardSizeName))
 		p := victims[rng.IntN(len(victims))]
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -308,6 +308,13 @@ func TestRandomDamage(t *testing.T) {
 		for i := range keys {
 			if !isHit(t, s, i, size(i)) {
 				mustPut(t, s, i, size(i))
+				if !isHit(t, s, i, size(i)) {
+					// A damaged size file may read as a total past the
+					// ceiling: that Put was not stored, and the
+					// background step it started corrects the total.
+					settle(t, s)
+					mustPut(t, s, i, size(i))
+				}
 				checkGet(t, s, i, size(i))
 			}
 		}
