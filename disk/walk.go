@@ -481,6 +481,11 @@ const trashPrefix = ".trash-"
 // cache, then removes it; a Clear interrupted midway leaves a .trash-*
 // directory that the next Clear removes.
 func (s *Store) Clear(ctx context.Context) error {
+	// This process's background work would otherwise go on writing totals
+	// of the entries being removed into the new, empty cache.
+	if err := s.wait(ctx); err != nil {
+		return fmt.Errorf("disk: clear: %w", err)
+	}
 	names, err := readNames(s.root)
 	if err != nil {
 		return fmt.Errorf("disk: clear: %w", err)
