@@ -272,16 +272,17 @@ func (s *Store) readTotals(ctx context.Context) shardTotals {
 	return t
 }
 
-// initTotals gives a new, empty cache a size file of zeros, so that its
-// totals are known from the first write; otherwise a first write would
-// start the maintenance pass to learn what an empty tree holds. A cache
-// that holds entries but no size file (written by a version without
-// shards) waits for that pass. Best effort: on a cache it cannot write,
-// nothing changes.
+// initTotals gives a new, empty cache a size file of zeros and a
+// maintenance stamp, so that its first writes start no background work:
+// otherwise a first write would start the maintenance pass to learn what
+// an empty tree holds. A cache that holds entries but no size file (written
+// by a version without shards) waits for that pass. Best effort: on a
+// cache it cannot write, nothing changes.
 func (s *Store) initTotals() {
 	if _, err := os.Lstat(s.shardsDir() + "/" + shardSizeName); err == nil {
 		return
 	}
+	fresh := false
 	_, _ = s.updateTotals(context.Background(), func(t *shardTotals) bool {
 		if _, unknown := t.total(); unknown < shardCount || !s.emptyTree() {
 			return false
@@ -289,8 +290,14 @@ func (s *Store) initTotals() {
 		for x := range shardCount {
 			t.known[x] = true
 		}
+		fresh = true
 		return true
 	})
+	if _, err := os.Lstat(s.dir + "/" + trimName); fresh && errors.Is(err, os.ErrNotExist) {
+		now := s.now()
+		s.writeStamp(now)
+		s.nextTrim.Store(now.Add(trimInterval).UnixNano())
+	}
 }
 
 // emptyTree reports whether the version directory holds no entry's
