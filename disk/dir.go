@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // prepareDir creates the cache root and the version directory if needed
@@ -37,7 +38,8 @@ func checkDir(dir string) error {
 	if !info.IsDir() {
 		return fmt.Errorf("disk: cache directory %s is not a directory", dir)
 	}
-	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err == nil && int(st.Uid) != os.Geteuid() {
 		return fmt.Errorf("%w: %s is owned by uid %d, not by this user (uid %d)", ErrUnsafeDir, dir, st.Uid, os.Geteuid())
 	}
 	if perm := info.Mode().Perm(); perm&0o022 != 0 {

@@ -13,9 +13,9 @@
 // its canonical encoding, the binary's size, SHA-256 and CRC-32C, and the
 // build time. The record is written last and is the commit marker. A lookup
 // compares the full key, so keys whose digests collide take slots 0, 1, ...
-// of the same directory. The version directory also holds size.txt (the
-// total size, size.go), trim.txt (the last maintenance pass, evict.go) and
-// evict.lock.
+// of the same directory. The version directory also holds shards/ (the
+// shards' journals and totals, shard.go), trim.txt (the last maintenance
+// pass, evict.go) and evict.lock.
 //
 // # Crash safety
 //
@@ -37,11 +37,19 @@
 //
 // # Eviction
 //
-// A Put that takes the total over Options.MaxSize evicts least recently
-// used entries down to EvictTo*MaxSize. A daily pass removes entries unused
-// for longer than Options.AgeThreshold. The access time is the record's
-// mtime. A hit refreshes it at most once an hour, so a warm cache read by
-// many processes is not written.
+// No Put, Get or Lock waits for eviction or maintenance (evict.go). Leaves
+// are split into 256 shards, each with a journal of its leaves and a total
+// (shard.go), so that a Put learns the cache's total from one small file. A
+// Put that takes the total over Options.MaxSize starts a background
+// goroutine, which visits the shards in turn and removes the least recently
+// used entries of each until the total is down to EvictTo*MaxSize: LRU
+// within a step, approximate across shards. A daily pass, also in the
+// background, removes entries unused for longer than
+// Options.AgeThreshold and rebuilds the journals by walking the tree. The
+// access time is the record's mtime; a hit refreshes it at most once an
+// hour, so a warm cache read by many processes is not written. Close waits
+// for the background work a bounded time; the work left undone stays on
+// disk for the next writer.
 //
 // # Blobs and inspection
 //

@@ -150,6 +150,7 @@ func TestDiskFull(t *testing.T) {
 	if isHit(t, s, 2, 1<<20) {
 		t.Fatal("failed Put left an entry")
 	}
+	settle(t, s)
 	if tmp := files(t, dir, tempPrefix+"*"); len(tmp) != 0 {
 		t.Fatalf("failed Put left temporary files: %v", tmp)
 	}

@@ -31,3 +31,9 @@ var ErrDamaged = errors.New("disk: damaged entry")
 // left behind: a binary without its record, or a temporary file. It is not
 // damage (a crash at that instant leaves exactly this) and is never served.
 var ErrIncomplete = errors.New("disk: incomplete entry")
+
+// ErrUnreadable marks, in Problem.Err, a directory of the cache that could
+// not be listed: one another user left (a run under sudo), or a file where
+// a directory should be. Passes skip it and evict the rest; Verify reports
+// it, and removing it is left to whoever owns it.
+var ErrUnreadable = errors.New("disk: unreadable part of the cache")

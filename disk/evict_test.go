@@ -16,7 +16,7 @@ import (
 func fillAged(t *testing.T, s *Store, clock *testClock, n, size int) {
 	t.Helper()
 	for i := range n {
-		mustPut(t, s, i, size)
+		putSettled(t, s, i, size)
 		clock.Advance(2 * time.Hour)
 	}
 }
@@ -25,6 +25,7 @@ func fillAged(t *testing.T, s *Store, clock *testClock, n, size int) {
 // of calling Get, which would refresh the access times under test.
 func present(t *testing.T, s *Store) []int {
 	t.Helper()
+	settle(t, s)
 	var out []int
 	err := s.Walk(context.Background(), func(in Info) error {
 		if in.OK() {
@@ -42,7 +43,7 @@ func present(t *testing.T, s *Store) []int {
 func TestEvictLeastRecentlyUsed(t *testing.T) {
 	clock := newClock()
 	s := openTest(t, Options{Now: clock.Now, EvictionDisabled: true})
-	mustPut(t, s, 100, 1000)
+	putSettled(t, s, 100, 1000)
 	per := entrySize(t, s, 100) // every test entry has the same size
 	s.Delete(context.Background(), testKey(100))
 
@@ -71,7 +72,7 @@ func TestEvictLeastRecentlyUsed(t *testing.T) {
 				checkGet(t, s, i, 1000) // an hour or more stale: refreshed
 			}
 			clock.Advance(2 * time.Hour)
-			mustPut(t, s, 10, 1000)
+			putSettled(t, s, 10, 1000)
 			if got := present(t, s); fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Fatalf("left %v, want %v", got, tt.want)
 			}
@@ -91,7 +92,7 @@ func TestEvictionDisabled(t *testing.T) {
 	s := openTest(t, Options{Now: clock.Now, MaxSize: 5000, AgeThreshold: time.Hour, EvictionDisabled: true})
 	fillAged(t, s, clock, 20, 1000)
 	clock.Advance(48 * time.Hour)
-	mustPut(t, s, 20, 1000)
+	putSettled(t, s, 20, 1000)
 	if got := present(t, s); len(got) != 21 {
 		t.Fatalf("entries evicted with eviction disabled: left %v", got)
 	}
@@ -113,24 +114,24 @@ func TestAgeEviction(t *testing.T) {
 	// Entries unused for 48h go; passes allow an hour more for the
 	// imprecision of access times, so the cutoff is 49h before the pass.
 	s := openTest(t, Options{Now: clock.Now, AgeThreshold: 48 * time.Hour})
-	mustPut(t, s, 0, 100) // t0: the first Put runs the first pass
+	putSettled(t, s, 0, 100) // t0: the first Put runs the first pass
 	at(12)
-	mustPut(t, s, 1, 100)
+	putSettled(t, s, 1, 100)
 	at(20)
-	mustPut(t, s, 2, 100)
+	putSettled(t, s, 2, 100)
 	at(30)
-	mustPut(t, s, 3, 100) // a pass: nothing is old yet
+	putSettled(t, s, 3, 100) // a pass: nothing is old yet
 	if got := present(t, s); fmt.Sprint(got) != "[0 1 2 3]" {
 		t.Fatalf("t0+30h: left %v", got)
 	}
 	at(50)
-	checkGet(t, s, 2, 100) // used: refreshed to t0+50h
-	mustPut(t, s, 4, 100)  // entry 0 is 50h old, but no pass is due until t0+54h
+	checkGet(t, s, 2, 100)   // used: refreshed to t0+50h
+	putSettled(t, s, 4, 100) // entry 0 is 50h old, but no pass is due until t0+54h
 	if got := present(t, s); fmt.Sprint(got) != "[0 1 2 3 4]" {
 		t.Fatalf("t0+50h: pass ran within a day of the last: left %v", got)
 	}
 	at(54)
-	mustPut(t, s, 5, 100) // a pass, cutoff t0+5h: entry 0 goes
+	putSettled(t, s, 5, 100) // a pass, cutoff t0+5h: entry 0 goes
 	if got := present(t, s); fmt.Sprint(got) != "[1 2 3 4 5]" {
 		t.Fatalf("t0+54h: left %v", got)
 	}
@@ -139,7 +140,7 @@ func TestAgeEviction(t *testing.T) {
 		t.Fatalf("trim stamp %q, %v", stamp, err)
 	}
 	at(78)
-	mustPut(t, s, 6, 100) // a pass, cutoff t0+29h: entry 1 goes, 3 (t0+30h) and 2 (used) stay
+	putSettled(t, s, 6, 100) // a pass, cutoff t0+29h: entry 1 goes, 3 (t0+30h) and 2 (used) stay
 	if got := present(t, s); fmt.Sprint(got) != "[2 3 4 5 6]" {
 		t.Fatalf("t0+78h: left %v", got)
 	}
@@ -149,20 +150,20 @@ func TestTrimStampFromOtherProcess(t *testing.T) {
 	clock := newClock()
 	dir := filepath.Join(t.TempDir(), "cache")
 	a := openTest(t, Options{Dir: dir, Now: clock.Now, AgeThreshold: time.Hour})
-	mustPut(t, a, 0, 100)
+	putSettled(t, a, 0, 100)
 	clock.Advance(3 * time.Hour)
 	// Another process ran a pass just now: a second store sees the stamp
 	// and does not run its own.
 	writeRaw(t, filepath.Join(a.dir, trimName), []byte(fmt.Sprintf("%d\n", clock.Now().Unix())))
 	b := openTest(t, Options{Dir: dir, Now: clock.Now, AgeThreshold: time.Hour})
-	mustPut(t, b, 1, 100)
+	putSettled(t, b, 1, 100)
 	if got := present(t, b); fmt.Sprint(got) != "[0 1]" {
 		t.Fatalf("pass ran although another process had just run one: left %v", got)
 	}
 	// A stamp from the far future is not trusted.
 	writeRaw(t, filepath.Join(a.dir, trimName), []byte(fmt.Sprintf("%d\n", clock.Now().Add(1000*time.Hour).Unix())))
 	c := openTest(t, Options{Dir: dir, Now: clock.Now, AgeThreshold: time.Hour})
-	mustPut(t, c, 2, 100)
+	putSettled(t, c, 2, 100)
 	// The pass's cutoff is now-2h: entry 0 (t0) goes, entry 1 (t0+3h) stays.
 	if got := present(t, c); fmt.Sprint(got) != "[1 2]" {
 		t.Fatalf("a future stamp postponed the pass: left %v", got)
@@ -173,9 +174,9 @@ func TestPassRemovesLeftovers(t *testing.T) {
 	clock := newClock()
 	s := openTest(t, Options{Now: clock.Now})
 	ctx := context.Background()
-	mustPut(t, s, 1, 100)
-	mustPut(t, s, 2, 100)
-	mustPut(t, s, 3, 100)
+	putSettled(t, s, 1, 100)
+	putSettled(t, s, 2, 100)
+	putSettled(t, s, 3, 100)
 	leaf1 := s.leafDir(s.digests(testKey(1)))
 	leaf2 := s.leafDir(s.digests(testKey(2)))
 	// A dead writer's temporary file, a binary whose record never came,
@@ -197,7 +198,7 @@ func TestPassRemovesLeftovers(t *testing.T) {
 	leaf5 := s.leafDir(s.digests(testKey(5)))
 
 	clock.Advance(25 * time.Hour)
-	mustPut(t, s, 6, 100) // runs the daily pass
+	putSettled(t, s, 6, 100) // runs the daily pass
 	if _, err := os.Stat(filepath.Join(leaf1, tempPrefix+"dead")); !os.IsNotExist(err) {
 		t.Errorf("temporary file left: %v", err)
 	}
@@ -227,15 +228,15 @@ func TestSizeFileRebuilt(t *testing.T) {
 	for _, content := range []string{"", "garbage", "-5\n", "12", "007\n", "99999999999999999999\n", "9000000000000000000\n"} {
 		t.Run(fmt.Sprintf("%q", content), func(t *testing.T) {
 			s := openTest(t, Options{})
-			mustPut(t, s, 1, 1000)
-			mustPut(t, s, 2, 1000)
+			putSettled(t, s, 1, 1000)
+			putSettled(t, s, 2, 1000)
 			_, total := walkSum(t, s)
-			writeRaw(t, filepath.Join(s.dir, sizeName), []byte(content))
+			writeRaw(t, filepath.Join(s.shardsDir(), shardSizeName), []byte(content))
 			if got, err := s.Size(ctx); err != nil || got != total {
 				t.Fatalf("Size = %d, %v; want %d", got, err, total)
 			}
-			os.Remove(filepath.Join(s.dir, sizeName))
-			mustPut(t, s, 3, 1000)
+			os.Remove(filepath.Join(s.shardsDir(), shardSizeName))
+			putSettled(t, s, 3, 1000)
 			_, total = walkSum(t, s)
 			if got, err := s.Size(ctx); err != nil || got != total {
 				t.Fatalf("after Put: Size = %d, %v; want %d", got, err, total)
@@ -248,11 +249,19 @@ func TestEvictionCorrectsDrift(t *testing.T) {
 	clock := newClock()
 	s := openTest(t, Options{Now: clock.Now, MaxSize: 1 << 20})
 	fillAged(t, s, clock, 5, 1000)
-	// A size far over the limit (a crashed writer's lost update, say):
-	// the next Put starts a pass, which finds the cache within its limit
-	// and evicts nothing, only corrects the total.
-	writeRaw(t, filepath.Join(s.dir, sizeName), []byte("5000000\n"))
-	mustPut(t, s, 5, 1000)
+	// A total far over the limit (a crashed writer's lost update, say):
+	// the next Put is not stored, since the total is past the ceiling, and
+	// starts eviction, whose step finds the cache within its limit and
+	// evicts nothing, only corrects the total. The Put after it is stored.
+	s.updateTotals(context.Background(), func(t *shardTotals) bool {
+		t.bytes[shardOf(s, 0)] += 5000000
+		return true
+	})
+	putSettled(t, s, 5, 1000)
+	if got := present(t, s); len(got) != 5 {
+		t.Fatalf("left %v", got)
+	}
+	putSettled(t, s, 5, 1000)
 	if got := present(t, s); len(got) != 6 {
 		t.Fatalf("left %v", got)
 	}

@@ -24,6 +24,7 @@ func Example() {
 		return
 	}
 	ctx := context.Background()
+	defer s.Close(ctx)
 	key := &kcache.Key{
 		Device:  kcache.Device{Platform: "Example", Name: "device", Version: "OpenCL 3.0", Driver: "1.0"},
 		Image:   kcache.Image{Format: "opencl-c", Source: []byte("kernel void k(global int *p) { *p = 1; }")},
@@ -51,6 +52,8 @@ func ExampleStore_Export() {
 	ctx := context.Background()
 	a, _ := disk.Open(disk.Options{Dir: filepath.Join(dir, "a")})
 	b, _ := disk.Open(disk.Options{Dir: filepath.Join(dir, "b")})
+	defer a.Close(ctx)
+	defer b.Close(ctx)
 	key := &kcache.Key{Image: kcache.Image{Format: "ptx", Source: []byte(".version 8.0")}}
 	a.Put(ctx, key, kcache.Entry{Binary: []byte("cubin")})
 
@@ -62,4 +65,21 @@ func ExampleStore_Export() {
 	r, _ := b.Verify(ctx, false)
 	fmt.Printf("%s; %d entry, %d damaged\n", e.Binary, r.Entries, r.Damaged)
 	// Output: cubin; 1 entry, 0 damaged
+}
+
+// A short-lived process (a command-line run) gives the background work its
+// Put started a bounded time before it exits. Whatever is left stays on
+// disk for the next writer: skipping Close loses nothing.
+func ExampleStore_Close() {
+	dir, _ := os.MkdirTemp("", "kcache-example-")
+	defer os.RemoveAll(dir)
+	s, _ := disk.Open(disk.Options{Dir: filepath.Join(dir, "cache"), MaxSize: 1 << 20})
+	key := &kcache.Key{Image: kcache.Image{Format: "ptx", Source: []byte(".version 8.0")}}
+	if err := s.Put(context.Background(), key, kcache.Entry{Binary: []byte("cubin")}); err != nil {
+		fmt.Println("not cached:", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	fmt.Println(s.Close(ctx))
+	// Output: <nil>
 }

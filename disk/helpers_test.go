@@ -87,6 +87,13 @@ func openTest(t testing.TB, opts Options) *Store {
 		t.Fatal(err)
 	}
 	s.sync = false
+	// Registered after the directory's own cleanup, so it runs first: the
+	// background work must be done before the directory goes.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		s.Close(ctx)
+	})
 	return s
 }
 
@@ -189,6 +196,7 @@ func entrySize(t testing.TB, s *Store, i int) int64 {
 // walkSum sums Walk's sizes of sound entries and counts them.
 func walkSum(t testing.TB, s *Store) (n int, total int64) {
 	t.Helper()
+	settle(t, s)
 	err := s.Walk(context.Background(), func(in Info) error {
 		if in.OK() {
 			n++
@@ -207,4 +215,33 @@ func writeRaw(t testing.TB, path string, data []byte) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// settle waits until the store's background work is done.
+func settle(t testing.TB, s *Store) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		if err := s.wait(ctx); err != nil {
+			t.Fatalf("background work still running: %v", err)
+		}
+		s.bg.mu.Lock()
+		running := s.bg.running
+		s.bg.mu.Unlock()
+		if !running {
+			return
+		}
+	}
+}
+
+// shardOf returns the shard of test key i.
+func shardOf(s *Store, i int) int { return idFor(s.digests(testKey(i))).shard() }
+
+// putSettled puts entry i and waits for the background work it started,
+// for tests that move the clock and need each pass to run at its time.
+func putSettled(t testing.TB, s *Store, i, n int) {
+	t.Helper()
+	mustPut(t, s, i, n)
+	settle(t, s)
 }

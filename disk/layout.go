@@ -12,9 +12,9 @@ import (
 // On-disk layout, under the cache root:
 //
 //	v<FormatVersion>/
-//	  size.txt      total bytes of all .src and .bin files (see size.go)
+//	  shards/       the shards' journals, totals and step locks (see shard.go)
 //	  trim.txt      Unix time of the last maintenance pass (see evict.go)
-//	  evict.lock    held by the one process evicting or trimming
+//	  evict.lock    held by the one process running the maintenance pass
 //	  <device>/<image>/<spec>/<options>/    the key's leaf directory
 //	    <n>.src     key record, binary size and checksums (see record.go)
 //	    <n>.bin     the built binary
@@ -43,7 +43,6 @@ const maxSlots = 4
 
 // File names inside the version and leaf directories.
 const (
-	sizeName   = "size.txt"
 	trimName   = "trim.txt"
 	evictName  = "evict.lock"
 	lockName   = "lock"

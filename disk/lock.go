@@ -8,8 +8,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kcache/kcache"
 )
@@ -19,22 +20,29 @@ import (
 // leaves nothing locked. No lock is a file whose mere existence means
 // "locked".
 //
-//	what            held by                  while
-//	<leaf>/lock     a builder (Store.Lock)   the build, then its Put
-//	<leaf> (dir)    a writer or remover      one entry's slot choice, renames or removal
-//	size.txt        whoever changes the total  one read-modify-write
-//	evict.lock      the evictor or trimmer   one pass; taken without waiting
+//	what               held by                    while
+//	<leaf>/lock        a builder (Store.Lock)     the build, then its Put
+//	<leaf> (dir)       a writer, remover, step    one entry's slot choice, renames or removal; one listing
+//	shards/<xx>        writers (shared), a step   one journal append; a step's swap of the journal
+//	shards/size        whoever changes a total    one read-modify-write
+//	shards/steps.lock  a step (byte <xx>)         one step through the shard; taken without waiting
+//	evict.lock         the maintenance pass       one pass; taken without waiting
 //
 // Readers take no lock: files appear only by rename, and a record is renamed
 // into place after its binary, so a reader sees a whole entry, no entry, or
 // a record and binary that disagree, which fails the checksum and is a miss.
 //
-// No wait for a lock happens while another is held, except under the
-// builder's <leaf>/lock (its Put waits for the leaf directory's, then
-// size.txt's) and under evict.lock (a pass waits for size.txt's); nothing
-// waits for those two while holding any lock. Every wait is bounded: a lock is tried without blocking and
+// Locks are taken in the order of the table's first four rows, top to
+// bottom, and every wait is bounded: a lock is tried without blocking and
 // retried with backoff until it is free, the context ends or the wait runs
 // out, and then the caller goes on without it.
+//
+// A file system that refuses flock (NFS refuses it on a directory opened
+// read-only, some FUSE file systems refuse it everywhere) makes every lock
+// fail the same way. The store then logs one warning and goes on without
+// locks: readers check every entry, so nothing wrong is ever served, but
+// two processes may build the same key at once and the totals may drift
+// until the next step recounts them.
 
 // Backoff between tries of a busy lock.
 const (
@@ -42,10 +50,15 @@ const (
 	// update) are held for tens of microseconds, so the first retry comes
 	// soon.
 	minBackoff = time.Millisecond
-	// maxBackoff caps the pause, and so the delay between a release and the
-	// waiter noticing: against builds of tenths of a second and more, 50 ms
-	// is small, and 20 tries a second cost nothing.
+	// maxBackoff caps the pause for a build lock, and so the delay between
+	// a release and the waiter noticing: against builds of tenths of a
+	// second and more, 50 ms is small, and 20 tries a second cost nothing.
 	maxBackoff = 50 * time.Millisecond
+	// maxShortBackoff caps the pause for the short locks of writes (a leaf,
+	// a journal, the size file), held for microseconds: with eight writers
+	// taking the size file's lock in turn, a longer pause made a waiter miss
+	// free moments over and over, and its Put wait half a second.
+	maxShortBackoff = 2 * time.Millisecond
 	// maxRelock bounds how often a lock is retaken because its file or
 	// directory was removed between the open and the lock. Each retry means
 	// a remover got there first; more than a few in a row means something is
@@ -75,7 +88,7 @@ func (s *Store) Lock(ctx context.Context, key *kcache.Key) (unlock func(), err e
 		return func() {}, nil
 	}
 	leaf := s.leafDir(s.digests(key))
-	f, err := lockPath(ctx, leaf+"/"+lockName, openLockFile, leaf, s.opts.BuildWait)
+	f, err := s.lockPath(ctx, leaf+"/"+lockName, openLockFile, leaf, s.opts.BuildWait)
 	if err != nil {
 		return func() {}, fmt.Errorf("disk: build lock: %w", err)
 	}
@@ -90,17 +103,17 @@ func (s *Store) lockLeaf(ctx context.Context, leaf string, create bool, wait tim
 	if create {
 		mkdir = leaf
 	}
-	f, err := lockPath(ctx, leaf, os.Open, mkdir, wait)
+	f, err := s.lockPath(ctx, leaf, os.Open, mkdir, wait)
 	if err != nil {
 		return nil, err
 	}
 	return closer(f), nil
 }
 
-// lockFile takes the lock on a file of the version directory (size.txt,
-// evict.lock), creating it if needed.
+// lockFile takes the lock on a file of the version directory (evict.lock),
+// creating it if needed.
 func (s *Store) lockFile(ctx context.Context, name string, wait time.Duration) (*os.File, error) {
-	return lockPath(ctx, s.dir+"/"+name, openLockFile, "", wait)
+	return s.lockPath(ctx, s.dir+"/"+name, openLockFile, "", wait)
 }
 
 // closer returns a function that closes f once; closing drops its flock.
@@ -113,12 +126,18 @@ func openLockFile(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDWR|os.O_CREATE, filePerm)
 }
 
-// lockPath opens path and holds an exclusive flock on it within wait. It
-// creates mkdir first when that is set. A remover unlinks a lock file or
-// directory only while holding its lock, so a waiter can win the lock on
-// something already unlinked; lockPath then starts over on what the path
-// names now.
-func lockPath(ctx context.Context, path string, open func(string) (*os.File, error), mkdir string, wait time.Duration) (*os.File, error) {
+// lockPath opens path and holds an exclusive flock on it within wait.
+func (s *Store) lockPath(ctx context.Context, path string, open func(string) (*os.File, error), mkdir string, wait time.Duration) (*os.File, error) {
+	return s.lockPathMode(ctx, path, open, mkdir, wait, false)
+}
+
+// lockPathMode opens path and holds a flock on it, shared or exclusive,
+// within wait. It creates mkdir first when that is set. A remover unlinks a
+// lock file or directory only while holding its lock, so a waiter can win
+// the lock on something already unlinked; lockPathMode then starts over on
+// what the path names now. Where the file system refuses flock, it warns
+// once and returns the file unlocked.
+func (s *Store) lockPathMode(ctx context.Context, path string, open func(string) (*os.File, error), mkdir string, wait time.Duration, shared bool) (*os.File, error) {
 	deadline := time.Now().Add(wait) // real time: waits are real even under a test clock
 	for attempt := 0; ; attempt++ {
 		f, err := openFor(path, open, mkdir)
@@ -128,7 +147,12 @@ func lockPath(ctx context.Context, path string, open func(string) (*os.File, err
 		if err != nil {
 			return nil, err
 		}
-		if err := flockWait(ctx, f, time.Until(deadline)); err != nil {
+		err = s.flockWait(ctx, f, time.Until(deadline), shared)
+		if errors.Is(err, errNoFlock) {
+			s.warnNoFlock(err)
+			return f, nil
+		}
+		if err != nil {
 			f.Close()
 			return nil, err
 		}
@@ -140,6 +164,17 @@ func lockPath(ctx context.Context, path string, open func(string) (*os.File, err
 			return nil, fmt.Errorf("%w: %s keeps being removed", ErrLockTimeout, path)
 		}
 	}
+}
+
+// errNoFlock marks a file system that refuses flock.
+var errNoFlock = errors.New("disk: file system refuses flock")
+
+// warnNoFlock logs, once per store, that locks are off.
+func (s *Store) warnNoFlock(err error) {
+	s.noFlock.Do(func() {
+		s.log.Warn("kcache: the cache's file system refuses file locks; going on without them "+
+			"(entries are still checked, but processes may build the same kernel at once)", "dir", s.root, "err", err)
+	})
 }
 
 func openFor(path string, open func(string) (*os.File, error), mkdir string) (*os.File, error) {
@@ -161,23 +196,26 @@ func linked(f *os.File, path string) bool {
 	return err == nil && os.SameFile(a, b)
 }
 
-// flockWait takes an exclusive flock on f, trying without blocking and
-// retrying with jittered exponential backoff. A blocking flock could not be
-// abandoned when ctx ends or the wait runs out: the goroutine would stay in
-// the kernel until the holder let go. wait <= 0 means one try.
-func flockWait(ctx context.Context, f *os.File, wait time.Duration) error {
+// flockWait takes a flock on f, trying without blocking and retrying with
+// jittered exponential backoff. A blocking flock could not be abandoned
+// when ctx ends or the wait runs out: the goroutine would stay in the
+// kernel until the holder let go. wait <= 0 means one try.
+func (s *Store) flockWait(ctx context.Context, f *os.File, wait time.Duration, shared bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	fd := int(f.Fd())
 	deadline := time.Now().Add(wait)
-	delay := minBackoff
+	delay, maxDelay := minBackoff/4, maxShortBackoff
+	if wait > s.opts.LockTimeout {
+		delay, maxDelay = minBackoff, maxBackoff // a build lock
+	}
 	for {
-		err := flockNB(fd)
+		err := s.flockNB(fd, shared)
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
+		if !errors.Is(err, unix.EWOULDBLOCK) {
 			return &fs.PathError{Op: "flock", Path: f.Name(), Err: err}
 		}
 		left := time.Until(deadline)
@@ -190,17 +228,42 @@ func flockWait(ctx context.Context, f *os.File, wait time.Duration) error {
 		if err := sleep(ctx, pause); err != nil {
 			return err
 		}
-		delay = min(2*delay, maxBackoff)
+		delay = min(2*delay, maxDelay)
 	}
 }
 
-func flockNB(fd int) error {
+// flockNB tries a flock once. An error saying the file system does not do
+// flock at all wraps errNoFlock.
+func (s *Store) flockNB(fd int, shared bool) error {
+	how := unix.LOCK_EX | unix.LOCK_NB
+	if shared {
+		how = unix.LOCK_SH | unix.LOCK_NB
+	}
 	for {
-		err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
-		if err != syscall.EINTR {
+		err := s.flock(fd, how)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == nil, err == unix.EWOULDBLOCK:
 			return err
+		case noFlock(err):
+			return fmt.Errorf("%w: %w", errNoFlock, err)
+		}
+		return err
+	}
+}
+
+// noFlock reports whether a flock error means the file system does not
+// lock: NFS gives ENOLCK without a lock manager and EBADF for a directory
+// opened read-only (its flock is a POSIX write lock underneath); others
+// give EOPNOTSUPP, ENOSYS or EINVAL.
+func noFlock(err error) bool {
+	for _, e := range [...]error{unix.ENOLCK, unix.EBADF, unix.EOPNOTSUPP, unix.ENOTSUP, unix.ENOSYS, unix.EINVAL} {
+		if errors.Is(err, e) {
+			return true
 		}
 	}
+	return false
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

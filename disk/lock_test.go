@@ -116,7 +116,7 @@ func TestLockAfterLeafRemoved(t *testing.T) {
 		t.Fatal("linked reports an unlinked file as linked")
 	}
 	f.Close()
-	g, err := lockPath(ctx, path, openLockFile, leaf, time.Second)
+	g, err := s.lockPath(ctx, path, openLockFile, leaf, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

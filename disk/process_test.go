@@ -40,6 +40,9 @@ func TestHelperProcess(t *testing.T) {
 		"readonly": helperReadOnly,
 		"unsafe":   helperUnsafe,
 		"hits":     helperHits,
+		"writer":   helperWriter,
+		"scaleput": helperScalePut,
+		"stray":    helperStray,
 	}
 	run, ok := roles[role]
 	if !ok {
@@ -254,6 +257,15 @@ func TestKilledWriters(t *testing.T) {
 		if r.Incomplete > 0 {
 			interrupted++
 		}
+		// A kill in the middle of an eviction step leaves the totals off;
+		// the next pass sets them right.
+		if err := s.recount(context.Background()); err != nil {
+			t.Fatalf("round %d: recount: %v", round, err)
+		}
+		_, total := walkSum(t, s)
+		if size, err := s.Size(context.Background()); err != nil || size != total {
+			t.Fatalf("round %d: size file %d (%v) after a pass, entries hold %d", round, size, err, total)
+		}
 	}
 	if data, err := os.ReadFile(failFile); err == nil {
 		t.Fatalf("children saw failures:\n%s", data)
@@ -274,14 +286,14 @@ func checkAfterKills(t *testing.T, cache string) {
 		isHit(t, s, i, churnSize(i))
 	}
 	// Nothing stays locked: every lock is free at once.
-	for _, name := range []string{sizeName, evictName} {
+	for _, name := range []string{shardsName + "/" + shardSizeName, evictName} {
 		f, err := s.lockFile(ctx, name, 0)
 		if err != nil {
 			t.Fatalf("%s still locked: %v", name, err)
 		}
 		f.Close()
 	}
-	err = s.eachLeaf(ctx, func(leaf string) error {
+	err = s.eachLeaf(ctx, nil, func(leaf string) error {
 		unlock, err := s.lockLeaf(ctx, leaf, false, 0)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("leaf %s still locked: %w", leaf, err)
@@ -289,7 +301,7 @@ func checkAfterKills(t *testing.T, cache string) {
 		if err == nil {
 			unlock()
 		}
-		if f, err := lockPath(ctx, leaf+"/"+lockName, openLockFile, "", 0); err == nil {
+		if f, err := s.lockPath(ctx, leaf+"/"+lockName, openLockFile, "", 0); err == nil {
 			f.Close()
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("build lock in %s still held: %w", leaf, err)
@@ -447,4 +459,148 @@ func helperHits() error {
 		}
 	}
 	return nil
+}
+
+// writerEntry is the size of the entries helperWriter puts.
+const writerEntry = 4 << 10
+
+// helperWriter puts KCACHE_DISK_N entries of 4 KiB as fast as it can,
+// keys numbered from KCACHE_DISK_SEED, under a limit of KCACHE_DISK_MAX
+// bytes, then closes the store, waiting for its background work.
+func helperWriter() error {
+	s, err := Open(Options{Dir: os.Getenv("KCACHE_DISK_DIR"), MaxSize: int64(envInt("KCACHE_DISK_MAX"))})
+	if err != nil {
+		return err
+	}
+	s.sync = false
+	ctx := context.Background()
+	base := envInt("KCACHE_DISK_SEED")
+	for i := range envInt("KCACHE_DISK_N") {
+		k := base + i
+		if err := s.Put(ctx, testKey(k), kcache.Entry{Binary: testBinary(k, writerEntry)}); err != nil {
+			return fmt.Errorf("put %d: %w", k, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return s.Close(ctx)
+}
+
+// TestManyWritersStayBounded runs 8 processes writing as fast as they can
+// into a cache limited to 1 MiB, samples the total on disk meanwhile, and
+// checks that it never goes above 1.1 x MaxSize and ends within MaxSize.
+func TestManyWritersStayBounded(t *testing.T) {
+	const procs, maxSize = 8, 1 << 20
+	per := 150
+	if testing.Short() {
+		per = 60
+	}
+	cache := filepath.Join(t.TempDir(), "cache")
+	watch := openTest(t, Options{Dir: cache})
+	var cmds []*exec.Cmd
+	for p := range procs {
+		cmd := helper(os.Args[0], "writer", "KCACHE_DISK_DIR="+cache, "KCACHE_DISK_N="+strconv.Itoa(per),
+			"KCACHE_DISK_SEED="+strconv.Itoa(p*per), "KCACHE_DISK_MAX="+strconv.Itoa(maxSize))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	done := make(chan error, procs)
+	for _, cmd := range cmds {
+		go func() { done <- cmd.Wait() }()
+	}
+	var peak int64
+	samples := 0
+	for running := procs; running > 0; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("writer: %v", err)
+			}
+			running--
+		case <-time.After(5 * time.Millisecond):
+		}
+		total, err := watch.walkTotal(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		peak = max(peak, total)
+		samples++
+	}
+	_, final := walkSum(t, watch)
+	t.Logf("peak %d bytes (%.3f x MaxSize) over %d samples; final %d", peak, float64(peak)/maxSize, samples, final)
+	if peak > maxSize*11/10 {
+		t.Errorf("peak total %d above 1.1 x MaxSize (%d)", peak, maxSize)
+	}
+	if final > maxSize {
+		t.Errorf("quiet cache holds %d, above MaxSize %d", final, maxSize)
+	}
+	if size, err := watch.Size(context.Background()); err != nil || size != final {
+		t.Errorf("size file %d (%v), entries hold %d", size, err, final)
+	}
+}
+
+// helperStray runs as a user who cannot read one directory of its cache:
+// its writes overflow the limit, and eviction must bring the cache down
+// regardless, reporting the directory.
+func helperStray() error {
+	const per = 1000
+	ctx := context.Background()
+	s, err := Open(Options{Dir: os.Getenv("KCACHE_DISK_DIR"), MaxSize: 12 * 1300})
+	if err != nil {
+		return err
+	}
+	for i := range 40 {
+		if err := s.Put(ctx, testKey(i), kcache.Entry{Binary: testBinary(i, per)}); err != nil {
+			return fmt.Errorf("put %d: %w", i, err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := s.wait(cctx) // one pass at a time, so that each sees the stray
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	if err := s.Close(ctx); err != nil {
+		return err
+	}
+	total, err := s.walkTotal(ctx)
+	if err != nil || total > s.opts.MaxSize {
+		return fmt.Errorf("cache holds %d bytes (%v), limit %d", total, err, s.opts.MaxSize)
+	}
+	if size, err := s.Size(ctx); err != nil || size != total {
+		return fmt.Errorf("size file %d (%v), entries %d", size, err, total)
+	}
+	r, err := s.Verify(ctx, false)
+	if err != nil || r.Unreadable == 0 {
+		return fmt.Errorf("verify: %+v, %v: the stray is not reported", r, err)
+	}
+	return nil
+}
+
+// TestStrayDirectoryOfAnotherUser leaves, in a cache of user nobody, a
+// directory only root can read, as a run under sudo does: nobody's
+// processes skip it and keep their cache within its limit.
+func TestStrayDirectoryOfAnotherUser(t *testing.T) {
+	bin, dir := asNobody(t)
+	cache := filepath.Join(dir, "cache")
+	s := openTest(t, Options{Dir: cache})
+	mustPut(t, s, 999, 100)
+	settle(t, s)
+	err := filepath.WalkDir(cache, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chown(p, nobody, nobody)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	device := filepath.Dir(filepath.Dir(filepath.Dir(s.leafDir(s.digests(testKey(999))))))
+	stray := filepath.Join(device, "0123456789abcdef0123456789abcdef")
+	if err := os.MkdirAll(filepath.Join(stray, "0123456789abcdef0123456789abcdef"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	runAsNobody(t, bin, "stray", cache)
 }

@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kcache/kcache"
 )
@@ -21,10 +23,11 @@ type Options struct {
 	// Dir is the cache root. Open fails with ErrNoDir when it is empty.
 	Dir string
 	// MaxSize is the total size in bytes (records and binaries) above which
-	// a Put evicts least recently used entries; 0 means no size limit.
+	// least recently used entries are evicted, in the background; 0 means
+	// no size limit.
 	MaxSize int64
-	// EvictTo is the fraction of MaxSize eviction goes down to; 0 means
-	// DefaultEvictTo.
+	// EvictTo is the fraction of MaxSize eviction goes down to once it
+	// starts; 0 means DefaultEvictTo.
 	EvictTo float64
 	// AgeThreshold removes entries unused for longer, in the daily
 	// maintenance pass; 0 disables age-based eviction.
@@ -51,8 +54,10 @@ type Options struct {
 // Defaults for Options.
 const (
 	// DefaultEvictTo evicts down to half of MaxSize, as the SYCL runtime
-	// does, so that one eviction pass (a walk of the whole tree) pays for
-	// many later inserts.
+	// does. Eviction runs in the background in steps of one shard, so a
+	// higher fraction (say 0.9, which keeps more of the cache) costs no
+	// caller anything; half is kept as the default the configuration
+	// documents.
 	DefaultEvictTo = 0.5
 	// DefaultLockTimeout bounds waits for short locks. They are held for
 	// microseconds, except the size file while a missing total is rebuilt
@@ -106,6 +111,19 @@ type Store struct {
 	// nextTrim caches, in Unix nanoseconds of the store's clock, when the
 	// next maintenance pass is due, so that most Puts skip reading trim.txt.
 	nextTrim atomic.Int64
+	// lastTotal is the cache's total as this process last read it, for
+	// Put's ceiling (see Put).
+	lastTotal atomic.Int64
+	// flock is flock(2); tests replace it to play a file system that
+	// refuses locks.
+	flock func(fd, how int) error
+	// noFlock makes the warning about a file system without locks once.
+	noFlock sync.Once
+	// bg runs eviction and maintenance off the callers' path (evict.go).
+	bg     background
+	counts workCounts
+	// hook, when set by a test, is called at named points of a step.
+	hook func(point string)
 }
 
 var (
@@ -129,10 +147,12 @@ func Open(opts Options) (*Store, error) {
 		log:     opts.Logger,
 		sync:    true,
 		digests: (*kcache.Key).Digests,
+		flock:   unix.Flock,
 	}
 	if err := prepareDir(s.root, s.dir); err != nil {
 		return nil, err
 	}
+	s.initTotals()
 	return s, nil
 }
 
@@ -208,6 +228,9 @@ func (s *Store) find(ctx context.Context, key *kcache.Key) (found, error) {
 		case err == nil:
 			return h, nil
 		case isOwnDamage(err):
+			if _, serr := os.Lstat(srcPath(leaf, n)); errors.Is(serr, fs.ErrNotExist) {
+				return found{}, errMiss // evicted or deleted while read: no damage
+			}
 			s.log.Warn("kcache: damaged cache entry ignored", "path", binPath(leaf, n), "err", err)
 			return found{}, fmt.Errorf("disk: %w", err)
 		case errors.Is(err, errOtherKey), errors.Is(err, fs.ErrNotExist):
@@ -271,18 +294,18 @@ func readFile(path string, limit int64) ([]byte, time.Time, error) {
 	if err != nil {
 		return nil, time.Time{}, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, time.Time{}, &fs.PathError{Op: "fstat", Path: path, Err: err}
 	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Size > limit {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > limit {
 		return nil, time.Time{}, &kcache.DecodeError{What: "file", Reason: fmt.Sprintf("%s: not a regular file of at most %d bytes", path, limit)}
 	}
 	b := make([]byte, st.Size)
 	for done := 0; done < len(b); {
-		n, err := syscall.Read(fd, b[done:])
-		if err == syscall.EINTR {
+		n, err := unix.Read(fd, b[done:])
+		if err == unix.EINTR {
 			continue
 		}
 		if err != nil || n == 0 {
@@ -295,8 +318,8 @@ func readFile(path string, limit int64) ([]byte, time.Time, error) {
 
 func openRead(path string) (int, error) {
 	for {
-		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-		if err != syscall.EINTR {
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
 			return fd, err
 		}
 	}
@@ -328,13 +351,16 @@ func (s *Store) admits(key *kcache.Key) bool {
 }
 
 // Put stores e for key. A key outside the image size limits, or an entry
-// larger than eviction's target, is not stored, and Put returns nil. An
-// error means the binary is not cached (a read-only or full disk, a lock
-// that stayed busy); the caller goes on with the binary it has.
+// larger than eviction's target, is not stored, and Put returns nil; so is
+// an entry that would take the cache past its ceiling, 1.1 x MaxSize, when
+// eviction is behind. An error means the binary is not cached (a read-only
+// or full disk, a lock that stayed busy); the caller goes on with the binary
+// it has.
 //
 // The binary is written to a temporary file and renamed into place, then
 // the record likewise: the record is the commit. A sound entry already
-// present for key is kept.
+// present for key is kept. Put never waits for eviction: when the cache is
+// over MaxSize, it starts eviction in the background and returns.
 func (s *Store) Put(ctx context.Context, key *kcache.Key, e kcache.Entry) error {
 	if !s.admits(key) {
 		s.log.Debug("kcache: image outside the cache's size limits, not stored", "size", imageSize(key))
@@ -343,44 +369,108 @@ func (s *Store) Put(ctx context.Context, key *kcache.Key, e kcache.Entry) error 
 	enc, _ := key.MarshalBinary()
 	raw := newRawRecord(enc, e.Binary, e.BuildTime, s.now())
 	src := raw.marshal()
-	if s.limited() && int64(len(src)+len(e.Binary)) > s.target() {
-		s.log.Debug("kcache: entry larger than the cache's eviction target, not stored", "size", len(src)+len(e.Binary))
+	size := int64(len(src) + len(e.Binary))
+	if s.limited() && size > s.target() {
+		s.log.Debug("kcache: entry larger than the cache's eviction target, not stored", "size", size)
 		return nil
 	}
-	delta, err := s.commit(ctx, s.leafDir(s.digests(key)), raw.key, src, e.Binary)
+	if s.limited() && s.lastTotal.Load()+size > s.ceiling() {
+		// Eviction is behind the writers: storing would take the cache
+		// past its bound. The binary is not cached; eviction catches up.
+		s.log.Debug("kcache: cache over its ceiling, entry not stored", "total", s.lastTotal.Load())
+		s.kick()
+		return nil
+	}
+	d := s.digests(key)
+	total, unknown, err := s.commit(ctx, idFor(d), s.leafDir(d), raw.key, src, e.Binary)
+	if errors.Is(err, errOverCeiling) {
+		s.log.Debug("kcache: cache over its ceiling, entry not stored", "total", total)
+		s.kick()
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("disk: put: %w", err)
 	}
-	s.afterWrite(ctx, delta)
+	s.afterWrite(total, unknown)
 	return nil
 }
 
-// commit writes an entry into leaf under the leaf's lock and returns by how
-// much the cache grew.
-func (s *Store) commit(ctx context.Context, leaf string, key, src, bin []byte) (int64, error) {
+// idFor returns the leaf name of a key with digests d.
+func idFor(d kcache.Digests) leafID {
+	var id leafID
+	const w = digestHexLen / 2
+	copy(id[:w], d.Device[:w])
+	copy(id[w:], d.Image[:w])
+	copy(id[2*w:], d.Spec[:w])
+	copy(id[3*w:], d.Options[:w])
+	return id
+}
+
+// commit writes an entry into leaf under the leaf's lock and accounts for
+// it. It returns the cache's total after the write and how many shard
+// totals are unknown (total is -1 when nothing changed).
+func (s *Store) commit(ctx context.Context, id leafID, leaf string, key, src, bin []byte) (total int64, unknown int, err error) {
 	unlock, err := s.lockLeaf(ctx, leaf, true, s.opts.LockTimeout)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer unlock()
 	n, present, err := s.chooseSlot(leaf, key)
 	if err != nil || present {
-		return 0, err
+		return -1, 0, err
 	}
-	old := fileSize(srcPath(leaf, n)) + fileSize(binPath(leaf, n))
+	// Only a committed entry (one with a record) was ever counted: a binary
+	// a dead writer left without its record was not, and is not subtracted.
+	old := committedSize(leaf, n)
+	delta := int64(len(src)+len(bin)) - old
+	// The journal learns of the leaf before its entry exists: a writer
+	// killed after the commit leaves an entry eviction can still find, and
+	// one killed before it leaves a count the shard's next step corrects.
+	ceiling := int64(0)
+	if s.limited() {
+		ceiling = s.ceiling()
+	}
+	total, unknown, aerr := s.account(ctx, id, delta, ceiling)
+	if errors.Is(aerr, errOverCeiling) {
+		return total, unknown, aerr
+	}
+	if aerr != nil {
+		s.log.Debug("kcache: cache size not updated", "err", aerr)
+	}
 	// Uncommit whatever the slot held before replacing its binary, so no
 	// reader pairs the old record with the new binary.
-	if err := removeIfExists(srcPath(leaf, n)); err != nil {
-		return 0, err
+	err = removeIfExists(srcPath(leaf, n))
+	if err == nil {
+		err = writeFile(leaf, binPath(leaf, n), bin, s.sync, time.Time{})
 	}
-	if err := writeFile(leaf, binPath(leaf, n), bin, s.sync, time.Time{}); err != nil {
-		return 0, err
+	if err == nil {
+		err = writeFile(leaf, srcPath(leaf, n), src, false, s.now())
+		if err != nil {
+			os.Remove(binPath(leaf, n)) // never committed; don't wait for a pass
+		}
 	}
-	if err := writeFile(leaf, srcPath(leaf, n), src, false, s.now()); err != nil {
-		os.Remove(binPath(leaf, n)) // never committed; don't wait for a pass
-		return 0, err
+	if err != nil {
+		// The slot now holds nothing committed: undo the count, the old
+		// entry's bytes included.
+		if aerr == nil {
+			s.account(ctx, id, -(delta + old), 0)
+		}
+		return 0, 0, err
 	}
-	return int64(len(src)+len(bin)) - old, nil
+	if aerr != nil {
+		return -1, 0, nil
+	}
+	return total, unknown, nil
+}
+
+// committedSize is what slot n of leaf counts for in the totals: its record
+// and binary if it has a record, else nothing.
+func committedSize(leaf string, n int) int64 {
+	src, err := os.Lstat(srcPath(leaf, n))
+	if err != nil {
+		return 0
+	}
+	return src.Size() + fileSize(binPath(leaf, n))
 }
 
 // chooseSlot picks the slot for key in leaf: the one holding key's entry
@@ -427,7 +517,8 @@ func isOwnDamage(err error) bool {
 // error.
 func (s *Store) Delete(ctx context.Context, key *kcache.Key) error {
 	want, _ := key.MarshalBinary()
-	leaf := s.leafDir(s.digests(key))
+	d := s.digests(key)
+	leaf := s.leafDir(d)
 	unlock, err := s.lockLeaf(ctx, leaf, false, s.opts.LockTimeout)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -435,6 +526,7 @@ func (s *Store) Delete(ctx context.Context, key *kcache.Key) error {
 	if err != nil {
 		return fmt.Errorf("disk: delete: %w", err)
 	}
+	defer unlock()
 	var freed int64
 	var errs []error
 	for n := range maxSlots {
@@ -444,11 +536,12 @@ func (s *Store) Delete(ctx context.Context, key *kcache.Key) error {
 			errs = append(errs, err)
 		}
 	}
-	// The size file is waited for without the leaf's lock (see lock.go):
-	// writers of this leaf need not queue behind a walk rebuilding it.
-	unlock()
+	// Accounted under the leaf's lock, like every change, so that a step
+	// listing this leaf counts the removal exactly once.
 	if freed > 0 {
-		s.addSize(ctx, -freed)
+		if _, _, err := s.account(ctx, idFor(d), -freed, 0); err != nil {
+			s.log.Debug("kcache: cache size not updated", "err", err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("disk: delete: %w", err)
@@ -457,19 +550,21 @@ func (s *Store) Delete(ctx context.Context, key *kcache.Key) error {
 }
 
 // removeSlot removes slot n of leaf, record first so that the entry is
-// uncommitted before its binary goes, and returns the bytes freed. The
-// caller holds the leaf's lock. Passes ignore the error: what stays behind
-// is found again by the next one.
+// uncommitted before its binary goes, and returns the bytes freed as the
+// totals count them: the record and binary of a committed entry, nothing
+// for a leftover. The caller holds the leaf's lock. Passes ignore the
+// error: what stays behind is found again by the next one.
 func (s *Store) removeSlot(leaf string, n int) (int64, error) {
-	var freed int64
+	counted := committedSize(leaf, n)
 	for _, p := range [...]string{srcPath(leaf, n), binPath(leaf, n)} {
-		size := fileSize(p)
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return freed, err
+			if p == binPath(leaf, n) {
+				return counted, err // the record is gone: uncounted already
+			}
+			return 0, err
 		}
-		freed += size
 	}
-	return freed, nil
+	return counted, nil
 }
 
 // fileSize returns the size of the file at path, 0 if there is none.

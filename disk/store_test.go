@@ -63,9 +63,11 @@ func TestLayout(t *testing.T) {
 func TestPutTwiceKeepsEntry(t *testing.T) {
 	s := openTest(t, Options{})
 	mustPut(t, s, 1, 100)
+	settle(t, s)
 	before := snapshot(t, s.root)
 	size, _ := s.Size(context.Background())
 	mustPut(t, s, 1, 100)
+	settle(t, s)
 	if after := snapshot(t, s.root); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("second Put of a sound entry changed files")
 	}
@@ -281,7 +283,7 @@ func TestRandomDamage(t *testing.T) {
 	}
 	for range rounds {
 		victims := append(files(t, s.dir, "*.src"), files(t, s.dir, "*.bin")...)
-		victims = append(victims, filepath.Join(s.dir, sizeName))
+		victims = append(victims, filepath.Join(s.shardsDir(), shardSizeName))
 		p := victims[rng.IntN(len(victims))]
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -306,6 +308,13 @@ func TestRandomDamage(t *testing.T) {
 		for i := range keys {
 			if !isHit(t, s, i, size(i)) {
 				mustPut(t, s, i, size(i))
+				if !isHit(t, s, i, size(i)) {
+					// A damaged size file may read as a total past the
+					// ceiling: that Put was not stored, and the
+					// background step it started corrects the total.
+					settle(t, s)
+					mustPut(t, s, i, size(i))
+				}
 				checkGet(t, s, i, size(i))
 			}
 		}
@@ -352,6 +361,7 @@ func TestHitWritesNothing(t *testing.T) {
 	for i := range 5 {
 		mustPut(t, s, i, 5000)
 	}
+	settle(t, s)
 	before := snapshot(t, s.root)
 	clock.Advance(59 * time.Minute)
 	for range 100 {

@@ -13,8 +13,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kcache/kcache"
 )
@@ -46,12 +47,17 @@ func (i *Info) BinaryPath() string { return binPath(i.Dir, i.Slot) }
 // and stops at the first error fn returns, returning it. It checks each
 // record and that its binary has the recorded length, but does not read
 // binaries: Verify does. Walk takes no lock; entries written or removed
-// while it runs may or may not be seen.
+// while it runs may or may not be seen. What it cannot read (a directory
+// another user left, a file where a directory should be) it skips, with a
+// warning; Verify lists it.
 func (s *Store) Walk(ctx context.Context, fn func(Info) error) error {
-	return s.eachLeaf(ctx, func(leaf string) error {
+	var sk skipped
+	defer sk.warn(s)
+	return s.eachLeaf(ctx, &sk, func(leaf string) error {
 		c, err := listLeaf(leaf)
 		if err != nil {
-			return nil // removed since its parent was listed
+			sk.add(leaf, err)
+			return nil
 		}
 		for n := range maxSlots {
 			if c.slots[n].used() {
@@ -70,8 +76,9 @@ type Report struct {
 	Bytes      int64     // their size on disk
 	Damaged    int       // entries whose record or binary fails a check
 	Incomplete int       // leftovers of interrupted writes
+	Unreadable int       // directories that could not be listed, skipped
 	Removed    int       // damaged entries and leftovers removed, with repair
-	Problems   []Problem // the first maxProblems damaged or incomplete items
+	Problems   []Problem // the first maxProblems damaged, incomplete or unreadable items
 }
 
 // Problem is one damaged or incomplete item found by Verify.
@@ -92,9 +99,11 @@ const maxProblems = 1000
 // file from what remains.
 func (s *Store) Verify(ctx context.Context, repair bool) (Report, error) {
 	var r Report
-	err := s.eachLeaf(ctx, func(leaf string) error {
+	var sk skipped
+	err := s.eachLeaf(ctx, &sk, func(leaf string) error {
 		c, err := listLeaf(leaf)
 		if err != nil {
+			sk.add(leaf, err)
 			return nil
 		}
 		if s.tally(&r, leaf, c) && repair {
@@ -102,10 +111,45 @@ func (s *Store) Verify(ctx context.Context, repair bool) (Report, error) {
 		}
 		return nil
 	})
+	r.Unreadable = sk.n
+	for _, p := range sk.first {
+		if len(r.Problems) < maxProblems {
+			r.Problems = append(r.Problems, p)
+		}
+	}
 	if err == nil && repair {
-		_, err = s.updateTotal(ctx, func(int64, bool) (int64, error) { return s.walkTotal(ctx) })
+		err = s.recount(ctx)
 	}
 	return r, err
+}
+
+// skipped collects what a walk could not read.
+type skipped struct {
+	mu    sync.Mutex
+	n     int
+	first []Problem // the first maxProblems
+}
+
+// add records that path could not be read. A path that vanished meanwhile
+// (another process removed it) is not a problem.
+func (sk *skipped) add(path string, err error) {
+	if sk == nil || errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	sk.n++
+	if len(sk.first) < maxProblems {
+		sk.first = append(sk.first, Problem{Path: path, Err: fmt.Errorf("%w: %w", ErrUnreadable, err)})
+	}
+}
+
+// warn logs one warning for everything skipped.
+func (sk *skipped) warn(s *Store) {
+	if sk.n > 0 {
+		s.log.Warn("kcache: parts of the cache could not be read and were skipped", "count", sk.n,
+			"first", sk.first[0].Path, "err", sk.first[0].Err)
+	}
 }
 
 // tally adds a leaf's slots and leftovers to r and reports whether any was
@@ -160,9 +204,16 @@ func (s *Store) repairLeaf(ctx context.Context, leaf string) int {
 			}
 		}
 	}
+	// The totals are recounted after the walk (Verify), not here.
 	removed += removeTemps(leaf, c.temps)
 	s.dropLeafIfEmpty(leaf)
 	return removed
+}
+
+// recount sets every shard's total from what is on disk: the maintenance
+// pass without its evictions.
+func (s *Store) recount(ctx context.Context) error {
+	return s.fullPass(ctx, passOptions{wait: true})
 }
 
 // inspect checks slot n of leaf; deep also reads the binary and checks its
@@ -251,6 +302,18 @@ type leafContents struct {
 	temps []string // names of temporary files
 }
 
+// committed is what the leaf counts for in the totals: the record and
+// binary of every slot that has a record (see committedSize).
+func (c *leafContents) committed() int64 {
+	var n int64
+	for _, f := range c.slots {
+		if f.src != nil {
+			n += f.size()
+		}
+	}
+	return n
+}
+
 // listLeaf lists a leaf directory and stats its slot files.
 func listLeaf(leaf string) (leafContents, error) {
 	var c leafContents
@@ -280,9 +343,10 @@ func listLeaf(leaf string) (leafContents, error) {
 	return c, nil
 }
 
-// eachLeaf calls fn for every leaf directory, in path order.
-func (s *Store) eachLeaf(ctx context.Context, fn func(leaf string) error) error {
-	return eachLevel(ctx, s.dir, levels, fn)
+// eachLeaf calls fn for every leaf directory, in path order, and adds what
+// it cannot list to sk.
+func (s *Store) eachLeaf(ctx context.Context, sk *skipped, fn func(leaf string) error) error {
+	return eachLevel(ctx, s.dir, levels, sk, fn)
 }
 
 // levels is the depth of leaf directories below the version directory.
@@ -297,9 +361,9 @@ var walkers = max(4, 2*runtime.GOMAXPROCS(0))
 // eachLeafParallel calls fn for every leaf directory, from several
 // goroutines at once and in no order. It splits the tree at the image
 // level, the one with as many directories as entries.
-func (s *Store) eachLeafParallel(ctx context.Context, fn func(leaf string) error) error {
+func (s *Store) eachLeafParallel(ctx context.Context, sk *skipped, fn func(leaf string) error) error {
 	var images []string
-	err := eachLevel(ctx, s.dir, levels-2, func(dir string) error {
+	err := eachLevel(ctx, s.dir, levels-2, sk, func(dir string) error {
 		images = append(images, dir)
 		return nil
 	})
@@ -315,7 +379,7 @@ func (s *Store) eachLeafParallel(ctx context.Context, fn func(leaf string) error
 	for range min(walkers, len(images)) {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(len(images)); i = next.Add(1) - 1 {
-				if err := eachLevel(ctx, images[i], 2, fn); err != nil {
+				if err := descend(ctx, images[i], 2, sk, fn, false); err != nil {
 					once.Do(func() { firstErr = err })
 					return
 				}
@@ -327,17 +391,25 @@ func (s *Store) eachLeafParallel(ctx context.Context, fn func(leaf string) error
 }
 
 // eachLevel descends depth directory levels below dir. Directories that
-// vanish meanwhile (another process evicting) are skipped.
-func eachLevel(ctx context.Context, dir string, depth int, fn func(string) error) error {
+// vanish meanwhile (another process evicting) are skipped; so is what
+// cannot be listed below dir (a directory left by another user, a file
+// where a directory should be), which goes to sk: one stray must not stop
+// a pass over everything else. Only dir itself must be readable.
+func eachLevel(ctx context.Context, dir string, depth int, sk *skipped, fn func(string) error) error {
+	return descend(ctx, dir, depth, sk, fn, true)
+}
+
+func descend(ctx context.Context, dir string, depth int, sk *skipped, fn func(string) error, top bool) error {
 	if depth == 0 {
 		return fn(dir)
 	}
 	names, err := readNames(dir)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+		if top && !errors.Is(err, fs.ErrNotExist) {
+			return err
 		}
-		return err
+		sk.add(dir, err)
+		return nil
 	}
 	for _, name := range names {
 		if !isLevelName(name) {
@@ -346,7 +418,7 @@ func eachLevel(ctx context.Context, dir string, depth int, fn func(string) error
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := eachLevel(ctx, dir+"/"+name, depth-1, fn); err != nil {
+		if err := descend(ctx, dir+"/"+name, depth-1, sk, fn, false); err != nil {
 			return err
 		}
 	}
@@ -361,17 +433,17 @@ var direntBufs = sync.Pool{New: func() any { return new([8192]byte) }}
 // network poller and a finalizer, a quarter more work per directory in a
 // pass that lists hundreds of thousands.
 func readNames(dir string) ([]string, error) {
-	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
-	defer syscall.Close(fd)
+	defer unix.Close(fd)
 	buf := direntBufs.Get().(*[8192]byte)
 	defer direntBufs.Put(buf)
 	var names []string
 	for {
-		n, err := syscall.ReadDirent(fd, buf[:])
-		if err == syscall.EINTR {
+		n, err := unix.ReadDirent(fd, buf[:])
+		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
@@ -380,21 +452,20 @@ func readNames(dir string) ([]string, error) {
 		if n <= 0 {
 			break
 		}
-		_, _, names = syscall.ParseDirent(buf[:n], -1, names)
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
 	}
 	slices.Sort(names)
 	return names, nil
 }
 
-// walkTotal sums the sizes of every record and binary.
+// walkTotal sums the sizes of every committed entry, for a cache whose
+// size file cannot be written.
 func (s *Store) walkTotal(ctx context.Context) (int64, error) {
 	var total atomic.Int64
-	err := s.eachLeafParallel(ctx, func(leaf string) error {
+	err := s.eachLeafParallel(ctx, nil, func(leaf string) error {
 		c, err := listLeaf(leaf)
 		if err == nil {
-			for _, f := range c.slots {
-				total.Add(f.size())
-			}
+			total.Add(c.committed())
 		}
 		return nil
 	})
@@ -410,6 +481,11 @@ const trashPrefix = ".trash-"
 // cache, then removes it; a Clear interrupted midway leaves a .trash-*
 // directory that the next Clear removes.
 func (s *Store) Clear(ctx context.Context) error {
+	// This process's background work would otherwise go on writing totals
+	// of the entries being removed into the new, empty cache.
+	if err := s.wait(ctx); err != nil {
+		return fmt.Errorf("disk: clear: %w", err)
+	}
 	names, err := readNames(s.root)
 	if err != nil {
 		return fmt.Errorf("disk: clear: %w", err)
@@ -433,6 +509,7 @@ func (s *Store) Clear(ctx context.Context) error {
 		errs = append(errs, os.RemoveAll(p))
 	}
 	s.nextTrim.Store(0)
+	s.lastTotal.Store(0)
 	errs = append(errs, os.MkdirAll(s.dir, dirPerm))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("disk: clear: %w", err)

@@ -1,0 +1,115 @@
+package disk
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestEvictionSkipsUnreadable checks that what a pass cannot read (a file
+// where a directory level should be, a dangling link, as a run under sudo
+// or a stray copy leaves) is skipped: the rest is evicted and the size
+// file is written.
+func TestEvictionSkipsUnreadable(t *testing.T) {
+	clock := newClock()
+	s := openTest(t, Options{Now: clock.Now, EvictionDisabled: true})
+	mustPut(t, s, 100, 1000)
+	per := entrySize(t, s, 100)
+	s.Delete(context.Background(), testKey(100))
+	for _, level := range []int{1, 2, 3} {
+		for _, kind := range []string{"file", "dangling symlink"} {
+			t.Run(kind+" at level "+string(rune('0'+level)), func(t *testing.T) {
+				clock := newClock()
+				s := openTest(t, Options{Now: clock.Now, MaxSize: 10*per + per/2})
+				fillAged(t, s, clock, 10, 1000)
+				// The stray sits beside entry 0's directory at the given level.
+				dir := s.leafDir(s.digests(testKey(0)))
+				for range levels - level {
+					dir = filepath.Dir(dir)
+				}
+				stray := filepath.Join(filepath.Dir(dir), "00000000000000000000000000000000")
+				if kind == "file" {
+					writeRaw(t, stray, []byte("not a directory"))
+				} else if err := os.Symlink("/nonexistent/kcache", stray); err != nil {
+					t.Fatal(err)
+				}
+				clock.Advance(2 * time.Hour)
+				mustPut(t, s, 10, 1000)
+				settle(t, s)
+				got := present(t, s)
+				if len(got) > 5 {
+					t.Fatalf("nothing evicted past the stray entry: left %v", got)
+				}
+				_, total := walkSum(t, s)
+				if size, err := s.Size(context.Background()); err != nil || size != total {
+					t.Fatalf("size file %d (%v), walk %d", size, err, total)
+				}
+			})
+		}
+	}
+}
+
+// TestCommitOverLeftoverKeepsSize checks that writing over a dead writer's
+// binary, which no total ever counted, does not subtract it.
+func TestCommitOverLeftoverKeepsSize(t *testing.T) {
+	s := openTest(t, Options{})
+	ctx := context.Background()
+	for i := 10; i < 20; i++ {
+		mustPut(t, s, i, 1000)
+	}
+	mustPut(t, s, 1, 1000)
+	// A writer killed after renaming its binary, before its record: the
+	// binary is there, uncounted.
+	leaf := s.leafDir(s.digests(testKey(2)))
+	if err := os.MkdirAll(leaf, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeRaw(t, binPath(leaf, 0), testBinary(2, 5000))
+	mustPut(t, s, 2, 1000)
+	size, err := s.Size(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, total := walkSum(t, s)
+	if size != total {
+		t.Fatalf("size file %d after a commit over a leftover, entries hold %d", size, total)
+	}
+}
+
+// TestDeleteDuringEvictionCountedOnce runs a Delete at each point of an
+// eviction step through the deleted entry's shard and checks that the
+// totals end equal to what is on disk: neither the Delete nor the step may
+// count a removal the other already counted.
+func TestDeleteDuringEvictionCountedOnce(t *testing.T) {
+	for _, point := range []string{"listing", "evicting", "counting"} {
+		t.Run(point, func(t *testing.T) {
+			clock := newClock()
+			s := openTest(t, Options{Now: clock.Now, MaxSize: 1 << 30})
+			fillAged(t, s, clock, 20, 1000)
+			settle(t, s)
+			ctx := context.Background()
+			for i := 19; i >= 15; i-- {
+				s.hook = func(at string) {
+					if at == point {
+						if err := s.Delete(ctx, testKey(i)); err != nil {
+							t.Error(err)
+						}
+					}
+				}
+				if _, _, err := s.step(ctx, []int{shardOf(s, i)}, false, stepPlan{wait: true}, nil); err != nil {
+					t.Fatal(err)
+				}
+				s.hook = nil
+			}
+			if got := present(t, s); len(got) != 15 {
+				t.Fatalf("left %v", got)
+			}
+			_, total := walkSum(t, s)
+			if size, err := s.Size(ctx); err != nil || size != total {
+				t.Fatalf("size file %d (%v), entries hold %d", size, err, total)
+			}
+		})
+	}
+}
