@@ -44,6 +44,7 @@ type Cache struct {
 	flight singleflight.Group // keyed by key digest
 	stats  counters
 	warned sync.Map // "kind/op" -> struct{}: warnings already logged
+	merge  merger   // counts already merged into the tiers that keep them
 }
 
 // New returns a Cache over tiers, searched in order. With no tiers (the
@@ -242,6 +243,7 @@ func (p *Pending) Commit(ctx context.Context, bin []byte, buildTime time.Duratio
 		p.c.stats.builds.Add(1)
 		p.c.stats.buildNanos.Add(int64(buildTime))
 		p.c.fill(ctx, p.key, Entry{Binary: bin, BuildTime: buildTime}, p.c.tiers)
+		p.c.flushIfDue(ctx)
 		p.c.debug("built", "key", p.digest, "took", buildTime, "bytes", len(bin))
 	})
 }
@@ -309,6 +311,22 @@ func (c *Cache) Delete(ctx context.Context, key *Key) error {
 	for _, t := range c.tiers {
 		if err := t.Store.Delete(ctx, key); err != nil && !errors.Is(err, ErrMiss) {
 			errs = append(errs, fmt.Errorf("%s: %w", t.Kind, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close merges this process's counts into every tier that keeps shared
+// counters (a StatsMerger) and then closes every tier whose Store has a
+// Close(ctx) method, so that work a tier defers (writes, flushes) is done
+// before the process exits. It returns every error, joined.
+func (c *Cache) Close(ctx context.Context) error {
+	errs := []error{c.FlushStats(ctx)}
+	for _, t := range c.tiers {
+		if cl, ok := t.Store.(interface{ Close(context.Context) error }); ok {
+			if err := cl.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("kcache: close %s tier: %w", t.Kind, err))
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -32,6 +32,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newBuildCmd(), newDemoCmd(), newDemoPhaseCmd())
+	addCacheCommands(root)
 	cleanup := privatePoCLDir()
 	err := root.Execute()
 	cleanup()
@@ -41,7 +42,7 @@ func main() {
 			os.Exit(ee.code)
 		}
 		fmt.Fprintln(os.Stderr, "kcache:", err)
-		os.Exit(2)
+		os.Exit(exitCode(err))
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -70,8 +71,12 @@ func openSession(n int, commitDelay time.Duration) (*session, error) {
 	return &session{dev: dev, cl: cl, bins: bins, cache: cache}, nil
 }
 
-// Close commits pending binaries and releases the context.
+// Close commits pending binaries, merges this process's counters into the
+// cache's and releases the context.
 func (s *session) Close() {
 	s.cache.Close()
+	if err := s.bins.Close(context.Background()); err != nil {
+		s.bins.Logger().Warn("kcache: closing the cache", "err", err)
+	}
 	s.cl.Release()
 }
