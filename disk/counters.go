@@ -44,12 +44,12 @@ type Counters struct {
 	MemoryHits   int64         `json:"memory_hits"`   // lookups served by a process's object tier
 	DiskHits     int64         `json:"disk_hits"`     // lookups served by this disk tier
 	RemoteHits   int64         `json:"remote_hits"`   // lookups served by a remote tier
-	Misses       int64         `json:"misses"`        // lookups no tier answered: built, failed or waited for
+	Misses       int64         `json:"misses"`        // lookups no tier answered, so the compiler ran
 	DiskMisses   int64         `json:"disk_misses"`   // lookups this disk tier could not answer
 	DiskErrors   int64         `json:"disk_errors"`   // I/O and lock failures of the disk tier
 	Builds       int64         `json:"builds"`        // compiler runs that succeeded
 	FailedBuilds int64         `json:"failed_builds"` // compiler runs that failed
-	Waited       int64         `json:"waited"`        // builds another process made while this one waited
+	Waited       int64         `json:"waited"`        // of the hits, those read after waiting for another process's build
 	Evictions    int64         `json:"evictions"`     // entries removed by eviction or prune
 	EvictedBytes int64         `json:"evicted_bytes"` // bytes those entries held
 	BuildTime    time.Duration `json:"build_time_ns"` // time spent compiling
@@ -133,7 +133,7 @@ func CountersFromStats(s kcache.Stats) Counters {
 		MemoryHits:   s.Memory.Hits,
 		DiskHits:     s.Disk.Hits,
 		RemoteHits:   s.Remote.Hits,
-		Misses:       s.Builds + s.FailedBuilds + s.Waited,
+		Misses:       s.Builds + s.FailedBuilds,
 		DiskMisses:   s.Disk.Misses,
 		DiskErrors:   s.Disk.Errors,
 		Builds:       s.Builds,
