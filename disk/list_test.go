@@ -3,6 +3,7 @@ package disk
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +130,34 @@ func TestPrune(t *testing.T) {
 	}
 	if total, _ := s.Size(ctx); total != left {
 		t.Errorf("size file says %d, want %d", total, left)
+	}
+}
+
+func TestCompareKeys(t *testing.T) {
+	a := testKey(1)
+	tests := []struct {
+		name   string
+		change func(k *kcache.Key)
+		want   []Change
+	}{
+		{"same", func(*kcache.Key) {}, nil},
+		{"driver", func(k *kcache.Key) { k.Device.Driver = "2.0" }, []Change{{"device", "driver", "1.0", "2.0"}}},
+		{"options", func(k *kcache.Key) { k.Options.Compile = "-O0" }, []Change{{"options", "", "-cl-std=CL3.0", "-O0"}}},
+		{"env added", func(k *kcache.Key) { k.Options.Env = append(k.Options.Env, kcache.EnvVar{Name: "POCL_X", Value: "1"}) },
+			[]Change{{"env", "POCL_X", "", "1"}}},
+		{"header", func(k *kcache.Key) {
+			k.Image.Headers = []kcache.Header{kcache.HeaderOf("common.h", []byte("#define N 2"))}
+		},
+			[]Change{{"header", "common.h", kcache.HeaderOf("", []byte("#define N 1")).Digest.String()[:16], kcache.HeaderOf("", []byte("#define N 2")).Digest.String()[:16]}}},
+		{"spec", func(k *kcache.Key) { k.Spec = nil }, []Change{{"spec", "1", "01", ""}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := testKey(1)
+			tt.change(b)
+			if got := CompareKeys(a, b); !slices.Equal(got, tt.want) {
+				t.Errorf("CompareKeys = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

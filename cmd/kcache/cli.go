@@ -61,7 +61,8 @@ func addCacheCommands(root *cobra.Command) {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w; see kcache %s --help", err, cmd.Name())}
 	})
-	root.AddCommand(newStatsCmd(), newLsCmd(), newShowCmd(), newVerifyCmd(), newPruneCmd(), newClearCmd())
+	root.AddCommand(newStatsCmd(), newLsCmd(), newShowCmd(), newVerifyCmd(), newPruneCmd(), newClearCmd(),
+		newWhyCmd(), newDiffCmd())
 }
 
 // streams are where a command writes: data to out, status and progress to
