@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/dustin/go-humanize v1.1.0
 	github.com/ebitengine/purego v0.11.3
+	github.com/klauspost/compress v1.20.3
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/sync v0.24.0
 	gonum.org/v1/plot v0.17.0

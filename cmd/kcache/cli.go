@@ -62,7 +62,7 @@ func addCacheCommands(root *cobra.Command) {
 		return usageError{fmt.Errorf("%w; see kcache %s --help", err, cmd.Name())}
 	})
 	root.AddCommand(newStatsCmd(), newLsCmd(), newShowCmd(), newVerifyCmd(), newPruneCmd(), newClearCmd(),
-		newWhyCmd(), newDiffCmd())
+		newWhyCmd(), newDiffCmd(), newExportCmd(), newImportCmd())
 }
 
 // streams are where a command writes: data to out, status and progress to
