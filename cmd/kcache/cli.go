@@ -62,7 +62,7 @@ func addCacheCommands(root *cobra.Command) {
 		return usageError{fmt.Errorf("%w; see kcache %s --help", err, cmd.Name())}
 	})
 	root.AddCommand(newStatsCmd(), newLsCmd(), newShowCmd(), newVerifyCmd(), newPruneCmd(), newClearCmd(),
-		newWhyCmd(), newDiffCmd(), newExportCmd(), newImportCmd())
+		newWhyCmd(), newDiffCmd(), newExportCmd(), newImportCmd(), newWarmCmd())
 }
 
 // streams are where a command writes: data to out, status and progress to
@@ -72,13 +72,15 @@ func addCacheCommands(root *cobra.Command) {
 type streams struct {
 	out, errOut io.Writer
 	tty         bool // out is a terminal
+	errTTY      bool // errOut is a terminal: progress may be drawn there
 	exactBytes  bool // --bytes: sizes in bytes, not human units
 }
 
 // newStreams returns the command's streams, judging whether stdout is a
 // terminal.
 func newStreams(cmd *cobra.Command) *streams {
-	return &streams{out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), tty: isTerminal(cmd.OutOrStdout())}
+	return &streams{out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(),
+		tty: isTerminal(cmd.OutOrStdout()), errTTY: isTerminal(cmd.ErrOrStderr())}
 }
 
 // isTerminal reports whether w is a character device: a terminal.
