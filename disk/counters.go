@@ -162,11 +162,6 @@ func (s *Store) CountEvictions(ctx context.Context, entries int, bytes int64) er
 	return s.AddCounters(ctx, Counters{Evictions: int64(entries), EvictedBytes: bytes})
 }
 
-// Close is part of the kcache tier convention (kcache.Cache.Close calls it).
-// The disk tier writes every entry before Put returns and merges its
-// counters as they come, so it has nothing left to do.
-func (s *Store) Close(ctx context.Context) error { return nil }
-
 // Counters returns the persistent counters. A missing file reads as zero; a
 // damaged one is an error naming the file (ZeroCounters starts it afresh).
 func (s *Store) Counters(ctx context.Context) (Counters, error) {

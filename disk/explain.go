@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/kcache/kcache"
 )
@@ -130,7 +131,10 @@ type Near struct {
 // first, each with what differs. It reads every record, no binary.
 func (s *Store) Explain(ctx context.Context, key *kcache.Key, limit int) (hit *Info, near []Near, err error) {
 	want := key.Digests()
-	err = s.Walk(ctx, func(in Info) error {
+	var mu sync.Mutex // protects hit and near
+	err = s.WalkParallel(ctx, func(in Info) error {
+		mu.Lock()
+		defer mu.Unlock()
 		switch {
 		case in.Key == nil:
 		case in.Digests.Key == want.Key && in.Err == nil:
@@ -141,7 +145,8 @@ func (s *Store) Explain(ctx context.Context, key *kcache.Key, limit int) (hit *I
 		return nil
 	})
 	slices.SortStableFunc(near, func(a, b Near) int {
-		return cmp.Or(cmp.Compare(len(a.Changes), len(b.Changes)), b.Info.AccessTime.Compare(a.Info.AccessTime))
+		return cmp.Or(cmp.Compare(len(a.Changes), len(b.Changes)), b.Info.AccessTime.Compare(a.Info.AccessTime),
+			cmp.Compare(a.Info.Dir, b.Info.Dir))
 	})
 	if len(near) > limit {
 		near = near[:limit]

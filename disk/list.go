@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/kcache/kcache"
 )
@@ -49,8 +50,11 @@ func (s *Store) Find(ctx context.Context, prefix string) (Info, error) {
 		matches []string
 		count   int
 	)
-	err := s.Walk(ctx, func(in Info) error {
+	var mu sync.Mutex // protects found, matches and count
+	err := s.WalkParallel(ctx, func(in Info) error {
 		if in.Key != nil && strings.HasPrefix(in.ID(), prefix) {
+			mu.Lock()
+			defer mu.Unlock()
 			if count == 0 {
 				found = in
 			}

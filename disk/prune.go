@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -37,7 +38,10 @@ type PruneReport struct {
 func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, error) {
 	r := PruneReport{DryRun: opts.DryRun}
 	var entries []Info
-	err := s.Walk(ctx, func(in Info) error {
+	var mu sync.Mutex // protects r and entries
+	err := s.WalkParallel(ctx, func(in Info) error {
+		mu.Lock()
+		defer mu.Unlock()
 		if in.Err != nil {
 			r.Damaged++
 			return nil

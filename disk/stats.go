@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"sync"
 )
 
 // Summary is what the cache holds: the figures `kcache stats` shows.
@@ -28,7 +29,10 @@ type Group struct {
 func (s *Store) Summarize(ctx context.Context) (Summary, error) {
 	sum := Summary{MaxSize: s.MaxSize()}
 	groups := map[[2]string]*Group{}
-	err := s.Walk(ctx, func(in Info) error {
+	var mu sync.Mutex // protects sum and groups
+	err := s.WalkParallel(ctx, func(in Info) error {
+		mu.Lock()
+		defer mu.Unlock()
 		if in.Err != nil {
 			sum.Damaged++
 			return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -71,7 +72,10 @@ func runLs(ctx context.Context, io *streams, o lsOptions) error {
 	now := time.Now()
 	var entries []*disk.Info
 	damaged := 0
-	err = st.Walk(ctx, func(in disk.Info) error {
+	var mu sync.Mutex // protects entries and damaged
+	err = st.WalkParallel(ctx, func(in disk.Info) error {
+		mu.Lock()
+		defer mu.Unlock()
 		switch {
 		case in.Err != nil:
 			damaged++
@@ -83,7 +87,11 @@ func runLs(ctx context.Context, io *streams, o lsOptions) error {
 	if err != nil {
 		return fmt.Errorf("reading the cache: %w", err)
 	}
-	slices.SortStableFunc(entries, lsSorts[o.sort])
+	// The walk's order is random: the ID breaks ties, so the output is
+	// the same from one run to the next.
+	slices.SortFunc(entries, func(a, b *disk.Info) int {
+		return cmp.Or(lsSorts[o.sort](a, b), cmp.Compare(a.Dir, b.Dir), cmp.Compare(a.Slot, b.Slot))
+	})
 	if damaged > 0 {
 		fmt.Fprintf(io.errOut, "kcache: %d damaged entries not listed; run kcache verify --repair\n", damaged)
 	}
