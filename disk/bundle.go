@@ -10,6 +10,8 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kcache/kcache"
@@ -125,7 +127,6 @@ func (s *Store) ImportBundle(ctx context.Context, r io.Reader, accept func(*kcac
 	}
 	defer os.Remove(spool.Name())
 	defer spool.Close()
-	type span struct{ off, n int64 }
 	var keep []span
 	var off int64
 	err = ReadBundle(ctx, r, func(b *Blob, raw []byte) error {
@@ -144,19 +145,61 @@ func (s *Store) ImportBundle(ctx context.Context, r io.Reader, accept func(*kcac
 	if err != nil {
 		return rep, fmt.Errorf("disk: import: %w", err)
 	}
-	for _, sp := range keep {
-		blob := make([]byte, sp.n)
-		if _, err := spool.ReadAt(blob, sp.off); err != nil {
-			return rep, fmt.Errorf("disk: import: %w", err)
-		}
-		if err := s.Import(ctx, blob); err != nil {
-			return rep, fmt.Errorf("disk: import: %w", err)
-		}
-		rep.Imported++
-		rep.Bytes += sp.n
+	imported, err := s.importSpans(ctx, spool, keep)
+	rep.Imported = len(imported)
+	for _, n := range imported {
+		rep.Bytes += n
 	}
-	return rep, nil
+	return rep, err
 }
+
+// span locates one verified blob in the import's spool file.
+type span struct{ off, n int64 }
+
+// importSpans stores the blobs at spans of spool, importers at a time: each
+// Put syncs its binary before committing it, and syncs of different
+// entries overlap. It returns the sizes of the blobs it stored.
+func (s *Store) importSpans(ctx context.Context, spool *os.File, spans []span) ([]int64, error) {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex // protects done and errs
+		done []int64
+		errs []error
+		next atomic.Int64
+	)
+	for range min(importers, len(spans)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(spans)) && ctx.Err() == nil; i = next.Add(1) - 1 {
+				err := s.importSpan(ctx, spool, spans[i])
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					done = append(done, spans[i].n)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return done, fmt.Errorf("disk: import: %w", err)
+	}
+	return done, ctx.Err()
+}
+
+func (s *Store) importSpan(ctx context.Context, spool *os.File, sp span) error {
+	blob := make([]byte, sp.n)
+	if _, err := spool.ReadAt(blob, sp.off); err != nil {
+		return err
+	}
+	return s.Import(ctx, blob)
+}
+
+// importers is how many entries an import stores at once. Storing is
+// mostly waiting for fsync, which the disk serves for several files at a
+// time.
+const importers = 8
 
 // ReadBundle reads a bundle from r and calls fn with every entry, decoded
 // and verified, and its blob's bytes, in the bundle's order. It returns an

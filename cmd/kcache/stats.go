@@ -99,7 +99,7 @@ func printStats(io *streams, s statsJSON) error {
 	if hits+c.Misses > 0 {
 		fmt.Fprintf(w, "hit rate\t%.1f%%\n", 100*float64(hits)/float64(hits+c.Misses))
 	}
-	fmt.Fprintf(w, "builds\t%d (%d failed, %d waited for)\n", c.Builds+c.FailedBuilds, c.FailedBuilds, c.Waited)
+	fmt.Fprintf(w, "builds\t%d (%d failed; %d hits waited for a build)\n", c.Builds+c.FailedBuilds, c.FailedBuilds, c.Waited)
 	fmt.Fprintf(w, "build time\t%s\n", duration(c.BuildTime))
 	fmt.Fprintf(w, "build time saved\t%s\n", duration(c.SavedTime))
 	fmt.Fprintf(w, "evictions\t%d (%s)\n", c.Evictions, io.size(c.EvictedBytes))
