@@ -17,7 +17,7 @@ type statsJSON struct {
 	Entries  int           `json:"entries"`
 	Bytes    int64         `json:"bytes"`
 	MaxSize  int64         `json:"max_size"` // 0: no size limit
-	Damaged  int           `json:"damaged"`
+	Damaged  int           `json:"damaged"`  // slots missing their record or binary
 	Devices  []groupJSON   `json:"devices"`
 	Counters disk.Counters `json:"counters"`
 }
