@@ -91,7 +91,7 @@ type StatsMerger interface {
 // lock and a rewrite, nothing next to a build, and ten minutes keeps the
 // shared counters current enough for `kcache stats` while a hit-only run
 // still writes nothing until Close.
-const flushInterval = 10 * time.Minute
+var flushInterval = 10 * time.Minute
 
 // merger remembers what a Cache has merged, so that each merge hands on
 // only the counts made since the one before.
