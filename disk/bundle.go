@@ -145,9 +145,20 @@ func (s *Store) ImportBundle(ctx context.Context, r io.Reader, accept func(*kcac
 	if err != nil {
 		return rep, fmt.Errorf("disk: import: %w", err)
 	}
-	imported, err := s.importSpans(ctx, spool, keep)
-	rep.Imported = len(imported)
-	for _, n := range imported {
+	// The first entry goes alone: its Put settles what a first write to a
+	// cache may do (rebuild a missing total, run a due maintenance pass)
+	// before the others write at once; a walk racing concurrent writers
+	// would count some of them twice.
+	var imported []int64
+	if len(keep) > 0 {
+		if imported, err = s.importSpans(ctx, spool, keep[:1]); err != nil {
+			return rep, err
+		}
+		keep = keep[1:]
+	}
+	rest, err := s.importSpans(ctx, spool, keep)
+	for _, n := range append(imported, rest...) {
+		rep.Imported++
 		rep.Bytes += n
 	}
 	return rep, err
