@@ -44,6 +44,7 @@ type Cache struct {
 	flight flight.Group[Digest, Result] // builds under way, by key digest
 	stats  counters
 	warned sync.Map // "kind/op" -> struct{}: warnings already logged
+	merge  merger   // counts already merged into the tiers that keep them
 }
 
 // New returns a Cache over tiers, searched in order. With no tiers (the
@@ -74,23 +75,6 @@ func (c *Cache) Stats() Stats {
 		}
 	}
 	return s
-}
-
-// Close finishes what the tiers do in the background (the remote tier's
-// queued writes) within ctx, and releases their resources: it calls
-// Close(ctx) on every tier's Store that has it. A process calls it before
-// it exits, with a deadline, since a tier that cannot finish in time drops
-// what is left.
-func (c *Cache) Close(ctx context.Context) error {
-	var errs []error
-	for _, t := range c.tiers {
-		if cl, ok := t.Store.(interface{ Close(context.Context) error }); ok {
-			if err := cl.Close(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", t.Kind, err))
-			}
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // RecordMemory lets an object tier above the cache count its lookups:
@@ -273,6 +257,7 @@ func (p *Pending) Commit(ctx context.Context, bin []byte, buildTime time.Duratio
 		p.c.stats.builds.Add(1)
 		p.c.stats.buildNanos.Add(int64(buildTime))
 		p.c.fill(ctx, p.key, Entry{Binary: bin, BuildTime: buildTime}, p.c.tiers)
+		p.c.flushIfDue(ctx)
 		p.c.debug("built", "key", p.digest, "took", buildTime, "bytes", len(bin))
 	})
 }
@@ -365,6 +350,25 @@ func (c *Cache) Delete(ctx context.Context, key *Key) error {
 	for _, t := range c.tiers {
 		if err := t.Store.Delete(ctx, key); err != nil && !errors.Is(err, ErrMiss) {
 			errs = append(errs, fmt.Errorf("%s: %w", t.Kind, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close merges this process's counts into every tier that keeps shared
+// counters (a StatsMerger) and then closes every tier whose Store has a
+// Close(ctx) method, so that work a tier defers (the remote tier's queued
+// writes, the disk tier's background maintenance) is done before the
+// process exits. A process calls it before it exits, with a deadline: a
+// tier that cannot finish in time drops what is left. It returns every
+// error, joined.
+func (c *Cache) Close(ctx context.Context) error {
+	errs := []error{c.FlushStats(ctx)}
+	for _, t := range c.tiers {
+		if cl, ok := t.Store.(interface{ Close(context.Context) error }); ok {
+			if err := cl.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("kcache: close %s tier: %w", t.Kind, err))
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -1,6 +1,10 @@
 package kcache
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -111,5 +115,87 @@ func (c *counters) snapshot() Stats {
 func (c *counters) saved(built, took time.Duration) {
 	if built > took {
 		c.savedNanos.Add(int64(built - took))
+	}
+}
+
+// StatsMerger is implemented by tiers that keep counters shared by every
+// process using them (the disk tier keeps them in its directory). A hit
+// writes nothing there: a Cache hands each merger its process's counts in
+// one call, at Close, at FlushStats, and after a build once flushInterval
+// has passed since the last merge.
+type StatsMerger interface {
+	MergeStats(ctx context.Context, delta Stats) error
+}
+
+// flushInterval is how long a long-running process keeps its counts to
+// itself at most, as long as it builds now and then: merging costs a file
+// lock and a rewrite, nothing next to a build, and ten minutes keeps the
+// shared counters current enough for `kcache stats` while a hit-only run
+// still writes nothing until Close.
+var flushInterval = 10 * time.Minute
+
+// merger remembers what a Cache has merged, so that each merge hands on
+// only the counts made since the one before.
+type merger struct {
+	mu     sync.Mutex
+	merged Stats     // protected by mu
+	last   time.Time // protected by mu; when the last merge ran
+}
+
+// FlushStats merges the counts this process made since the last merge into
+// every tier that implements StatsMerger. Counts are best effort: a tier
+// that fails to take them loses them (with an error returned), rather than
+// getting them twice later.
+func (c *Cache) FlushStats(ctx context.Context) error {
+	c.merge.mu.Lock()
+	defer c.merge.mu.Unlock()
+	now := c.stats.snapshot()
+	delta := now.sub(c.merge.merged)
+	c.merge.merged, c.merge.last = now, time.Now()
+	if delta == (Stats{}) {
+		return nil
+	}
+	var errs []error
+	for _, t := range c.tiers {
+		if m, ok := t.Store.(StatsMerger); ok {
+			if err := m.MergeStats(ctx, delta); err != nil {
+				errs = append(errs, fmt.Errorf("kcache: merge counters into %s tier: %w", t.Kind, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// flushIfDue merges the counts when flushInterval has passed since the last
+// merge (or since the first build). A failure is only logged: counters
+// never make a build fail.
+func (c *Cache) flushIfDue(ctx context.Context) {
+	c.merge.mu.Lock()
+	if c.merge.last.IsZero() {
+		c.merge.last = time.Now()
+	}
+	due := time.Since(c.merge.last) >= flushInterval
+	c.merge.mu.Unlock()
+	if due {
+		if err := c.FlushStats(ctx); err != nil {
+			c.log.Warn("kcache: counters not merged", "err", err)
+		}
+	}
+}
+
+// sub returns s minus o, field by field.
+func (s Stats) sub(o Stats) Stats {
+	t := func(a, b TierStats) TierStats {
+		return TierStats{Hits: a.Hits - b.Hits, Misses: a.Misses - b.Misses, Errors: a.Errors - b.Errors}
+	}
+	return Stats{
+		Memory:       t(s.Memory, o.Memory),
+		Disk:         t(s.Disk, o.Disk),
+		Remote:       t(s.Remote, o.Remote),
+		Builds:       s.Builds - o.Builds,
+		FailedBuilds: s.FailedBuilds - o.FailedBuilds,
+		Waited:       s.Waited - o.Waited,
+		BuildTime:    s.BuildTime - o.BuildTime,
+		SavedTime:    s.SavedTime - o.SavedTime,
 	}
 }

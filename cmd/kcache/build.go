@@ -54,16 +54,16 @@ offset zero) and -smallgrid, e.g. "64-1-1-goffs0-smallgrid,16-16-1-goffs0".`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			if err := checkSpecializations(special); err != nil {
-				return err
+				return usageError{err}
 			}
 			opts := strings.TrimSpace(options + includeOptions(includes))
 			if err := checkBackend(backend); err != nil {
-				return err
+				return usageError{err}
 			}
 			in := buildInput{options: opts, depends: depends}
 			if backend == "cuda" {
 				if special != "" {
-					return fmt.Errorf("--specialize applies to PoCL's OpenCL only, not --backend cuda")
+					return usagef("--specialize applies to PoCL's OpenCL only, not --backend cuda")
 				}
 				return runCUDABuild(cmd.Context(), cmd.OutOrStdout(), files, in, device, asJSON)
 			}

@@ -34,6 +34,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newBuildCmd(), newDemoCmd(), newDemoPhaseCmd(), newCUDADemoPhaseCmd(), newDemoPrefilledCmd())
+	addCacheCommands(root)
 	cleanup := privatePoCLDir()
 	err := root.Execute()
 	cleanup()
@@ -43,7 +44,7 @@ func main() {
 			os.Exit(ee.code)
 		}
 		printError(os.Stderr, err)
-		os.Exit(2)
+		os.Exit(exitCode(err))
 	}
 }
 

@@ -40,7 +40,7 @@ func requireOpenCL(t *testing.T) {
 // kcacheCmd returns the CLI as a child process with a cache in dir and a
 // PoCL directory of its own (PoCL processes compiling at once must not
 // share one).
-func kcacheCmd(t *testing.T, dir string, args ...string) *exec.Cmd {
+func kcacheCmd(t testing.TB, dir string, args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "RUN_AS_KCACHE_CLI=1", "KCACHE_DIR="+filepath.Join(dir, "cache"),
 		"POCL_KERNEL_CACHE=0", "POCL_CACHE_DIR="+t.TempDir())

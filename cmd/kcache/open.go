@@ -65,14 +65,14 @@ func openSession(n int, commitDelay time.Duration) (*session, error) {
 // link, short enough that a hung server does not hang the command.
 const closeWait = 5 * time.Second
 
-// Close commits pending binaries, sends the remote tier's queued writes
-// and releases the context.
+// Close commits pending binaries, sends the remote tier's queued writes,
+// merges this process's counters into the cache's and releases the context.
 func (s *session) Close() {
 	s.cache.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), closeWait)
 	defer cancel()
 	if err := s.bins.Close(ctx); err != nil {
-		s.bins.Logger().Warn("kcache: tiers not closed cleanly", "err", err)
+		s.bins.Logger().Warn("kcache: closing the cache", "err", err)
 	}
 	s.cl.Release()
 }

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/disk"
+	"github.com/spf13/cobra"
+)
+
+// Exit statuses, as clig.dev and most Unix tools use them.
+const (
+	exitFailure = 1 // the command ran and failed
+	exitUsage   = 2 // the command line was wrong
+)
+
+// usageError marks a mistake in the command line: a bad flag, a missing or
+// extra argument. It exits with status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// usagef returns a usageError.
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// args wraps a cobra argument check so that its failure is a usage error.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := check(cmd, a); err != nil {
+			return usageError{fmt.Errorf("%w; see kcache %s --help", err, cmd.Name())}
+		}
+		return nil
+	}
+}
+
+// exitCode returns the exit status for an error a command returned.
+func exitCode(err error) int {
+	var ee exitError
+	var ue usageError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ue), strings.HasPrefix(err.Error(), "unknown command"):
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// addCacheCommands adds the commands that look into and manage the cache,
+// and makes flag errors usage errors.
+func addCacheCommands(root *cobra.Command) {
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%w; see kcache %s --help", err, cmd.Name())}
+	})
+	root.AddCommand(newStatsCmd(), newLsCmd(), newShowCmd(), newVerifyCmd(), newPruneCmd(), newClearCmd(),
+		newWhyCmd(), newDiffCmd(), newExportCmd(), newImportCmd(), newWarmCmd())
+}
+
+// streams are where a command writes: data to out, status and progress to
+// errOut. What a person sees depends on whether out is a terminal: tables
+// with headers and short IDs for people, plain tab-separated lines with
+// full IDs for scripts.
+type streams struct {
+	out, errOut io.Writer
+	tty         bool // out is a terminal
+	errTTY      bool // errOut is a terminal: progress may be drawn there
+	exactBytes  bool // --bytes: sizes in bytes, not human units
+}
+
+// newStreams returns the command's streams, judging whether stdout is a
+// terminal.
+func newStreams(cmd *cobra.Command) *streams {
+	return &streams{out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(),
+		tty: isTerminal(cmd.OutOrStdout()), errTTY: isTerminal(cmd.ErrOrStderr())}
+}
+
+// isTerminal reports whether w is a character device: a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// size formats a byte count: "1.5 MiB", or exact with --bytes.
+func (s *streams) size(n int64) string {
+	if s.exactBytes || n < 0 {
+		return fmt.Sprint(n)
+	}
+	return humanize.IBytes(uint64(n))
+}
+
+// shortID is how many hex digits of an ID a table shows: 12, as git and
+// docker show, unique in any cache of realistic size (Find resolves it).
+const shortID = 12
+
+// id formats an entry ID: short for people, full for scripts.
+func (s *streams) id(id string) string {
+	if s.tty && len(id) > shortID {
+		return id[:shortID]
+	}
+	return id
+}
+
+// age formats how long ago t was, in its largest whole unit: "40s", "5m",
+// "3h", "12d".
+func age(now, t time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case t.IsZero():
+		return "-"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", max(0, int(d.Seconds())))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// duration formats a build time: "850ms", "2.4s", "3m10s".
+func duration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}
+
+// openStore opens the persistent tier the environment configures, for
+// commands that work on the cache directly.
+func openStore() (*disk.Store, error) {
+	cfg, err := kcache.ConfigFromEnv()
+	if err != nil {
+		return nil, fmt.Errorf("%w; fix the variable or unset it", err)
+	}
+	if cfg.Dir == "" {
+		return nil, errors.New("no cache directory: set KCACHE_DIR to an absolute path (or HOME or XDG_CACHE_HOME)")
+	}
+	st, err := disk.Open(disk.FromConfig(cfg))
+	if errors.Is(err, disk.ErrUnsafeDir) {
+		return nil, fmt.Errorf("%w; the cache must belong to you and be writable by you alone", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w; check KCACHE_DIR", err)
+	}
+	return st, nil
+}
+
+// sizeValue is a flag holding a byte size ("512MiB", "8G").
+type sizeValue struct{ n *int64 }
+
+func (v sizeValue) String() string {
+	if v.n == nil || *v.n == 0 {
+		return ""
+	}
+	return fmt.Sprint(*v.n)
+}
+func (v sizeValue) Set(s string) (err error) { *v.n, err = kcache.ParseSize(s); return err }
+func (v sizeValue) Type() string             { return "SIZE" }
+
+// ageValue is a flag holding an age ("7d", "36h", "90m").
+type ageValue struct{ d *time.Duration }
+
+func (v ageValue) String() string {
+	if v.d == nil || *v.d == 0 {
+		return ""
+	}
+	return v.d.String()
+}
+func (v ageValue) Set(s string) (err error) { *v.d, err = kcache.ParseAge(s); return err }
+func (v ageValue) Type() string             { return "AGE" }

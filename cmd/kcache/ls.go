@@ -1,0 +1,161 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kcache/kcache/disk"
+	"github.com/spf13/cobra"
+)
+
+// lsOptions are the filters and order of `kcache ls`.
+type lsOptions struct {
+	device     string
+	olderThan  time.Duration
+	largerThan int64
+	sort       string
+	json       bool
+}
+
+// lsSorts orders entries for --sort: the most recently used, the largest,
+// the slowest to build first.
+var lsSorts = map[string]func(a, b *disk.Info) int{
+	"used":  func(a, b *disk.Info) int { return b.AccessTime.Compare(a.AccessTime) },
+	"size":  func(a, b *disk.Info) int { return cmp.Compare(b.Size, a.Size) },
+	"built": func(a, b *disk.Info) int { return cmp.Compare(b.BuildTime, a.BuildTime) },
+}
+
+func newLsCmd() *cobra.Command {
+	var o lsOptions
+	var exact bool
+	cmd := &cobra.Command{
+		Use:   "ls [--device D] [--older-than AGE] [--larger-than SIZE] [--sort used|size|built] [--json]",
+		Short: "List the cache's entries",
+		Long: `List the cache's entries: ID (the start of the key digest; any unique prefix
+names the entry), size, build time, last use, device, build options and kernels.
+--sort used lists the most recently used first, size the largest, built the
+slowest to build. On a terminal the table has a header and short IDs; piped,
+it is tab-separated with full IDs.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if lsSorts[o.sort] == nil {
+				return usagef("--sort %q: want used, size or built", o.sort)
+			}
+			io := newStreams(cmd)
+			io.exactBytes = exact
+			return runLs(cmd.Context(), io, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.device, "device", "", "only entries for devices whose name contains `D`")
+	f.Var(ageValue{&o.olderThan}, "older-than", "only entries unused for longer than `AGE` (7d, 36h)")
+	f.Var(sizeValue{&o.largerThan}, "larger-than", "only entries larger than `SIZE` (512KiB, 2M)")
+	f.StringVar(&o.sort, "sort", "used", "order by `KEY`: used, size or built")
+	f.BoolVar(&o.json, "json", false, "print a JSON array of entries")
+	f.BoolVar(&exact, "bytes", false, "print sizes in bytes")
+	cmd.RegisterFlagCompletionFunc("sort", cobra.FixedCompletions([]string{"used", "size", "built"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func runLs(ctx context.Context, io *streams, o lsOptions) error {
+	st, err := openStore()
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	var entries []*disk.Info
+	damaged := 0
+	var mu sync.Mutex // protects entries and damaged
+	err = st.WalkParallel(ctx, func(in disk.Info) error {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case in.Err != nil:
+			damaged++
+		case o.keeps(&in, now):
+			entries = append(entries, &in)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reading the cache: %w", err)
+	}
+	// The walk's order is random: the ID breaks ties, so the output is
+	// the same from one run to the next.
+	slices.SortFunc(entries, func(a, b *disk.Info) int {
+		return cmp.Or(lsSorts[o.sort](a, b), cmp.Compare(a.Dir, b.Dir), cmp.Compare(a.Slot, b.Slot))
+	})
+	if damaged > 0 {
+		fmt.Fprintf(io.errOut, "kcache: %d damaged entries not listed; run kcache verify --repair\n", damaged)
+	}
+	if o.json {
+		list := make([]entryJSON, len(entries))
+		for i, in := range entries {
+			list[i] = newEntryJSON(in)
+		}
+		return json.NewEncoder(io.out).Encode(list)
+	}
+	return printLs(io, entries, now)
+}
+
+// keeps reports whether the entry passes the filters.
+func (o *lsOptions) keeps(in *disk.Info, now time.Time) bool {
+	switch {
+	case o.device != "" && !strings.Contains(strings.ToLower(disk.DeviceLabel(in.Key)), strings.ToLower(o.device)):
+		return false
+	case o.olderThan > 0 && now.Sub(in.AccessTime) <= o.olderThan:
+		return false
+	case o.largerThan > 0 && in.Size <= o.largerThan:
+		return false
+	}
+	return true
+}
+
+func printLs(io *streams, entries []*disk.Info, now time.Time) error {
+	w := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+	if io.tty {
+		fmt.Fprintln(w, "ID\tSIZE\tBUILD\tUSED\tDEVICE\tOPTIONS\tKERNELS")
+	}
+	for _, in := range entries {
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", io.id(in.ID()), io.size(in.Size), duration(in.BuildTime),
+			age(now, in.AccessTime), in.Key.Device.Name, optionsCell(in.Key.Options.Compile, io.tty),
+			kernelsLabel(kernelNames(in.Key.Image.Source)))
+		if !io.tty {
+			// Piped: plain tab-separated fields, for cut and awk.
+			if _, err := io.out.Write([]byte(line)); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprint(w, line)
+	}
+	return w.Flush()
+}
+
+// optionsCell shows build options in a table: "-" for none.
+func optionsCell(opts string, tty bool) string {
+	if strings.TrimSpace(opts) == "" {
+		return "-"
+	}
+	return cell(opts, tty)
+}
+
+// maxCell is the widest a table cell gets on a terminal.
+const maxCell = 40
+
+// cell fits s into a table cell: runs of spaces become one, and on a
+// terminal it is cut to maxCell characters.
+func cell(s string, tty bool) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); tty && len(r) > maxCell {
+		return string(r[:maxCell-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/disk"
+	"github.com/spf13/cobra"
+)
+
+// pruneJSON is `kcache prune --json`. Its field names are a public
+// interface (see the README).
+type pruneJSON struct {
+	DryRun  bool     `json:"dry_run"`
+	Removed int      `json:"removed"` // entries removed (or that would be)
+	Freed   int64    `json:"freed"`   // bytes they held
+	Entries int      `json:"entries"` // entries left
+	Bytes   int64    `json:"bytes"`   // bytes left
+	IDs     []string `json:"ids"`     // the entries removed
+}
+
+func newPruneCmd() *cobra.Command {
+	var (
+		o             disk.PruneOptions
+		asJSON, exact bool
+	)
+	cmd := &cobra.Command{
+		Use:   "prune [--max-size SIZE] [--older-than AGE] [--dry-run] [--json]",
+		Short: "Remove least recently used entries",
+		Long: `Remove entries unused for longer than --older-than, then the least recently
+used ones until the cache fits in --max-size. With neither flag, apply the
+configured limits (KCACHE_MAX_SIZE and KCACHE_THRESHOLD). --dry-run lists what
+would go and removes nothing.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			io := newStreams(cmd)
+			io.exactBytes = exact
+			if !cmd.Flags().Changed("max-size") && !cmd.Flags().Changed("older-than") {
+				cfg, err := kcache.ConfigFromEnv()
+				if err != nil {
+					return err
+				}
+				o.MaxSize, o.OlderThan = cfg.MaxSize, cfg.AgeThreshold
+			}
+			return runPrune(cmd.Context(), io, o, asJSON)
+		},
+	}
+	f := cmd.Flags()
+	f.Var(sizeValue{&o.MaxSize}, "max-size", "remove least recently used entries until the cache fits in `SIZE`")
+	f.Var(ageValue{&o.OlderThan}, "older-than", "remove entries unused for longer than `AGE` (7d, 36h)")
+	f.BoolVar(&o.DryRun, "dry-run", false, "list what would be removed; remove nothing")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	f.BoolVar(&exact, "bytes", false, "print sizes in bytes")
+	return cmd
+}
+
+func runPrune(ctx context.Context, io *streams, o disk.PruneOptions, asJSON bool) error {
+	st, err := openStore()
+	if err != nil {
+		return err
+	}
+	r, err := st.Prune(ctx, o)
+	if err != nil {
+		return fmt.Errorf("pruning the cache: %w; run kcache verify", err)
+	}
+	p := pruneJSON{DryRun: r.DryRun, Removed: r.Removed, Freed: r.Freed, Entries: r.Entries, Bytes: r.Bytes, IDs: []string{}}
+	for _, in := range r.RemovedEntries {
+		p.IDs = append(p.IDs, in.ID())
+	}
+	if asJSON {
+		return json.NewEncoder(io.out).Encode(p)
+	}
+	now := time.Now()
+	verb := "removed"
+	if o.DryRun {
+		verb = "would remove"
+	}
+	for _, in := range r.RemovedEntries {
+		fmt.Fprintf(io.out, "%s  %s\t%s\tused %s ago\n", verb, io.id(in.ID()), io.size(in.Size), age(now, in.AccessTime))
+	}
+	fmt.Fprintf(io.errOut, "%s %d entries (%s); %d entries (%s) remain\n", verb, r.Removed, io.size(r.Freed), r.Entries, io.size(r.Bytes))
+	if r.Damaged > 0 {
+		fmt.Fprintf(io.errOut, "kcache: %d damaged entries left alone; run kcache verify --repair\n", r.Damaged)
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/kcache/kcache/disk"
+	"github.com/spf13/cobra"
+)
+
+// statsJSON is `kcache stats --json`. Its field names are a public
+// interface (see the README).
+type statsJSON struct {
+	Dir      string        `json:"dir"`
+	Entries  int           `json:"entries"`
+	Bytes    int64         `json:"bytes"`
+	MaxSize  int64         `json:"max_size"` // 0: no size limit
+	Damaged  int           `json:"damaged"`  // slots missing their record or binary
+	Devices  []groupJSON   `json:"devices"`
+	Counters disk.Counters `json:"counters"`
+}
+
+type groupJSON struct {
+	Device   string `json:"device"`
+	Compiler string `json:"compiler"`
+	Entries  int    `json:"entries"`
+	Bytes    int64  `json:"bytes"`
+}
+
+func newStatsCmd() *cobra.Command {
+	var asJSON, exact, zero bool
+	cmd := &cobra.Command{
+		Use:   "stats [--json] [--bytes] [--zero]",
+		Short: "Show what the cache holds and what it saved",
+		Long: `Show the number of entries, their size against the maximum, a breakdown per
+device and compiler, and the counters every process using the cache adds to:
+hits per tier, misses, builds, failed builds, evictions and build time saved.
+--zero sets the counters back to zero.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			io := newStreams(cmd)
+			io.exactBytes = exact
+			return runStats(cmd.Context(), io, asJSON, zero)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	cmd.Flags().BoolVar(&exact, "bytes", false, "print sizes in bytes")
+	cmd.Flags().BoolVar(&zero, "zero", false, "set the counters to zero (after printing them)")
+	return cmd
+}
+
+func runStats(ctx context.Context, io *streams, asJSON, zero bool) error {
+	st, err := openStore()
+	if err != nil {
+		return err
+	}
+	sum, err := st.Summarize(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the cache: %w", err)
+	}
+	counters, err := st.Counters(ctx)
+	if err != nil {
+		fmt.Fprintf(io.errOut, "kcache: %v; run kcache stats --zero to start the counters afresh\n", err)
+	}
+	out := statsJSON{Dir: st.Dir(), Entries: sum.Entries, Bytes: sum.Bytes, MaxSize: sum.MaxSize,
+		Damaged: sum.Damaged, Devices: []groupJSON{}, Counters: counters}
+	for _, g := range sum.Groups {
+		out.Devices = append(out.Devices, groupJSON(g))
+	}
+	if asJSON {
+		err = json.NewEncoder(io.out).Encode(out)
+	} else {
+		err = printStats(io, out)
+	}
+	if err == nil && zero {
+		err = st.ZeroCounters(ctx)
+	}
+	return err
+}
+
+func printStats(io *streams, s statsJSON) error {
+	c := s.Counters
+	w := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "cache directory\t%s\n", s.Dir)
+	fmt.Fprintf(w, "entries\t%d\n", s.Entries)
+	if s.MaxSize > 0 {
+		fmt.Fprintf(w, "size\t%s of %s (%.0f%%)\n", io.size(s.Bytes), io.size(s.MaxSize), 100*float64(s.Bytes)/float64(s.MaxSize))
+	} else {
+		fmt.Fprintf(w, "size\t%s (no limit)\n", io.size(s.Bytes))
+	}
+	if s.Damaged > 0 {
+		fmt.Fprintf(w, "damaged\t%d (run kcache verify --repair)\n", s.Damaged)
+	}
+	hits := c.MemoryHits + c.DiskHits + c.RemoteHits
+	fmt.Fprintf(w, "hits\t%d (memory %d, disk %d, remote %d)\n", hits, c.MemoryHits, c.DiskHits, c.RemoteHits)
+	fmt.Fprintf(w, "misses\t%d\n", c.Misses)
+	if hits+c.Misses > 0 {
+		fmt.Fprintf(w, "hit rate\t%.1f%%\n", 100*float64(hits)/float64(hits+c.Misses))
+	}
+	fmt.Fprintf(w, "builds\t%d (%d failed; %d hits waited for a build)\n", c.Builds+c.FailedBuilds, c.FailedBuilds, c.Waited)
+	fmt.Fprintf(w, "build time\t%s\n", duration(c.BuildTime))
+	fmt.Fprintf(w, "build time saved\t%s\n", duration(c.SavedTime))
+	fmt.Fprintf(w, "evictions\t%d (%s)\n", c.Evictions, io.size(c.EvictedBytes))
+	if c.DiskErrors > 0 {
+		fmt.Fprintf(w, "disk errors\t%d\n", c.DiskErrors)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if len(s.Devices) == 0 {
+		return nil
+	}
+	fmt.Fprintln(io.out)
+	w = tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "DEVICE\tCOMPILER\tENTRIES\tSIZE")
+	for _, g := range s.Devices {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", g.Device, cell(g.Compiler, io.tty), g.Entries, io.size(g.Bytes))
+	}
+	return w.Flush()
+}

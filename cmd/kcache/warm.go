@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+)
+
+// warmOptions are the flags of `kcache warm`.
+type warmOptions struct {
+	options    string
+	depends    []string
+	specialize string
+	jobs       int
+	device  int
+	json    bool
+}
+
+func newWarmCmd() *cobra.Command {
+	var (
+		o        warmOptions
+		includes []string
+	)
+	cmd := &cobra.Command{
+		Use:   "warm [-I DIR]... [--depends FILE]... [--options \"...\"] [--specialize LIST] [--jobs N] [--device N] [--json] DIR|FILE...",
+		Short: "Build every kernel of directories and files into the cache, in parallel",
+		Long: `Build every OpenCL C file given, and every .cl file under each directory given,
+through the cache for the selected device, --jobs at a time, so that later runs
+find them on disk. A progress bar shows on standard error when it is a
+terminal and --json is not given. With --json, print one object per file per
+line, as kcache build does. The exit status is 1 if any build failed.
+--depends and --specialize work as they do for kcache build: on PoCL,
+--specialize compiles the launch shapes your kernels use into the stored
+binaries, so that a process loading them compiles nothing.`,
+		Args: args(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if o.jobs < 1 {
+				return usagef("--jobs %d: want 1 or more", o.jobs)
+			}
+			if err := checkSpecializations(o.specialize); err != nil {
+				return usageError{err}
+			}
+			o.options = strings.TrimSpace(o.options + includeOptions(includes))
+			return runWarm(cmd.Context(), newStreams(cmd), a, o)
+		},
+	}
+	cmd.Flags().StringArrayVarP(&includes, "include", "I", nil, "add `DIR` to the header search path (repeatable)")
+	cmd.Flags().StringVar(&o.options, "options", "", "OpenCL build `OPTIONS` for every file")
+	cmd.Flags().StringArrayVar(&o.depends, "depends", nil, "enter `FILE` in every file's key, as a dependency no include names (repeatable)")
+	cmd.Flags().StringVar(&o.specialize, "specialize", "", "compile the work-group specializations `LIST` into the binaries (PoCL)")
+	cmd.Flags().IntVar(&o.jobs, "jobs", runtime.GOMAXPROCS(0), "build `N` files at a time")
+	cmd.Flags().IntVar(&o.device, "device", 0, "index `N` of the OpenCL device, in platform order")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object per file per line")
+	return cmd
+}
+
+func runWarm(ctx context.Context, ios *streams, paths []string, o warmOptions) error {
+	files, err := kernelFiles(paths)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no .cl files in %s; give OpenCL C files or directories holding them", strings.Join(paths, ", "))
+	}
+	sess, restore, err := specializeAfterKey(o.specialize, func() (*session, error) { return openSession(o.device, -1) })
+	if err != nil {
+		return err
+	}
+	defer restore()
+	defer sess.Close()
+	in := buildInput{options: o.options, depends: o.depends}
+	bar := newBar(ios.errOut, len(files), !o.json && ios.errTTY)
+	reports := make([]buildReport, len(files))
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex // serialises output lines
+		next = make(chan int)
+	)
+	for range min(o.jobs, len(files)) {
+		wg.Go(func() {
+			for i := range next {
+				reports[i] = buildOne(ctx, sess, files[i], in)
+				mu.Lock()
+				if o.json {
+					printReport(ios.out, reports[i], true)
+				}
+				bar.Add(1)
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	bar.Finish()
+	return warmSummary(ios, reports, o.json)
+}
+
+// newBar returns a progress bar on w, or one that draws nothing when
+// output is not for a person.
+func newBar(w io.Writer, n int, visible bool) *progressbar.ProgressBar {
+	return progressbar.NewOptions(n,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetVisibility(visible),
+		progressbar.OptionSetDescription("warming"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+}
+
+// warmSummary prints the failures and a count of outcomes, and returns
+// the exit status.
+func warmSummary(ios *streams, reports []buildReport, asJSON bool) error {
+	counts := map[string]int{}
+	failed := 0
+	for _, r := range reports {
+		if r.Error != "" {
+			failed++
+			if !asJSON {
+				fmt.Fprintf(ios.out, "%s: error\n%s\n", r.File, indent(r.Error))
+			}
+			continue
+		}
+		counts[r.Outcome]++
+	}
+	var parts []string
+	for _, o := range []string{"built", "waited", "disk", "remote", "memory"} {
+		if counts[o] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
+		}
+	}
+	if failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed", failed))
+	}
+	fmt.Fprintf(ios.errOut, "warmed %d files: %s\n", len(reports), strings.Join(parts, ", "))
+	if failed > 0 {
+		return exitError{exitFailure}
+	}
+	return nil
+}
+
+// kernelFiles expands directories into the .cl files under them, in
+// order, and keeps files as given.
+func kernelFiles(paths []string) ([]string, error) {
+	var files []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("%w; give OpenCL C files or directories", err)
+		}
+		if !fi.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.EqualFold(filepath.Ext(path), ".cl") {
+				files = append(files, path)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return slices.Compact(files), nil
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/kcache/kcache/disk"
+	"github.com/kcache/kcache/opencl"
+	"github.com/spf13/cobra"
+)
+
+// whyJSON is `kcache why --json`. Its field names are a public interface
+// (see the README).
+type whyJSON struct {
+	File    string     `json:"file"`
+	ID      string     `json:"id"`      // the key FILE has now
+	Outcome string     `json:"outcome"` // "hit" or "miss"
+	Entry   *entryJSON `json:"entry"`   // the entry, on a hit
+	Nearest []nearJSON `json:"nearest"` // on a miss: entries of the same source or image
+}
+
+// nearJSON is an entry close to a key and what differs.
+type nearJSON struct {
+	ID      string        `json:"id"`
+	Damaged string        `json:"damaged,omitempty"` // why the entry is unusable, if it is
+	Changes []disk.Change `json:"changes"`
+}
+
+// maxNearest is how many near entries why shows: the closest few explain
+// a miss; more is noise.
+const maxNearest = 3
+
+func newWhyCmd() *cobra.Command {
+	var (
+		includes []string
+		options  string
+		device   int
+		asJSON   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "why [-I DIR]... [--options \"...\"] [--device N] [--json] FILE",
+		Short: "Explain whether FILE's build would come from the cache, and why not",
+		Long: `Compute the key FILE would have now, with the same flags as kcache build, and
+explain the outcome: a hit, or the nearest entries (built from the same source
+or the same source and headers) and what differs: device, compiler, options,
+a header, a specialization constant or an environment variable. This is the
+answer to "why did my kernel recompile?".`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			opts := strings.TrimSpace(options + includeOptions(includes))
+			return runWhy(cmd.Context(), newStreams(cmd), a[0], opts, device, asJSON)
+		},
+	}
+	cmd.Flags().StringArrayVarP(&includes, "include", "I", nil, "add `DIR` to the header search path (repeatable)")
+	cmd.Flags().StringVar(&options, "options", "", "OpenCL build `OPTIONS`, as given to kcache build")
+	cmd.Flags().IntVar(&device, "device", 0, "index `N` of the OpenCL device, in platform order")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+func runWhy(ctx context.Context, io *streams, file, options string, device int, asJSON bool) error {
+	code, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("%w; give the path of an OpenCL C file", err)
+	}
+	st, err := openStore()
+	if err != nil {
+		return err
+	}
+	sess, err := openSession(device, -1)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	key, err := sess.cache.Key(sess.dev, opencl.Source{Code: code, Path: file, Options: options})
+	if err != nil {
+		return fmt.Errorf("computing the key of %s: %w; check its #include lines and -I directories", file, err)
+	}
+	hit, near, err := st.Explain(ctx, key, maxNearest)
+	if err != nil {
+		return fmt.Errorf("reading the cache: %w", err)
+	}
+	w := whyJSON{File: file, ID: key.Digest().String(), Outcome: "miss", Nearest: []nearJSON{}}
+	if hit != nil {
+		w.Outcome = "hit"
+		e := newEntryJSON(hit)
+		w.Entry = &e
+	}
+	for _, n := range near {
+		w.Nearest = append(w.Nearest, newNearJSON(&n))
+	}
+	if asJSON {
+		return json.NewEncoder(io.out).Encode(w)
+	}
+	return printWhy(io, &w)
+}
+
+func newNearJSON(n *disk.Near) nearJSON {
+	j := nearJSON{ID: n.Info.ID(), Changes: n.Changes}
+	if j.Changes == nil {
+		j.Changes = []disk.Change{}
+	}
+	if n.Info.Err != nil {
+		j.Damaged = n.Info.Err.Error()
+	}
+	return j
+}
+
+func printWhy(io *streams, w *whyJSON) error {
+	if w.Entry != nil {
+		_, err := fmt.Fprintf(io.out, "%s: hit: entry %s, built in %s, last used %s ago\n", w.File, io.id(w.ID),
+			duration(time.Duration(w.Entry.BuildMS*float64(time.Millisecond))), age(time.Now(), w.Entry.Used))
+		return err
+	}
+	fmt.Fprintf(io.out, "%s: miss: no entry has key %s\n", w.File, io.id(w.ID))
+	if len(w.Nearest) == 0 {
+		_, err := fmt.Fprintln(io.out, "no entry was built from this source: it is new or was edited, or its entries were evicted")
+		return err
+	}
+	fmt.Fprintln(io.out, "nearest entries:")
+	printNear(io, w.Nearest)
+	return nil
+}
+
+func printNear(io *streams, near []nearJSON) {
+	for _, n := range near {
+		fmt.Fprintf(io.out, "  %s  %d difference(s)\n", io.id(n.ID), len(n.Changes))
+		if n.Damaged != "" {
+			fmt.Fprintf(io.out, "    the entry is damaged (%s); run kcache verify --repair\n", n.Damaged)
+		}
+		for _, c := range n.Changes {
+			fmt.Fprintf(io.out, "    %s\n", c)
+		}
+	}
+}
