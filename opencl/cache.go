@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/deps"
 	"github.com/kcache/kcache/objcache"
 )
 
@@ -44,7 +44,7 @@ type Cache struct {
 	bins     *kcache.Cache
 	programs *objcache.Cache[programKey, *programEntry]
 	kernels  *objcache.Cache[kernelKey, *SafeKernel]
-	headers  *statCache
+	headers  *deps.Scanner
 	env      []kcache.EnvVar
 	delay    time.Duration
 
@@ -85,7 +85,7 @@ func NewCache(cl *Context, bins *kcache.Cache, opts CacheOptions) *Cache {
 	if delay == 0 {
 		delay = DefaultCommitDelay
 	}
-	c := &Cache{cl: cl, bins: bins, headers: newStatCache(), env: compilerEnv(environ), delay: delay, ids: map[uintptr]identity{}}
+	c := &Cache{cl: cl, bins: bins, headers: deps.NewScanner(bins.Logger()), env: compilerEnv(environ), delay: delay, ids: map[uintptr]identity{}}
 	// Kernels are released with their program (releaseProgram), not by
 	// the kernel tier: a caller holding a program may use its kernels.
 	c.kernels = objcache.New[kernelKey, *SafeKernel](objcache.Options[*SafeKernel]{})
@@ -117,11 +117,7 @@ func (c *Cache) Close() {
 // identity, source, every header it includes, options and the compiler's
 // environment.
 func (c *Cache) Key(dev Device, src Source) (*kcache.Key, error) {
-	dir := ""
-	if src.Path != "" {
-		dir = filepath.Dir(src.Path)
-	}
-	headers, err := resolveHeaders(c.headers, src.Code, dir, includeDirs(src.Options))
+	headers, err := c.dependencies(src)
 	if err != nil {
 		return nil, err
 	}
@@ -152,6 +148,9 @@ func (c *Cache) identity(d Device) identity {
 // never stored in the binary tiers. The caller must Release the result.
 func (c *Cache) Program(ctx context.Context, dev Device, src Source) (*BuiltProgram, error) {
 	key, err := c.Key(dev, src)
+	if errors.Is(err, deps.ErrUncacheable) {
+		return c.uncached(ctx, dev, src)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -15,13 +15,20 @@ import (
 type Source struct {
 	// Code is the program text.
 	Code []byte
-	// Path is the file Code was read from, if any: quoted includes are
-	// resolved relative to its directory, as the compiler resolves them.
+	// Path is the file Code was read from, if any, for messages. The
+	// driver is given the text alone: includes are searched from the
+	// working directory, as PoCL searches them, not from Path's directory.
 	Path string
 	// Options are the build options. Their -I directories are searched for
-	// headers, and every header found becomes part of the key, so editing
-	// a header causes a rebuild.
+	// headers, their -D and -U options expand computed includes, and
+	// every header found becomes part of the key, so editing a header
+	// causes a rebuild (see package deps for the rules).
 	Options string
+	// Depends are files the build depends on that no scanner can see
+	// (read by the program at build time, or named in a way that cannot
+	// be followed): each file's content enters the key, and a missing one
+	// is checked again on every lookup.
+	Depends []string
 }
 
 // FormatOpenCLC names OpenCL C source in a key's Image.Format.
@@ -74,31 +81,6 @@ func compilerEnv(environ []string) []kcache.EnvVar {
 
 func hasAnyPrefix(s string, prefixes []string) bool {
 	return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(s, p) })
-}
-
-// includeDirs returns the -I directories of build options, made absolute as
-// the compiler would resolve them from the working directory.
-func includeDirs(options string) []string {
-	var dirs []string
-	fields := strings.Fields(options)
-	for i := 0; i < len(fields); i++ {
-		f := fields[i]
-		var dir string
-		switch {
-		case f == "-I" && i+1 < len(fields):
-			i++
-			dir = fields[i]
-		case strings.HasPrefix(f, "-I") && len(f) > 2:
-			dir = f[2:]
-		default:
-			continue
-		}
-		if abs, err := filepath.Abs(dir); err == nil {
-			dir = abs
-		}
-		dirs = append(dirs, dir)
-	}
-	return dirs
 }
 
 // deviceIdentity returns the device and compiler parts of a key for d:

@@ -28,24 +28,27 @@ type buildReport struct {
 func newBuildCmd() *cobra.Command {
 	var (
 		includes []string
+		depends  []string
 		options  string
 		device   int
 		asJSON   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "build [-I DIR]... [--options \"...\"] [--device N] [--json] FILE...",
+		Use:   "build [-I DIR]... [--depends FILE]... [--options \"...\"] [--device N] [--json] FILE...",
 		Short: "Build OpenCL C files through the cache",
 		Long: `Build each OpenCL C file through the cache for the selected device and report,
 per file, where the binary came from (built, memory, disk, remote, or waited
 when another process built it), the time taken and the key digest.
+Every --depends FILE enters each file's key, so editing it causes a rebuild.
 The exit status is 1 if any file failed to build.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			opts := strings.TrimSpace(options + includeOptions(includes))
-			return runBuild(cmd.Context(), cmd.OutOrStdout(), files, opts, device, asJSON)
+			return runBuild(cmd.Context(), cmd.OutOrStdout(), files, buildInput{options: opts, depends: depends}, device, asJSON)
 		},
 	}
 	cmd.Flags().StringArrayVarP(&includes, "include", "I", nil, "add `DIR` to the header search path (repeatable)")
+	cmd.Flags().StringArrayVar(&depends, "depends", nil, "declare `FILE` a dependency of every file built (repeatable)")
 	cmd.Flags().StringVar(&options, "options", "", "OpenCL build `OPTIONS`, e.g. \"-DN=4 -cl-fast-relaxed-math\"")
 	cmd.Flags().IntVar(&device, "device", 0, "index `N` of the OpenCL device, in platform order")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per file per line")
@@ -60,7 +63,13 @@ func includeOptions(dirs []string) string {
 	return b.String()
 }
 
-func runBuild(ctx context.Context, out io.Writer, files []string, options string, device int, asJSON bool) error {
+// buildInput is what every file of one kcache build is built with.
+type buildInput struct {
+	options string
+	depends []string
+}
+
+func runBuild(ctx context.Context, out io.Writer, files []string, in buildInput, device int, asJSON bool) error {
 	// Nothing is launched here, so there is nothing to wait for: store
 	// each binary as soon as it is built.
 	sess, err := openSession(device, -1)
@@ -70,7 +79,7 @@ func runBuild(ctx context.Context, out io.Writer, files []string, options string
 	defer sess.Close()
 	failed := false
 	for _, f := range files {
-		r := buildOne(ctx, sess, f, options)
+		r := buildOne(ctx, sess, f, in)
 		failed = failed || r.Error != ""
 		if err := printReport(out, r, asJSON); err != nil {
 			return err
@@ -82,7 +91,7 @@ func runBuild(ctx context.Context, out io.Writer, files []string, options string
 	return nil
 }
 
-func buildOne(ctx context.Context, sess *session, file, options string) buildReport {
+func buildOne(ctx context.Context, sess *session, file string, in buildInput) buildReport {
 	r := buildReport{File: file}
 	code, err := os.ReadFile(file)
 	if err != nil {
@@ -91,7 +100,7 @@ func buildOne(ctx context.Context, sess *session, file, options string) buildRep
 	}
 	failedBefore := sess.bins.Stats().FailedBuilds
 	start := time.Now()
-	src := opencl.Source{Code: code, Path: file, Options: options}
+	src := opencl.Source{Code: code, Path: file, Options: in.options, Depends: in.depends}
 	p, err := sess.cache.Program(ctx, sess.dev, src)
 	r.MS = float64(time.Since(start).Microseconds()) / 1000
 	if err != nil {

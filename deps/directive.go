@@ -1,0 +1,158 @@
+package deps
+
+import "strings"
+
+// dirKind is the kind of a directive that matters to dependencies.
+type dirKind uint8
+
+const (
+	dDefine dirKind = iota + 1
+	dUndef
+	dInclude     // #include, #import
+	dIncludeNext // #include_next: the search goes on past the includer's own place
+	dEmbed       // #embed: a file read as data
+	dHasInclude  // __has_include in a conditional: existence matters
+)
+
+// directive is one parsed directive. Parsed directives are what the file
+// cache keeps for each file, so a warm scan never reads or lexes a file.
+type directive struct {
+	kind  dirKind
+	name  string // header name of a literal include; macro name of #define/#undef
+	angle bool   // <name> rather than "name"
+	// operand holds a computed include's tokens, to expand at scan time.
+	operand []token
+	macro   *macro // #define
+}
+
+// parseDirectives returns the directives of src that can add or name a
+// dependency, in order.
+func parseDirectives(src []byte) []directive {
+	var out []directive
+	for _, line := range directiveLines(src) {
+		name, rest := directiveName(line)
+		switch name {
+		case "define":
+			if m := parseDefine(rest); m != nil {
+				out = append(out, directive{kind: dDefine, name: m.name, macro: m})
+			}
+		case "undef":
+			if ts := tokenize(rest); len(ts) > 0 && ts[0].kind == tIdent {
+				out = append(out, directive{kind: dUndef, name: ts[0].text})
+			}
+		case "include", "import":
+			out = append(out, includeDirective(dInclude, rest))
+		case "include_next":
+			out = append(out, includeDirective(dIncludeNext, rest))
+		case "embed":
+			out = append(out, includeDirective(dEmbed, rest))
+		case "if", "elif":
+			out = append(out, hasIncludes(rest)...)
+		}
+	}
+	return out
+}
+
+// directiveName splits a directive line into its name and the rest.
+func directiveName(line string) (string, string) {
+	line = strings.TrimLeft(line, " \t\r\v\f")
+	i := 0
+	for i < len(line) && isIdentChar(line[i]) {
+		i++
+	}
+	return line[:i], line[i:]
+}
+
+// includeDirective parses an include's operand: a literal "name" or
+// <name>, or tokens to expand.
+func includeDirective(kind dirKind, rest string) directive {
+	rest = strings.TrimLeft(rest, " \t\r\v\f")
+	if name, angle, ok := literalHeaderName(rest); ok {
+		return directive{kind: kind, name: name, angle: angle}
+	}
+	return directive{kind: kind, operand: tokenize(rest)}
+}
+
+// literalHeaderName reads a header name written literally at the start of
+// s.
+func literalHeaderName(s string) (name string, angle, ok bool) {
+	if len(s) < 2 {
+		return "", false, false
+	}
+	closing := map[byte]byte{'"': '"', '<': '>'}[s[0]]
+	if closing == 0 {
+		return "", false, false
+	}
+	end := strings.IndexByte(s[1:], closing)
+	if end < 0 {
+		return "", false, false
+	}
+	return s[1 : 1+end], s[0] == '<', true
+}
+
+// hasIncludes returns a dHasInclude directive for each __has_include (and
+// __has_include_next, __has_embed) of a conditional's expression: whether
+// the file exists decides which branch is compiled.
+func hasIncludes(expr string) []directive {
+	var out []directive
+	ts := tokenize(expr)
+	for i := 0; i < len(ts); i++ {
+		switch ts[i].text {
+		case "__has_include", "__has_include_next", "__has_embed":
+		default:
+			continue
+		}
+		if i+1 >= len(ts) || ts[i+1].text != "(" {
+			continue
+		}
+		depth, j := 0, i+1
+		for ; j < len(ts); j++ {
+			if ts[j].text == "(" {
+				depth++
+			} else if ts[j].text == ")" {
+				if depth--; depth == 0 {
+					break
+				}
+			}
+		}
+		operand := ts[i+2 : min(j, len(ts))]
+		out = append(out, hasIncludeDirective(operand))
+		i = j
+	}
+	return out
+}
+
+// hasIncludeDirective rebuilds a __has_include operand: a <name> arrives
+// as separate tokens, a "name" as one string literal.
+func hasIncludeDirective(operand []token) directive {
+	if name, angle, ok := headerName(operand); ok {
+		return directive{kind: dHasInclude, name: name, angle: angle}
+	}
+	return directive{kind: dHasInclude, operand: operand}
+}
+
+// headerName reads an include operand after macro expansion: a string
+// literal, or the spellings of the tokens between < and > joined with a
+// space wherever one was (as clang does).
+func headerName(ts []token) (name string, angle, ok bool) {
+	if len(ts) == 0 {
+		return "", false, false
+	}
+	if t := ts[0]; t.kind == tString && strings.HasPrefix(t.text, `"`) && len(t.text) >= 2 && strings.HasSuffix(t.text, `"`) {
+		return t.text[1 : len(t.text)-1], false, true
+	}
+	if ts[0].text != "<" {
+		return "", false, false
+	}
+	var b strings.Builder
+	for i, t := range ts[1:] {
+		if t.text == ">" {
+			return b.String(), true, b.Len() > 0
+		}
+		if t.space && i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(t.text)
+	}
+	return "", false, false
+}

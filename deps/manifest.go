@@ -1,0 +1,147 @@
+package deps
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+// Bounds of the conservative key. A search directory is walked whole,
+// subdirectories included (an include may name "sub/x.h"); past these
+// bounds (a search directory that is $HOME or /) no key can hold every
+// file the compiler could read, and the source is not cached at all
+// (ErrUncacheable) rather than keyed by a narrower set. Ten thousand files
+// is a large kernel tree (hashcat's OpenCL directory holds about 600) and
+// costs some milliseconds of stats per warm lookup.
+const (
+	maxManifestFiles = 10_000
+	maxManifestDepth = 32
+)
+
+// manifest adds every file under the widened roots to the key, or fails
+// with ErrUncacheable. A warm manifest stats each directory and file and
+// reads a directory only when its mtime changed, a file only when its
+// identity did.
+func (sc *scan) manifest() error {
+	if len(sc.roots) == 0 {
+		return nil
+	}
+	w := &walk{sc: sc, visited: map[[2]uint64]bool{}}
+	for i, root := range sc.roots {
+		if err := w.root(root, "manifest:"+strconv.Itoa(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walk is one manifest's traversal state.
+type walk struct {
+	sc      *scan
+	files   int
+	visited map[[2]uint64]bool // directories by device and inode: symbolic links may loop
+}
+
+func (w *walk) root(dir, label string) error {
+	fi, err := w.sc.s.fs.stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		// Nothing to search yet; creating the directory changes the key.
+		w.sc.add(Dependency{Path: dir, Name: label, Rule: RuleAbsent})
+		return nil
+	case err != nil:
+		return fmt.Errorf("%w: search directory %s: %w", ErrUncacheable, dir, err)
+	case !fi.IsDir():
+		return nil // the compiler searches directories only
+	}
+	return w.dir(dir, label, fi, 0)
+}
+
+func (w *walk) dir(dir, label string, fi fs.FileInfo, depth int) error {
+	if depth > maxManifestDepth {
+		return fmt.Errorf("%w: %s is nested deeper than %d directories", ErrUncacheable, dir, maxManifestDepth)
+	}
+	id := identityOf(fi)
+	if w.visited[[2]uint64{id.dev, id.inode}] {
+		return nil
+	}
+	w.visited[[2]uint64{id.dev, id.inode}] = true
+	names, err := w.sc.s.dirs.list(w.sc.s.fs, dir, fi)
+	if err != nil {
+		return fmt.Errorf("%w: search directory %s: %w", ErrUncacheable, dir, err)
+	}
+	for _, name := range names {
+		if err := w.entry(dir+"/"+name, label+"/"+name, depth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *walk) entry(path, label string, depth int) error {
+	fi, err := w.sc.s.fs.stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// A dangling link: making its target exist changes the key.
+		w.sc.add(Dependency{Path: path, Name: label, Rule: RuleAbsent})
+		return nil
+	case err != nil:
+		return fmt.Errorf("%w: %s: %w", ErrUncacheable, path, err)
+	case fi.IsDir():
+		return w.dir(path, label, fi, depth+1)
+	case !fi.Mode().IsRegular():
+		return nil // devices, sockets and pipes are not headers
+	}
+	if w.files++; w.files > maxManifestFiles {
+		return fmt.Errorf("%w: more than %d files in the search directories", ErrUncacheable, maxManifestFiles)
+	}
+	e, err := w.sc.s.files.get(w.sc.s.fs, path, fi)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrUncacheable, path, err)
+	}
+	w.sc.add(Dependency{Path: path, Name: label, Digest: e.digest, Rule: RuleManifest})
+	return nil
+}
+
+// dirCache remembers directory listings under the directory's identity:
+// creating, removing or renaming an entry changes a directory's mtime.
+type dirCache struct {
+	mu      sync.Mutex
+	entries map[string]dirEntry // guarded by mu
+}
+
+type dirEntry struct {
+	id    identity
+	names []string
+}
+
+func newDirCache() *dirCache { return &dirCache{entries: map[string]dirEntry{}} }
+
+// list returns the names in dir, whose stat is fi.
+func (c *dirCache) list(fsys *fileSystem, dir string, fi fs.FileInfo) ([]string, error) {
+	id := identityOf(fi)
+	c.mu.Lock()
+	e, ok := c.entries[dir]
+	c.mu.Unlock()
+	if ok && e.id.trusted(id, fsys.now()) {
+		return e.names, nil
+	}
+	ents, err := fsys.readDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	e = dirEntry{id: id, names: make([]string, len(ents))}
+	for i, d := range ents {
+		e.names[i] = d.Name()
+	}
+	c.mu.Lock()
+	if len(c.entries) >= maxFileEntries {
+		clear(c.entries)
+	}
+	c.entries[dir] = e
+	c.mu.Unlock()
+	return e.names, nil
+}

@@ -1,0 +1,187 @@
+// Package deps finds the files a compiler reads while it preprocesses a
+// translation unit, so that every one of them can enter a cache key.
+//
+// It follows the compiler's own rules: includes are searched in the
+// compiler's order, computed includes (#include MACRO) are expanded with
+// the -D/-U options and the #defines seen before them, and conditionals are
+// all taken as live, which finds a superset of the real dependencies. A
+// superset costs at worst a spurious rebuild; a missing dependency would
+// serve a stale binary, which deps never allows: where the exact set
+// cannot be known it widens the set to every file the compiler could reach
+// (a stat manifest of its search directories), and where even that is not
+// possible it says so with ErrUncacheable.
+//
+// A Scanner remembers every file's digest and parsed directives under the
+// file's identity (size, modification time, inode), so a warm scan stats
+// files and reads none, as ccache's direct mode does.
+package deps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/kcache/kcache"
+)
+
+// Rules name how a dependency was found; they appear in Dependency.Rule and
+// in traces.
+const (
+	// RuleInclude is a file named by a literal #include (or #import,
+	// #include_next).
+	RuleInclude = "include"
+	// RuleComputedInclude is a file named by an #include whose operand
+	// is a macro expansion.
+	RuleComputedInclude = "computed-include"
+	// RuleForcedInclude is a file named by a -include option.
+	RuleForcedInclude = "forced-include"
+	// RuleHasInclude is a file whose existence a __has_include tests.
+	RuleHasInclude = "has-include"
+	// RuleEmbed is a file named by #embed: read, not preprocessed.
+	RuleEmbed = "embed"
+	// RuleDeclared is a dependency the caller declared (Input.Depends).
+	RuleDeclared = "declared"
+	// RuleManifest is a file of a search directory, keyed because the
+	// exact dependencies could not be known.
+	RuleManifest = "search-dir manifest"
+	// RuleAbsent is a place the compiler looks before the file it finds
+	// (or instead of a file it never finds): creating a file there would
+	// change what it compiles. Absent places have no digest; a scan stats
+	// them every time.
+	RuleAbsent = "absent"
+)
+
+// ErrUncacheable reports that the dependencies of a source cannot be
+// bounded: the exact set is unknown and the directories the compiler could
+// search are too large or cannot be read. A caller must then build without
+// storing the result, since no key can be trusted to change with the
+// files the compiler reads.
+var ErrUncacheable = errors.New("deps: dependencies cannot be bounded")
+
+// Input is one translation unit and the compiler invocation that will
+// preprocess it.
+type Input struct {
+	// Source is the translation unit's text.
+	Source []byte
+	// Path is the file Source was read from, or "" for source held in
+	// memory. When the compiler knows it, quoted includes of the main
+	// source are searched in its directory first. A caller whose
+	// compiler never sees the path (an OpenCL driver is given text only)
+	// leaves it empty.
+	Path string
+	// WorkDir is the compiler's working directory, against which
+	// relative search directories and names are resolved; "" means
+	// os.Getwd().
+	WorkDir string
+	// Args are the compiler options, already split (see SplitOptions):
+	// -I DIR, -IDIR, -iquote, -isystem, -idirafter, -D NAME[=VALUE],
+	// -U NAME, -include FILE. Other options are ignored here.
+	Args []string
+	// Depends are files the caller declares as dependencies, which no
+	// scanner can see (a file the program reads at build time, a header
+	// handed to the compiler through an API).
+	Depends []string
+	// SearchWorkDir says the compiler searches the working directory
+	// first for every include, quoted or angled, from any file, as if
+	// "-I." came first. PoCL does: it compiles program text under a
+	// relative name.
+	SearchWorkDir bool
+	// Builtins are headers the compiler reads before the source without
+	// being asked (an OpenCL compiler's opencl-c.h, PoCL's _kernel.h).
+	// Their macros may name the parts of a computed include (PoCL
+	// defines log, abs, ...), so each is learnt as a candidate beside
+	// "undefined". They are not dependencies: the compiler's identity
+	// in the key stands for them. Missing files are ignored.
+	Builtins []string
+}
+
+// Dependency is one file that went into a key, or one place that was
+// checked and found empty, with the rule that found it.
+type Dependency struct {
+	// Path is the absolute path of the file or of the empty place.
+	Path string
+	// Name is the name the key holds: the include's name as written (or
+	// as expanded), so keys stay equal across checkouts in different
+	// places; the digest pins the content.
+	Name string
+	// Digest is the SHA-256 of the file's content; zero for RuleAbsent.
+	Digest kcache.Digest
+	// Rule says how the dependency was found (RuleInclude, ...).
+	Rule string
+}
+
+// LogValue makes a Dependency print as a group in slog output.
+func (d Dependency) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.String("rule", d.Rule), slog.String("name", d.Name), slog.String("path", d.Path)}
+	if d.Rule != RuleAbsent {
+		attrs = append(attrs, slog.String("digest", d.Digest.String()))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// Scanner finds dependencies. It holds the per-file cache that makes warm
+// scans cost a stat per file. A Scanner is safe for concurrent use.
+type Scanner struct {
+	log   *slog.Logger
+	fs    *fileSystem
+	files *fileCache
+	dirs  *dirCache
+
+	reportMu sync.Mutex          // guards reported
+	reported map[string]struct{} // reasons already logged, by source and reason
+}
+
+// NewScanner returns a Scanner that logs the reasons for widening a key at
+// debug level through logger (nil: slog.Default()).
+func NewScanner(logger *slog.Logger) *Scanner {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Scanner{log: logger, fs: osFileSystem(), files: newFileCache(), dirs: newDirCache(), reported: map[string]struct{}{}}
+}
+
+// Scan returns the headers that belong in the key of in (names and
+// digests, for kcache.Image.Headers) and the trace of every dependency
+// with its rule, absent places included. It returns an error wrapping
+// ErrUncacheable when no key can be trusted (see ErrUncacheable), and an
+// error when a dependency exists but cannot be read.
+func (s *Scanner) Scan(ctx context.Context, in Input) (headers []kcache.Header, trace []Dependency, err error) {
+	wd := in.WorkDir
+	if wd == "" {
+		if wd, err = os.Getwd(); err != nil {
+			return nil, nil, fmt.Errorf("deps: working directory: %w", err)
+		}
+	}
+	sc := newScan(ctx, s, in, wd)
+	if err := sc.run(); err != nil {
+		return nil, nil, err
+	}
+	for _, d := range sc.trace {
+		if d.Rule != RuleAbsent {
+			headers = append(headers, kcache.Header{Name: d.Name, Digest: d.Digest})
+		}
+	}
+	return headers, sc.trace, nil
+}
+
+// report logs why a key was widened, once per source and reason: a build
+// loop must not flood the log.
+func (s *Scanner) report(source, reason string, attrs ...any) {
+	id := source + "\x00" + reason
+	s.reportMu.Lock()
+	_, seen := s.reported[id]
+	if !seen && len(s.reported) < maxReported {
+		s.reported[id] = struct{}{}
+	}
+	s.reportMu.Unlock()
+	if !seen {
+		s.log.Debug("deps: "+reason, append([]any{"source", source}, attrs...)...)
+	}
+}
+
+// maxReported bounds the memory of logged reasons; past it a reason may be
+// logged again, which is harmless.
+const maxReported = 4096
