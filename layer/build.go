@@ -137,7 +137,7 @@ func (l *layer) lookup(ctx context.Context, src C.cl_program, devs []C.cl_device
 	if err != nil {
 		return nil, err
 	}
-	headers, err := l.scan.headers(code, opts, cwd)
+	headers, err := l.scan.headers(ctx, code, opts, cwd)
 	if err != nil {
 		return nil, err
 	}

@@ -1,26 +1,62 @@
 package main
 
 import (
-	"bytes"
-	"errors"
+	"context"
+	"path/filepath"
+	"sync"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/deps"
 )
 
-// scanner finds the files a program's source depends on, the way the
-// compiler finds them, for the key.
+// scanner finds the files a program's source depends on, for the key.
 type scanner interface {
-	headers(src []byte, options, cwd string) ([]kcache.Header, error)
+	headers(ctx context.Context, src []byte, options, cwd string) ([]kcache.Header, error)
 }
 
-// depsScanner is the project's dependency scanner.
-type depsScanner struct{}
+// depsScanner finds them with the project's scanner, the way PoCL's
+// compiler does: the driver is given text, not a path, and searches the
+// application's working directory first, then the -I directories. What it
+// cannot see widens the key (deps's manifest rule); what cannot be bounded
+// at all (deps.ErrUncacheable) is built by the driver and not stored.
+type depsScanner struct {
+	s     *deps.Scanner
+	trace bool
+	log   interface{ Debug(string, ...any) }
+}
 
-var errIncludes = errors.New("source includes files")
-
-func (depsScanner) headers(src []byte, options, cwd string) ([]kcache.Header, error) {
-	if bytes.Contains(src, []byte("#include")) || bytes.Contains(src, []byte("include")) {
-		return nil, errIncludes
+func (d depsScanner) headers(ctx context.Context, src []byte, options, cwd string) ([]kcache.Header, error) {
+	headers, trace, err := d.s.Scan(ctx, deps.Input{
+		Source:        src,
+		WorkDir:       cwd,
+		Args:          deps.SplitOptions(options),
+		SearchWorkDir: true,
+		Builtins:      builtinHeaders(),
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, nil
+	if d.trace {
+		for _, dep := range trace {
+			d.log.Debug("kcache dependency", "dependency", dep)
+		}
+	}
+	return headers, nil
 }
+
+// builtinHeaders lists the headers OpenCL compilers include on their own
+// (PoCL's kernel headers, clang's opencl-c.h), whose macros can take part
+// in a computed include.
+var builtinHeaders = sync.OnceValue(func() []string {
+	var out []string
+	for _, pattern := range []string{
+		"/usr/share/pocl/include/*.h",
+		"/usr/local/share/pocl/include/*.h",
+		"/usr/lib/llvm-*/lib/clang/*/include/opencl-c*.h",
+		"/usr/lib/clang/*/include/opencl-c*.h",
+	} {
+		m, _ := filepath.Glob(pattern)
+		out = append(out, m...)
+	}
+	return out
+})

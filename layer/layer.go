@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/deps"
 	"github.com/kcache/kcache/disk"
 )
 
@@ -74,7 +75,7 @@ func open(environ []string, stderr io.Writer) (*layer, error) {
 		log:   log,
 		debug: cfg.Debug,
 		env:   compilerEnv(environ),
-		scan:  depsScanner{},
+		scan:  depsScanner{s: deps.NewScanner(log), trace: cfg.Trace, log: log},
 		delay: commitDelay,
 		progs: map[*C.kc_program]*program{},
 	}, nil
