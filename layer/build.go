@@ -15,12 +15,33 @@ import (
 	"time"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/deps"
 )
 
-// imageFormat names the layer's entries in a key's Image.Format. They hold
-// a record (binary and build log), not the library's bare binary, so they
-// must never share a key with the library's entries.
-const imageFormat = "opencl-c/layer-record"
+// step is a call that turns a source program into a binary the layer
+// stores: clBuildProgram (an executable) or clCompileProgram (a compiled
+// object, which the application then links).
+type step struct {
+	// format names the step's entries in a key's Image.Format. They hold
+	// a record (binary and build log), not the library's bare binary, so
+	// they never share a key with the library's entries, nor an object
+	// with an executable.
+	format string
+	kind   C.int // what a program made from the step's entries is (KC_CACHED_*)
+	// run is the driver's call on the source program.
+	run func(p C.cl_program, devs []C.cl_device_id, options string) C.cl_int
+	// finish builds a program made from cached binaries, as the
+	// application's build would have; a compiled object is used as is.
+	finish bool
+	// delayed stores after the commit delay, once the first launches have
+	// completed the binary; a compiled object is complete at once.
+	delayed bool
+}
+
+var (
+	buildStep   = step{format: "opencl-c/layer-record", kind: C.KC_CACHED_EXECUTABLE, run: buildProgram, finish: true, delayed: true}
+	compileStep = step{format: "opencl-c/layer-record/compiled-object", kind: C.KC_CACHED_OBJECT, run: compileProgram}
+)
 
 // program is what the Go half knows of one application program.
 type program struct {
@@ -61,11 +82,12 @@ func (l *layer) state(w *C.kc_program) *program {
 	return p
 }
 
-// build answers clBuildProgram for a program made from source: from the
-// cache when every device's binary is there, else by the driver from the
-// source, storing what it builds. built reports whether the driver was
-// asked to build the source, so that a panic does not build it twice.
-func (l *layer) build(ctx context.Context, w *C.kc_program, devs []C.cl_device_id, opts string, built *bool) C.cl_int {
+// build answers clBuildProgram or clCompileProgram (st) for a program made
+// from source: from the cache when every device's binary is there, else
+// by the driver from the source, storing what it builds. driver receives
+// the driver's status once it has run the step on the source, so that a
+// panic does not run it twice.
+func (l *layer) build(ctx context.Context, w *C.kc_program, st step, devs []C.cl_device_id, opts string, driver *C.cl_int) C.cl_int {
 	p := l.state(w)
 	p.mu.Lock()
 	again := p.done
@@ -75,31 +97,34 @@ func (l *layer) build(ctx context.Context, w *C.kc_program, devs []C.cl_device_i
 		// about attached kernels apply to the source program.
 		l.flush1(ctx, p)
 		C.kc_use_source(w)
-		*built = true
-		return buildProgram(p.src, devs, opts)
+		*driver = st.run(p.src, devs, opts)
+		return *driver
 	}
-	slots, err := l.lookup(ctx, p.src, devs, opts)
+	slots, err := l.lookup(ctx, p.src, st, devs, opts)
+	switch {
+	case errors.Is(err, deps.ErrUncacheable):
+		l.log.Debug("kcache layer: dependencies cannot be bounded; the driver builds without the cache", "err", err)
+	case err != nil && !errors.Is(err, errDeviceSubset):
+		l.warn("no key for a program", "err", err)
+	}
 	if err != nil {
-		if !errors.Is(err, errDeviceSubset) {
-			l.warn("no key for a program", "err", err)
-		}
-		*built = true
-		return buildProgram(p.src, devs, opts)
+		*driver = st.run(p.src, devs, opts)
+		return *driver
 	}
 	if hitAll(slots) {
-		prog, err := l.fromCache(p.src, slots, opts)
+		prog, err := l.fromCache(p.src, st, slots, opts)
 		if err == nil {
-			C.kc_adopt(w, prog, 1)
+			C.kc_adopt(w, prog, st.kind)
 			l.adopted(p, slots, prog)
 			return C.CL_SUCCESS
 		}
 		l.warn("the driver refused a cached binary; rebuilding it", "err", err)
 		l.forget(ctx, slots)
 	}
-	*built = true
 	start := time.Now()
-	status := buildProgram(p.src, devs, opts)
+	status := st.run(p.src, devs, opts)
 	took := time.Since(start)
+	*driver = status
 	if status != C.CL_SUCCESS {
 		for _, s := range slots {
 			if s.pending != nil {
@@ -108,7 +133,7 @@ func (l *layer) build(ctx context.Context, w *C.kc_program, devs []C.cl_device_i
 		}
 		return status
 	}
-	l.built(p, slots, took)
+	l.built(ctx, p, st, slots, took)
 	return status
 }
 
@@ -119,7 +144,7 @@ func hitAll(slots []*slot) bool {
 // lookup computes each device's key and looks it up. Misses come back
 // holding the key's build lock, taken in digest order so that processes
 // building for several devices cannot deadlock on each other's locks.
-func (l *layer) lookup(ctx context.Context, src C.cl_program, devs []C.cl_device_id, opts string) ([]*slot, error) {
+func (l *layer) lookup(ctx context.Context, src C.cl_program, st step, devs []C.cl_device_id, opts string) ([]*slot, error) {
 	all, err := programDevices(src)
 	if err != nil {
 		return nil, err
@@ -147,7 +172,7 @@ func (l *layer) lookup(ctx context.Context, src C.cl_program, devs []C.cl_device
 		slots[i] = &slot{dev: d, index: i, key: &kcache.Key{
 			Device:   id.dev,
 			Compiler: id.comp,
-			Image:    kcache.Image{Format: imageFormat, Source: code, Headers: headers},
+			Image:    kcache.Image{Format: st.format, Source: code, Headers: headers},
 			Options:  kcache.BuildOptions{Compile: opts, Env: l.env},
 		}}
 	}
@@ -201,7 +226,7 @@ func (l *layer) forget(ctx context.Context, slots []*slot) {
 
 // fromCache makes a program from the slots' binaries, for every device of
 // the source program, in its order.
-func (l *layer) fromCache(src C.cl_program, slots []*slot, opts string) (C.cl_program, error) {
+func (l *layer) fromCache(src C.cl_program, st step, slots []*slot, opts string) (C.cl_program, error) {
 	cctx, err := programContext(src)
 	if err != nil {
 		return nil, err
@@ -212,7 +237,7 @@ func (l *layer) fromCache(src C.cl_program, slots []*slot, opts string) (C.cl_pr
 		devs[i], bins[i] = s.dev, s.bin
 		s.bin = nil
 	}
-	return programFromBinaries(cctx, devs, bins, opts)
+	return programFromBinaries(cctx, devs, bins, opts, st.finish)
 }
 
 // adopted records a program made from the cache.
@@ -222,17 +247,20 @@ func (l *layer) adopted(p *program, slots []*slot, prog C.cl_program) {
 	p.done, p.slots, p.real = true, slots, prog
 }
 
-// built records a program the driver built from source and schedules the
-// storing of its binaries.
-func (l *layer) built(p *program, slots []*slot, took time.Duration) {
+// built records a program the driver built from source and stores its
+// binaries, or schedules their storing.
+func (l *layer) built(ctx context.Context, p *program, st step, slots []*slot, took time.Duration) {
 	for _, s := range slots {
 		s.log, s.buildTime = buildLog(p.src, s.dev), took
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.done, p.slots, p.real = true, slots, p.src
-	if slices.ContainsFunc(slots, func(s *slot) bool { return s.pending != nil }) {
+	if st.delayed && slices.ContainsFunc(slots, func(s *slot) bool { return s.pending != nil }) {
 		p.timer = time.AfterFunc(l.delay, func() { l.commit(context.Background(), p) })
+	}
+	p.mu.Unlock()
+	if !st.delayed {
+		l.commit(ctx, p)
 	}
 }
 

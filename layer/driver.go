@@ -129,9 +129,22 @@ func cDevices(devs []C.cl_device_id) *C.cl_device_id {
 	return p
 }
 
-// programFromBinaries makes and builds a program of ctx for devs from bins.
-// The driver verifies each binary; a refused one is an error.
-func programFromBinaries(ctx C.cl_context, devs []C.cl_device_id, bins [][]byte, options string) (C.cl_program, error) {
+// compileProgram compiles p synchronously, without embedded headers.
+func compileProgram(p C.cl_program, devs []C.cl_device_id, options string) C.cl_int {
+	opts := C.CString(options)
+	defer C.free(unsafe.Pointer(opts))
+	var dp *C.cl_device_id
+	if len(devs) > 0 {
+		dp = cDevices(devs)
+		defer C.free(unsafe.Pointer(dp))
+	}
+	return C.kc_t_compile_program(p, C.cl_uint(len(devs)), dp, opts)
+}
+
+// programFromBinaries makes a program of ctx for devs from bins, and
+// builds it when build is set. The driver verifies each binary; a refused
+// one is an error.
+func programFromBinaries(ctx C.cl_context, devs []C.cl_device_id, bins [][]byte, options string, build bool) (C.cl_program, error) {
 	n := len(devs)
 	dp := cDevices(devs)
 	defer C.free(unsafe.Pointer(dp))
@@ -151,6 +164,9 @@ func programFromBinaries(ctx C.cl_context, devs []C.cl_device_id, bins [][]byte,
 	prog := C.kc_t_create_program_with_binary(ctx, C.cl_uint(n), dp, lengths, ptrs, status, &cerr)
 	if err := check(cerr); err != nil || prog == nil {
 		return nil, fmt.Errorf("making a program from a cached binary: %w", clError(cerr))
+	}
+	if !build {
+		return prog, nil
 	}
 	if err := check(buildProgram(prog, devs, options)); err != nil {
 		C.kc_t_release_program(prog)

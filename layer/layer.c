@@ -37,8 +37,8 @@ cl_program kc_real(kc_program *w) {
 
 cl_program kc_source(kc_program *w) { return w->source; }
 
-// kc_adopt makes b, a program made from a cached binary (cached=1) or
-// from the source after a failed attempt (cached=0), the one calls go to.
+// kc_adopt makes b, a program made from a cached binary (cached is
+// KC_CACHED_EXECUTABLE or KC_CACHED_OBJECT), the one calls go to.
 // Programs are kept until the handle dies: a kernel made from an earlier
 // one may still ask for its program.
 void kc_adopt(kc_program *w, cl_program b, int cached) {
@@ -202,12 +202,19 @@ static cl_int CL_API_CALL kc_clCompileProgram(cl_program p, cl_uint nd, const cl
 		free(hs);
 		return err;
 	}
-	// Separate compilation is not cached: it works on the source program,
-	// which from now on answers every call. A callback would see the
-	// driver's handle, so the compile is synchronous and the callback is
-	// called here with the application's.
-	kc_use_source(w);
-	cl_int err = kc_target->clCompileProgram(w->source, nd, devs, options, nh, hs ? hs : headers, names, NULL, NULL);
+	// A callback would see the driver's handle, so the compile is
+	// synchronous and the callback is called here with the application's.
+	cl_int err;
+	if (nh == 0 && !(nd > 0 && devs == NULL) && !(notify == NULL && user_data != NULL)) {
+		// A compile of the source alone goes through the cache: the
+		// compiled object is what it stores (hashcat compiles and links).
+		err = kcGoCompile(w, nd, (cl_device_id *)devs, (char *)options);
+	} else {
+		// Embedded headers are programs the key cannot see: the driver
+		// compiles the source program, which answers every call from now on.
+		kc_use_source(w);
+		err = kc_target->clCompileProgram(w->source, nd, devs, options, nh, hs ? hs : headers, names, NULL, NULL);
+	}
 	free(hs);
 	if (notify != NULL) {
 		notify(p, user_data);
@@ -267,9 +274,25 @@ static cl_int CL_API_CALL kc_clGetProgramBuildInfo(cl_program p, cl_device_id d,
 	if (w == NULL) {
 		return kc_target->clGetProgramBuildInfo(p, d, param, size, value, size_ret);
 	}
-	if (param == CL_PROGRAM_BUILD_LOG && __atomic_load_n(&w->cached, __ATOMIC_ACQUIRE)) {
+	int cached = __atomic_load_n(&w->cached, __ATOMIC_ACQUIRE);
+	if (param == CL_PROGRAM_BUILD_LOG && cached) {
 		// The compiler's log of the build that made the cached binary.
 		return kcGoBuildLog(w, d, size, value, size_ret);
+	}
+	if (param == CL_PROGRAM_BUILD_STATUS && cached == KC_CACHED_OBJECT) {
+		// A program made from a compiled object was never compiled here;
+		// the application compiled it, successfully.
+		cl_build_status ok = CL_BUILD_SUCCESS;
+		if (value != NULL) {
+			if (size < sizeof ok) {
+				return CL_INVALID_VALUE;
+			}
+			memcpy(value, &ok, sizeof ok);
+		}
+		if (size_ret != NULL) {
+			*size_ret = sizeof ok;
+		}
+		return CL_SUCCESS;
 	}
 	return kc_target->clGetProgramBuildInfo(kc_real(w), d, param, size, value, size_ret);
 }
@@ -410,6 +433,10 @@ cl_int kc_t_get_program_build_info(cl_program p, cl_device_id d, cl_program_buil
 
 cl_int kc_t_build_program(cl_program p, cl_uint nd, const cl_device_id *devs, const char *options) {
 	return kc_target->clBuildProgram(p, nd, devs, options, NULL, NULL);
+}
+
+cl_int kc_t_compile_program(cl_program p, cl_uint nd, const cl_device_id *devs, const char *options) {
+	return kc_target->clCompileProgram(p, nd, devs, options, 0, NULL, NULL, NULL, NULL);
 }
 
 cl_program kc_t_create_program_with_binary(cl_context c, cl_uint nd, const cl_device_id *devs, const size_t *lengths,

@@ -14,6 +14,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -102,10 +103,10 @@ func guard(what string) {
 //export kcGoInit
 func kcGoInit() (enabled C.int) {
 	defer guard("init")
-	l, err := open(os.Environ(), os.Stderr)
+	l, err := open(os.Environ(), stderr())
 	if err != nil {
 		if d, _ := kcache.ConfigFromEnv(); d.Debug {
-			slog.New(slog.NewTextHandler(os.Stderr, nil)).Warn("kcache layer: cache off; every call passes through", "err", err)
+			slog.New(slog.NewTextHandler(stderr(), nil)).Warn("kcache layer: cache off; every call passes through", "err", err)
 		}
 		return 0
 	}
@@ -113,8 +114,31 @@ func kcGoInit() (enabled C.int) {
 	return 1
 }
 
+// stderr returns a duplicate of the standard error the process has now,
+// at the layer's start: applications may point descriptor 2 elsewhere
+// while they build (hashcat silences compilers so), and the layer's
+// warnings are for the user who started the application.
+func stderr() io.Writer {
+	fd, err := syscall.Dup(2)
+	if err != nil {
+		return os.Stderr
+	}
+	syscall.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), "stderr")
+}
+
 //export kcGoBuild
-func kcGoBuild(w *C.kc_program, nd C.cl_uint, devs *C.cl_device_id, options *C.char) (status C.cl_int) {
+func kcGoBuild(w *C.kc_program, nd C.cl_uint, devs *C.cl_device_id, options *C.char) C.cl_int {
+	return theLayer.call(w, buildStep, nd, devs, options)
+}
+
+//export kcGoCompile
+func kcGoCompile(w *C.kc_program, nd C.cl_uint, devs *C.cl_device_id, options *C.char) C.cl_int {
+	return theLayer.call(w, compileStep, nd, devs, options)
+}
+
+// call runs a build or compile step for the application's handle w.
+func (l *layer) call(w *C.kc_program, st step, nd C.cl_uint, devs *C.cl_device_id, options *C.char) (status C.cl_int) {
 	var list []C.cl_device_id
 	if nd > 0 {
 		list = append(list, unsafe.Slice(devs, int(nd))...)
@@ -123,23 +147,25 @@ func kcGoBuild(w *C.kc_program, nd C.cl_uint, devs *C.cl_device_id, options *C.c
 	if options != nil {
 		opts = C.GoString(options)
 	}
-	l := theLayer
-	// A panic before the driver was called leaves the program unbuilt:
-	// build it the driver's way.
-	status = C.CL_BUILD_PROGRAM_FAILURE
-	built := false
+	// After a panic, the application gets the driver's answer: the
+	// driver's status if it was called, else a build the driver's way.
+	driver := driverNotCalled
 	defer func() {
 		if r := recover(); r != nil {
-			l.warn("internal error in clBuildProgram", "panic", r, "stack", string(debug.Stack()))
-			if !built {
+			l.warn("internal error", "panic", r, "stack", string(debug.Stack()))
+			status = driver
+			if driver == driverNotCalled {
 				C.kc_use_source(w)
-				status = buildProgram(C.kc_source(w), list, opts)
+				status = st.run(C.kc_source(w), list, opts)
 			}
 		}
 	}()
-	status = l.build(context.Background(), w, list, opts, &built)
-	return status
+	return l.build(context.Background(), w, st, list, opts, &driver)
 }
+
+// driverNotCalled marks a step the driver has not run yet: no OpenCL
+// status is positive.
+const driverNotCalled C.cl_int = 1
 
 //export kcGoRelease
 func kcGoRelease(w *C.kc_program) {

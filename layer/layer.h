@@ -29,9 +29,12 @@ typedef struct kc_program {
 	cl_program *owned;    // programs made from cached binaries, released with the handle
 	int nowned;
 	int refs;             // the application's reference count (atomic)
-	int cached;           // real was made from a cached binary (atomic)
+	int cached;           // real was made from a cached binary: KC_CACHED_* (atomic)
 	struct kc_program *prev, *next; // the list of live handles (kc_live_mu)
 } kc_program;
+
+// What a handle's real program was made from.
+enum { KC_SOURCE = 0, KC_CACHED_EXECUTABLE = 1, KC_CACHED_OBJECT = 2 };
 
 // The next layer's dispatch table (the driver, through the loader).
 extern const struct _cl_icd_dispatch *kc_target;
@@ -46,6 +49,7 @@ void kc_use_source(kc_program *w);
 cl_int kc_t_get_program_info(cl_program p, cl_program_info param, size_t size, void *value, size_t *size_ret);
 cl_int kc_t_get_program_build_info(cl_program p, cl_device_id d, cl_program_build_info param, size_t size, void *value, size_t *size_ret);
 cl_int kc_t_build_program(cl_program p, cl_uint nd, const cl_device_id *devs, const char *options);
+cl_int kc_t_compile_program(cl_program p, cl_uint nd, const cl_device_id *devs, const char *options);
 cl_program kc_t_create_program_with_binary(cl_context c, cl_uint nd, const cl_device_id *devs, const size_t *lengths, const unsigned char **bins, cl_int *status, cl_int *err);
 cl_int kc_t_release_program(cl_program p);
 cl_int kc_t_get_device_info(cl_device_id d, cl_device_info param, size_t size, void *value, size_t *size_ret);

@@ -211,6 +211,26 @@ int main(void) {
 	clReleaseProgram(up);
 	clReleaseProgram(hp);
 
+	// Compiling a source program alone and linking it, as hashcat does.
+	const char *alone = "kernel void thrice(global int *a) { a[get_global_id(0)] *= 3; }\n";
+	cl_program ap = clCreateProgramWithSource(ctx, 1, &alone, NULL, &err);
+	called = 0;
+	err = clCompileProgram(ap, 1, &dev, "-cl-std=CL1.2", 0, NULL, NULL, on_build, &called);
+	CHECK(err == CL_SUCCESS && called && notified == ap, "clCompileProgram alone: %d, callback %d", err, called);
+	clGetProgramBuildInfo(ap, dev, CL_PROGRAM_BUILD_STATUS, sizeof status, &status, NULL);
+	printf("compile status: %d\n", status);
+	clGetProgramBuildInfo(ap, dev, CL_PROGRAM_BINARY_TYPE, sizeof bt, &bt, NULL);
+	printf("compiled binary type: %llu\n", (unsigned long long)bt);
+	printf("compile log: [%s]\n", build_log(ap, dev));
+	linked = clLinkProgram(ctx, 1, &dev, NULL, 1, &ap, NULL, NULL, &err);
+	CHECK(err == CL_SUCCESS && linked != NULL, "clLinkProgram of a compiled program: %d", err);
+	cl_kernel thrice = clCreateKernel(linked, "thrice", &err);
+	clSetKernelArg(thrice, 0, sizeof buf, &buf);
+	run(q, thrice, buf, 16, 42, "thrice from a compiled and linked program");
+	clReleaseKernel(thrice);
+	clReleaseProgram(ap);
+	clReleaseProgram(linked);
+
 	clReleaseMemObject(buf);
 	clReleaseCommandQueue(q);
 	clReleaseContext(ctx);
