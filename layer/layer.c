@@ -28,12 +28,9 @@ kc_program *kc_wrapper(cl_program p) {
 	return w;
 }
 
-cl_program kc_real(kc_program *w) {
-	pthread_mutex_lock(&w->mu);
-	cl_program r = w->real;
-	pthread_mutex_unlock(&w->mu);
-	return r;
-}
+// kc_real is on the path of every call with the application's handle: a
+// plain atomic load, where a lock would cost more than the call itself.
+cl_program kc_real(kc_program *w) { return __atomic_load_n(&w->real, __ATOMIC_ACQUIRE); }
 
 cl_program kc_source(kc_program *w) { return w->source; }
 
@@ -47,7 +44,7 @@ void kc_adopt(kc_program *w, cl_program b, int cached) {
 	if (owned != NULL) {
 		w->owned = owned;
 		w->owned[w->nowned++] = b;
-		w->real = b;
+		__atomic_store_n(&w->real, b, __ATOMIC_RELEASE);
 		__atomic_store_n(&w->cached, cached, __ATOMIC_RELEASE);
 		b = NULL;
 	}
@@ -59,8 +56,8 @@ void kc_adopt(kc_program *w, cl_program b, int cached) {
 
 void kc_use_source(kc_program *w) {
 	pthread_mutex_lock(&w->mu);
-	w->real = w->source;
-	__atomic_store_n(&w->cached, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&w->real, w->source, __ATOMIC_RELEASE);
+	__atomic_store_n(&w->cached, KC_SOURCE, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&w->mu);
 }
 

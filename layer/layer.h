@@ -23,9 +23,9 @@
 typedef struct kc_program {
 	const struct _cl_icd_dispatch *dispatch;
 	uint64_t magic;
-	pthread_mutex_t mu;   // guards real, owned, nowned
+	pthread_mutex_t mu;   // guards owned, nowned and writes of real
 	cl_program source;    // the driver's program made from the application's source
-	cl_program real;      // where calls go: source, or a program made from a cached binary
+	cl_program real;      // where calls go: source, or a program made from a cached binary (atomic)
 	cl_program *owned;    // programs made from cached binaries, released with the handle
 	int nowned;
 	int refs;             // the application's reference count (atomic)
