@@ -17,6 +17,14 @@ const struct _cl_icd_dispatch *kc_target;
 static struct _cl_icd_dispatch kc_dispatch;
 static int kc_enabled; // the cache opened; otherwise every call passes through
 
+// kc_forked is set in the child of a fork. The Go half's threads do not
+// survive a fork, so a child never calls into it: the handles it inherited
+// keep working through the C half, their builds go to the driver, and the
+// programs it creates are not wrapped.
+static volatile int kc_forked;
+static void kc_on_fork(void) { kc_forked = 1; }
+static int kc_go(void) { return kc_enabled && !kc_forked; }
+
 static pthread_mutex_t kc_live_mu = PTHREAD_MUTEX_INITIALIZER;
 static kc_program *kc_live; // live handles, for CL_KERNEL_PROGRAM
 
@@ -91,7 +99,7 @@ static cl_program CL_API_CALL kc_clCreateProgramWithSource(cl_context ctx, cl_ui
 	if (err != NULL) {
 		*err = e;
 	}
-	if (s == NULL || e != CL_SUCCESS || !kc_enabled) {
+	if (s == NULL || e != CL_SUCCESS || !kc_go()) {
 		return s;
 	}
 	kc_program *w = calloc(1, sizeof *w);
@@ -158,7 +166,9 @@ static cl_int CL_API_CALL kc_clReleaseProgram(cl_program p) {
 	if (left == 0) {
 		// The binary is read for the cache before the driver may destroy
 		// the program: after the application's launches, it is complete.
-		kcGoRelease(w);
+		if (kc_go()) {
+			kcGoRelease(w);
+		}
 		kc_free(w);
 	}
 	return CL_SUCCESS;
@@ -178,7 +188,13 @@ static cl_int CL_API_CALL kc_clBuildProgram(cl_program p, cl_uint nd, const cl_d
 	}
 	// The build is synchronous, which the specification allows, so the
 	// callback runs once it is over, with the application's handle.
-	cl_int err = kcGoBuild(w, nd, (cl_device_id *)devs, (char *)options);
+	cl_int err;
+	if (kc_go()) {
+		err = kcGoBuild(w, nd, (cl_device_id *)devs, (char *)options);
+	} else {
+		kc_use_source(w);
+		err = kc_target->clBuildProgram(w->source, nd, devs, options, NULL, NULL);
+	}
 	if (notify != NULL) {
 		notify(p, user_data);
 	}
@@ -202,7 +218,7 @@ static cl_int CL_API_CALL kc_clCompileProgram(cl_program p, cl_uint nd, const cl
 	// A callback would see the driver's handle, so the compile is
 	// synchronous and the callback is called here with the application's.
 	cl_int err;
-	if (nh == 0 && !(nd > 0 && devs == NULL) && !(notify == NULL && user_data != NULL)) {
+	if (kc_go() && nh == 0 && !(nd > 0 && devs == NULL) && !(notify == NULL && user_data != NULL)) {
 		// A compile of the source alone goes through the cache: the
 		// compiled object is what it stores (hashcat compiles and links).
 		err = kcGoCompile(w, nd, (cl_device_id *)devs, (char *)options);
@@ -272,7 +288,7 @@ static cl_int CL_API_CALL kc_clGetProgramBuildInfo(cl_program p, cl_device_id d,
 		return kc_target->clGetProgramBuildInfo(p, d, param, size, value, size_ret);
 	}
 	int cached = __atomic_load_n(&w->cached, __ATOMIC_ACQUIRE);
-	if (param == CL_PROGRAM_BUILD_LOG && cached) {
+	if (param == CL_PROGRAM_BUILD_LOG && cached && kc_go()) {
 		// The compiler's log of the build that made the cached binary.
 		return kcGoBuildLog(w, d, size, value, size_ret);
 	}
@@ -384,7 +400,11 @@ CL_API_ENTRY cl_int CL_API_CALL clGetLayerInfo(cl_layer_info param, size_t size,
 // kc_atexit stores what the application's live programs have to store: an
 // application that exits without releasing them has launched its kernels
 // by now.
-static void kc_atexit(void) { kcGoExit(); }
+static void kc_atexit(void) {
+	if (kc_go()) {
+		kcGoExit();
+	}
+}
 
 CL_API_ENTRY cl_int CL_API_CALL clInitLayer(cl_uint num_entries, const struct _cl_icd_dispatch *target,
                                             cl_uint *num_entries_ret, const struct _cl_icd_dispatch **layer) {
@@ -400,6 +420,7 @@ CL_API_ENTRY cl_int CL_API_CALL clInitLayer(cl_uint num_entries, const struct _c
 	kc_enabled = kcGoInit();
 	if (kc_enabled) {
 		atexit(kc_atexit);
+		pthread_atfork(NULL, NULL, kc_on_fork);
 	}
 	kc_dispatch.clCreateProgramWithSource = kc_clCreateProgramWithSource;
 	kc_dispatch.clRetainProgram = kc_clRetainProgram;
