@@ -95,7 +95,7 @@ func (l *layer) build(ctx context.Context, w *C.kc_program, st step, devs []C.cl
 	if again {
 		// A rebuild (new options, say) is the driver's business: its rules
 		// about attached kernels apply to the source program.
-		l.flush1(ctx, p)
+		l.forgetProgram(ctx, w)
 		C.kc_use_source(w)
 		*driver = st.run(p.src, devs, opts)
 		return *driver
@@ -323,6 +323,18 @@ func (l *layer) flush1(ctx context.Context, p *program) {
 	p.mu.Unlock()
 	l.commit(ctx, p)
 	l.upgrade(ctx, p)
+}
+
+// forgetProgram stores what the program's last cached build has to store
+// and stops following it: the application is about to build or compile
+// the source program again, and its binaries will no longer belong to
+// that build's keys.
+func (l *layer) forgetProgram(ctx context.Context, w *C.kc_program) {
+	p := l.state(w)
+	l.flush1(ctx, p)
+	p.mu.Lock()
+	p.done, p.slots, p.real = true, nil, nil
+	p.mu.Unlock()
 }
 
 // release runs when the application drops its last reference, before the

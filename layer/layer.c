@@ -224,7 +224,11 @@ static cl_int CL_API_CALL kc_clCompileProgram(cl_program p, cl_uint nd, const cl
 		err = kcGoCompile(w, nd, (cl_device_id *)devs, (char *)options);
 	} else {
 		// Embedded headers are programs the key cannot see: the driver
-		// compiles the source program, which answers every call from now on.
+		// compiles the source program, which answers every call from now
+		// on, and whatever the cache knew of the program no longer holds.
+		if (kc_go()) {
+			kcGoForget(w);
+		}
 		kc_use_source(w);
 		err = kc_target->clCompileProgram(w->source, nd, devs, options, nh, hs ? hs : headers, names, NULL, NULL);
 	}

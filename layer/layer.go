@@ -173,6 +173,12 @@ func kcGoRelease(w *C.kc_program) {
 	theLayer.release(context.Background(), w)
 }
 
+//export kcGoForget
+func kcGoForget(w *C.kc_program) {
+	defer guard("clCompileProgram")
+	theLayer.forgetProgram(context.Background(), w)
+}
+
 //export kcGoBuildLog
 func kcGoBuildLog(w *C.kc_program, d C.cl_device_id, size C.size_t, value unsafe.Pointer, sizeRet *C.size_t) (status C.cl_int) {
 	status = C.CL_INVALID_DEVICE

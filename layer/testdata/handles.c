@@ -211,6 +211,21 @@ int main(void) {
 	clReleaseProgram(up);
 	clReleaseProgram(hp);
 
+	// A second build of the same program, with other options, rebuilds it.
+	const char *vsrc = "kernel void v(global int *a) { a[get_global_id(0)] = V; }\n";
+	cl_program vp = clCreateProgramWithSource(ctx, 1, &vsrc, NULL, &err);
+	CHECK(clBuildProgram(vp, 1, &dev, "-DV=1", NULL, NULL) == CL_SUCCESS, "build V=1");
+	cl_kernel vk = clCreateKernel(vp, "v", &err);
+	clSetKernelArg(vk, 0, sizeof buf, &buf);
+	run(q, vk, buf, 16, 1, "first build");
+	clReleaseKernel(vk);
+	CHECK(clBuildProgram(vp, 1, &dev, "-DV=2", NULL, NULL) == CL_SUCCESS, "rebuild V=2");
+	vk = clCreateKernel(vp, "v", &err);
+	clSetKernelArg(vk, 0, sizeof buf, &buf);
+	run(q, vk, buf, 16, 2, "rebuild with other options");
+	clReleaseKernel(vk);
+	clReleaseProgram(vp);
+
 	// Compiling a source program alone and linking it, as hashcat does.
 	const char *alone = "kernel void thrice(global int *a) { a[get_global_id(0)] *= 3; }\n";
 	cl_program ap = clCreateProgramWithSource(ctx, 1, &alone, NULL, &err);
@@ -226,7 +241,7 @@ int main(void) {
 	CHECK(err == CL_SUCCESS && linked != NULL, "clLinkProgram of a compiled program: %d", err);
 	cl_kernel thrice = clCreateKernel(linked, "thrice", &err);
 	clSetKernelArg(thrice, 0, sizeof buf, &buf);
-	run(q, thrice, buf, 16, 42, "thrice from a compiled and linked program");
+	run(q, thrice, buf, 16, 6, "thrice from a compiled and linked program");
 	clReleaseKernel(thrice);
 	clReleaseProgram(ap);
 	clReleaseProgram(linked);
