@@ -83,10 +83,13 @@ type run struct {
 var (
 	digits = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
 	speed  = regexp.MustCompile(`N [kMGT]?H/s`)
+	blanks = regexp.MustCompile(` +`)
 )
 
+// normalizeNumbers keeps what a benchmark's output says, not what it
+// measured: numbers, their units and the padding that aligns them go.
 func normalizeNumbers(s string) string {
-	return speed.ReplaceAllString(digits.ReplaceAllString(s, "N"), "N H/s")
+	return blanks.ReplaceAllString(speed.ReplaceAllString(digits.ReplaceAllString(s, "N"), "N H/s"), " ")
 }
 
 // env is the environment of one run: private driver and application
