@@ -40,18 +40,20 @@ func parseDirectives(src []byte) []directive {
 			if ts := tokenize(rest); len(ts) > 0 && ts[0].kind == tIdent {
 				out = append(out, directive{kind: dUndef, name: ts[0].text})
 			}
-		case "include", "import":
-			out = append(out, includeDirective(dInclude, rest))
-		case "include_next":
-			out = append(out, includeDirective(dIncludeNext, rest))
-		case "embed":
-			out = append(out, includeDirective(dEmbed, rest))
+		case "include", "import", "include_next", "embed":
+			// An include without an operand names nothing: the
+			// compiler rejects it, so no build comes of it.
+			if d := includeDirective(includeKinds[name], rest); d.name != "" || len(d.operand) > 0 {
+				out = append(out, d)
+			}
 		case "if", "elif":
 			out = append(out, hasIncludes(rest)...)
 		}
 	}
 	return out
 }
+
+var includeKinds = map[string]dirKind{"include": dInclude, "import": dInclude, "include_next": dIncludeNext, "embed": dEmbed}
 
 // directiveName splits a directive line into its name and the rest.
 func directiveName(line string) (string, string) {

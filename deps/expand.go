@@ -10,9 +10,12 @@ import (
 // through two or three candidate definitions; past these bounds the
 // include is treated as unknowable and the key widens.
 const (
-	// maxExpandSteps bounds the tokens one expansion may process, so a
-	// macro that grows without end stops.
+	// maxExpandSteps bounds the tokens the expansions of one include may
+	// process together, so a macro that grows without end stops.
 	maxExpandSteps = 100_000
+	// maxExpandTokens bounds the length of a sequence being expanded: a
+	// header name is a few tokens, and each step copies the sequence.
+	maxExpandTokens = 4096
 	// maxVariants bounds the combinations of candidate definitions tried
 	// for one include.
 	maxVariants = 256
@@ -39,7 +42,7 @@ func (needChoice) Error() string { return "macro has several definitions" }
 type expander struct {
 	table  *macroTable
 	choice map[string]int // index into the name's options
-	steps  int
+	steps  *int           // shared by every variant of one include
 	// suspicious says whether a name nobody defined could still be a
 	// macro the compiler knows (a built-in, or one from a header the
 	// scan did not find).
@@ -53,6 +56,7 @@ type expander struct {
 // cannot see, or if there are too many variants.
 func (t *macroTable) expandVariants(ts []token, suspicious func(string) bool) ([][]token, error) {
 	var out [][]token
+	steps := 0
 	queue := []map[string]int{{}}
 	for runs := 0; len(queue) > 0; runs++ {
 		if runs >= maxVariants {
@@ -60,7 +64,7 @@ func (t *macroTable) expandVariants(ts []token, suspicious func(string) bool) ([
 		}
 		choice := queue[0]
 		queue = queue[1:]
-		x := &expander{table: t, choice: choice, suspicious: suspicious}
+		x := &expander{table: t, choice: choice, steps: &steps, suspicious: suspicious}
 		res, err := x.expand(slices.Clone(ts))
 		var nc needChoice
 		switch {
@@ -118,7 +122,7 @@ func (x *expander) lookup(name string) (*macro, error) {
 func (x *expander) expand(ts []token) ([]token, error) {
 	var out []token
 	for len(ts) > 0 {
-		if x.steps++; x.steps > maxExpandSteps {
+		if *x.steps++; *x.steps > maxExpandSteps || len(ts)+len(out) > maxExpandTokens {
 			return nil, errUnknowable
 		}
 		t := ts[0]

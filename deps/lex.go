@@ -51,18 +51,15 @@ func directiveLines(src []byte) []string {
 			line.WriteByte(b)
 		}
 	}
+	src = splice(src)
 	n := len(src)
 	for i := 0; i < n; i++ {
 		c := src[i]
-		if c == '\\' && continuation(src, i) > 0 {
-			i += continuation(src, i) - 1
-			continue
-		}
 		switch {
 		case c == '\n':
 			flush()
 		case c == '/' && next(src, i) == '/':
-			for i < n && !(src[i] == '\n' && !escapedNewline(src, i)) {
+			for i < n && src[i] != '\n' {
 				i++
 			}
 			i--
@@ -83,6 +80,9 @@ func directiveLines(src []byte) []string {
 			i = j - 1
 		case c == '#' && lineStart:
 			directive, lineStart = true, false
+		case c == '%' && next(src, i) == ':' && lineStart: // the digraph of #
+			directive, lineStart = true, false
+			i++
 		case c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f':
 			emit(c)
 		default:
@@ -94,22 +94,27 @@ func directiveLines(src []byte) []string {
 	return out
 }
 
-// continuation returns the length of a backslash-newline at src[i] (2, or 3
-// with a carriage return), or 0.
-func continuation(src []byte, i int) int {
-	switch {
-	case i+1 < len(src) && src[i+1] == '\n':
-		return 2
-	case i+2 < len(src) && src[i+1] == '\r' && src[i+2] == '\n':
-		return 3
+// splice removes every backslash-newline (translation phase 2), so that
+// nothing after it, literals and comments included, sees them.
+func splice(src []byte) []byte {
+	if !bytes.Contains(src, []byte("\\\n")) && !bytes.Contains(src, []byte("\\\r\n")) {
+		return src
 	}
-	return 0
-}
-
-// escapedNewline reports whether the newline at src[i] ends a
-// backslash-newline, which a line comment continues across.
-func escapedNewline(src []byte, i int) bool {
-	return (i >= 1 && src[i-1] == '\\') || (i >= 2 && src[i-1] == '\r' && src[i-2] == '\\')
+	out := make([]byte, 0, len(src))
+	for i := 0; i < len(src); i++ {
+		if src[i] == '\\' {
+			if i+1 < len(src) && src[i+1] == '\n' {
+				i++
+				continue
+			}
+			if i+2 < len(src) && src[i+1] == '\r' && src[i+2] == '\n' {
+				i += 2
+				continue
+			}
+		}
+		out = append(out, src[i])
+	}
+	return out
 }
 
 func next(src []byte, i int) byte {

@@ -3,6 +3,7 @@ package deps
 import (
 	"slices"
 	"strings"
+	"sync"
 )
 
 // macro is one macro definition.
@@ -200,4 +201,28 @@ func (t *macroTable) options(name string) (opts []*macro, known bool) {
 		opts = append(slices.Clip(opts), nil)
 	}
 	return opts, true
+}
+
+// builtinTable keeps the macro table of one set of built-in headers, by
+// their paths and digests. A table is never written once built, so scans
+// share it.
+type builtinTable struct {
+	mu    sync.Mutex
+	key   string      // guarded by mu
+	table *macroTable // guarded by mu
+}
+
+// get returns the table for key, building it when key changed. A key made
+// of files too recent to trust is built but not kept.
+func (b *builtinTable) get(key string, keep bool, build func() *macroTable) *macroTable {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.table != nil && b.key == key {
+		return b.table
+	}
+	t := build()
+	if keep {
+		b.key, b.table = key, t
+	}
+	return t
 }

@@ -16,9 +16,13 @@ import (
 // (ErrUncacheable) rather than keyed by a narrower set. Ten thousand files
 // is a large kernel tree (hashcat's OpenCL directory holds about 600) and
 // costs some milliseconds of stats per warm lookup.
+//
+// Files are counted and sized before any is read, so a search directory
+// that is / stops at the count, not after reading gigabytes.
 const (
 	maxManifestFiles = 10_000
 	maxManifestDepth = 32
+	maxManifestBytes = 256 << 20
 )
 
 // manifest adds every file under the widened roots to the key, or fails
@@ -35,22 +39,44 @@ func (sc *scan) manifest() error {
 			return err
 		}
 	}
+	if w.bytes > maxManifestBytes {
+		return fmt.Errorf("%w: more than %d bytes in the search directories", ErrUncacheable, maxManifestBytes)
+	}
+	for _, it := range w.items {
+		if it.fi != nil {
+			e, err := sc.s.files.get(sc.s.fs, it.dep.Path, it.fi)
+			if err != nil {
+				return fmt.Errorf("%w: %s: %w", ErrUncacheable, it.dep.Path, err)
+			}
+			it.dep.Digest = e.digest
+		}
+		sc.add(it.dep)
+	}
 	return nil
 }
 
 // walk is one manifest's traversal state.
 type walk struct {
 	sc      *scan
+	items   []walkItem // in order; files are read once the walk is done
 	files   int
+	bytes   int64
 	visited map[[2]uint64]bool // directories by device and inode: symbolic links may loop
 }
 
+// walkItem is a dependency the walk found: a file to digest (fi set) or an
+// absent place.
+type walkItem struct {
+	dep Dependency
+	fi  fs.FileInfo
+}
+
 func (w *walk) root(dir, label string) error {
-	fi, err := w.sc.s.fs.stat(dir)
+	fi, err := w.sc.stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		// Nothing to search yet; creating the directory changes the key.
-		w.sc.add(Dependency{Path: dir, Name: label, Rule: RuleAbsent})
+		w.items = append(w.items, walkItem{dep: Dependency{Path: dir, Name: label, Rule: RuleAbsent}})
 		return nil
 	case err != nil:
 		return fmt.Errorf("%w: search directory %s: %w", ErrUncacheable, dir, err)
@@ -82,11 +108,11 @@ func (w *walk) dir(dir, label string, fi fs.FileInfo, depth int) error {
 }
 
 func (w *walk) entry(path, label string, depth int) error {
-	fi, err := w.sc.s.fs.stat(path)
+	fi, err := w.sc.stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		// A dangling link: making its target exist changes the key.
-		w.sc.add(Dependency{Path: path, Name: label, Rule: RuleAbsent})
+		w.items = append(w.items, walkItem{dep: Dependency{Path: path, Name: label, Rule: RuleAbsent}})
 		return nil
 	case err != nil:
 		return fmt.Errorf("%w: %s: %w", ErrUncacheable, path, err)
@@ -98,11 +124,8 @@ func (w *walk) entry(path, label string, depth int) error {
 	if w.files++; w.files > maxManifestFiles {
 		return fmt.Errorf("%w: more than %d files in the search directories", ErrUncacheable, maxManifestFiles)
 	}
-	e, err := w.sc.s.files.get(w.sc.s.fs, path, fi)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrUncacheable, path, err)
-	}
-	w.sc.add(Dependency{Path: path, Name: label, Digest: e.digest, Rule: RuleManifest})
+	w.bytes += fi.Size()
+	w.items = append(w.items, walkItem{dep: Dependency{Path: path, Name: label, Rule: RuleManifest}, fi: fi})
 	return nil
 }
 

@@ -73,7 +73,7 @@ type optMacro struct {
 
 // parseArgs reads the preprocessing options of args; relative directories
 // are resolved against wd, as the compiler resolves them.
-func parseArgs(args []string, wd string, searchWorkDir bool) invocation {
+func parseArgs(args []string, wd string, searchWorkDir bool, systemDirs ...string) invocation {
 	var inv invocation
 	var sys, after []string
 	if searchWorkDir {
@@ -108,6 +108,9 @@ func parseArgs(args []string, wd string, searchWorkDir bool) invocation {
 			inv.forced = append(inv.forced, val)
 		}
 	}
+	for _, d := range systemDirs {
+		after = append(after, abs(d))
+	}
 	inv.angledDirs = append(append(inv.angledDirs, sys...), after...)
 	return inv
 }
@@ -117,9 +120,33 @@ func parseArgs(args []string, wd string, searchWorkDir bool) invocation {
 // as -I "nclude" and -isystem not as -i.
 var valueOptions = []string{"-idirafter", "-isystem", "-iquote", "-include", "-imacros", "-I", "-D", "-U"}
 
+// longOptions are NVRTC's and nvcc's spellings of the same options
+// (--include-path=DIR or --include-path DIR).
+var longOptions = map[string]string{
+	"--include-path":   "-I",
+	"--define-macro":   "-D",
+	"--undefine-macro": "-U",
+	"--pre-include":    "-include",
+	"--system-include": "-isystem",
+}
+
 // splitOption recognises one value option at args[*i], advancing *i past
 // a separate value.
 func splitOption(a string, args []string, i *int) (opt, val string, ok bool) {
+	if strings.HasPrefix(a, "--") {
+		name, val, joined := strings.Cut(a, "=")
+		opt, ok := longOptions[name]
+		switch {
+		case !ok:
+			return "", "", false
+		case joined:
+			return opt, val, true
+		case *i+1 < len(args):
+			*i++
+			return opt, args[*i], true
+		}
+		return "", "", false
+	}
 	for _, o := range valueOptions {
 		if a == o {
 			if *i+1 >= len(args) {

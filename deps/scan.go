@@ -37,18 +37,23 @@ type scan struct {
 	// unseen says an include was found nowhere the scan looks: the
 	// compiler may find it in its own directories, and any macro it
 	// defines is invisible here.
-	unseen bool
+	unseen  bool
+	missing []string // includes found nowhere
 	// builtins are the macros of Input.Builtins, learnt on first need.
 	builtins *macroTable
+	// seen is every stat the scan made, once per path, for its memo.
+	seen     []observation
+	observed map[string]bool
 }
 
 func newScan(ctx context.Context, s *Scanner, in Input, wd string) *scan {
 	return &scan{
 		ctx: ctx, s: s, in: in, wd: wd,
-		inv:     parseArgs(in.Args, wd, in.SearchWorkDir),
-		table:   newMacroTable(),
-		listed:  map[Dependency]bool{},
-		scanned: map[string]uint64{},
+		inv:      parseArgs(in.Args, wd, in.SearchWorkDir, in.SystemDirs...),
+		table:    newMacroTable(),
+		listed:   map[Dependency]bool{},
+		scanned:  map[string]uint64{},
+		observed: map[string]bool{},
 	}
 }
 
@@ -117,7 +122,13 @@ type headerRef struct {
 
 // directive resolves one include-like directive.
 func (sc *scan) directive(d directive, includerDir string, depth int) error {
-	rule := map[dirKind]string{dInclude: RuleInclude, dIncludeNext: RuleInclude, dEmbed: RuleEmbed, dHasInclude: RuleHasInclude}[d.kind]
+	rule := RuleInclude
+	switch d.kind {
+	case dEmbed:
+		rule = RuleEmbed
+	case dHasInclude:
+		rule = RuleHasInclude
+	}
 	refs := []headerRef{{d.name, d.angle}}
 	if d.operand != nil {
 		if d.kind == dInclude || d.kind == dIncludeNext {
@@ -147,7 +158,13 @@ func (sc *scan) expand(operand []token, includerDir string) ([]headerRef, bool) 
 	}
 	var refs []headerRef
 	for _, v := range variants {
-		if name, angle, ok := headerName(v); ok && !slices.Contains(refs, headerRef{name, angle}) {
+		name, angle, ok := headerName(v)
+		if !ok {
+			sc.s.report(sc.sourceName(), "an expansion of a computed include is no header name: the compiler would reject it, so it names nothing",
+				"operand", spell(operand), "expansion", spell(v))
+			continue
+		}
+		if !slices.Contains(refs, headerRef{name, angle}) {
 			refs = append(refs, headerRef{name, angle})
 		}
 	}
@@ -160,12 +177,19 @@ func (sc *scan) expand(operand []token, includerDir string) ([]headerRef, bool) 
 
 // unknown reports whether an identifier neither the scanned files nor the
 // built-in headers define may still be a macro to the compiler: a reserved
-// name (where compilers put their predefined macros), one of the few
-// unreserved names GNU mode predefines, or any name at all once an include
-// was not found (its header may define anything).
+// name (where compilers put their predefined macros), a name OpenCL
+// compilers predefine (CL_VERSION_1_2, the cl_khr_* extension macros,
+// FP_FAST_FMA), one of the few unreserved names GNU mode predefines, or
+// any name at all once an include was not found (its header may define
+// anything).
 func (sc *scan) unknown(name string) bool {
 	if sc.unseen || strings.HasPrefix(name, "__") || (len(name) > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z') {
 		return true
+	}
+	for _, p := range predefinedPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
 	}
 	switch name {
 	case "linux", "unix", "i386", "i686", "x86_64", "amd64":
@@ -174,15 +198,24 @@ func (sc *scan) unknown(name string) bool {
 	return false
 }
 
-// builtinMacros learns the macros of Input.Builtins once per scan, and
-// only when a computed include needs them.
+// predefinedPrefixes start the unreserved names OpenCL compilers define on
+// their own.
+var predefinedPrefixes = []string{"CL_", "cl_", "FP_FAST_FMA"}
+
+// builtinMacros learns the macros of Input.Builtins when a computed
+// include first needs them. The table is kept by the Scanner under the
+// files' identities: the compiler's headers hold thousands of macros, and
+// rebuilding the table would cost every first scan of such a source some
+// milliseconds.
 func (sc *scan) builtinMacros() *macroTable {
 	if sc.builtins != nil {
 		return sc.builtins
 	}
-	sc.builtins = newMacroTable()
+	var files []*fileEntry
+	var ids strings.Builder
+	trusted := true
 	for _, p := range sc.in.Builtins {
-		fi, err := sc.s.fs.stat(p)
+		fi, err := sc.stat(p)
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
@@ -190,30 +223,39 @@ func (sc *scan) builtinMacros() *macroTable {
 		if err != nil {
 			continue
 		}
-		for _, d := range e.directives {
-			if d.kind == dDefine {
-				sc.builtins.define(d.macro)
+		files = append(files, e)
+		fmt.Fprintf(&ids, "%s\x00%x\x00", p, e.digest)
+		trusted = trusted && e.id.trusted(e.id, sc.s.fs.now())
+	}
+	sc.builtins = sc.s.builtins.get(ids.String(), trusted, func() *macroTable {
+		t := newMacroTable()
+		for _, e := range files {
+			for _, d := range e.directives {
+				if d.kind == dDefine {
+					t.define(d.macro)
+				}
 			}
 		}
-	}
+		return t
+	})
 	return sc.builtins
 }
 
 // include resolves one header name as the compiler searches for it. Every
 // place searched before the file found is recorded as absent, so that a
-// file created there later changes the key (shadowing). #include_next and
-// __has_include take every file on the path, a superset of the one the
-// compiler picks.
+// file created there later changes the key (shadowing). #include_next (and
+// any include under Input.EveryCandidate) takes every file on the path, a
+// superset of the one the compiler picks.
 func (sc *scan) include(name string, angle bool, includerDir, rule string, kind dirKind, depth int) error {
 	found := false
 	for _, c := range sc.candidates(name, angle, includerDir) {
-		fi, err := sc.s.fs.stat(c)
+		fi, err := sc.stat(c)
 		if err == nil && fi.Mode().IsRegular() {
 			if err := sc.file(c, fi, name, rule, kind, depth); err != nil {
 				return err
 			}
 			found = true
-			if kind == dIncludeNext {
+			if kind == dIncludeNext || sc.in.EveryCandidate {
 				continue
 			}
 			return nil
@@ -227,9 +269,15 @@ func (sc *scan) include(name string, angle bool, includerDir, rule string, kind 
 			sc.add(Dependency{Path: c, Name: name, Rule: RuleAbsent})
 		}
 	}
-	if !found && (kind == dInclude || kind == dIncludeNext) {
+	switch {
+	case found || (kind != dInclude && kind != dIncludeNext):
+	case sc.in.CompleteSearchPath:
+		sc.missing = append(sc.missing, name)
+		sc.s.report(sc.sourceName(), "include found nowhere: keyed by its absence (the build fails if it is live)", "name", name)
+	default:
+		sc.missing = append(sc.missing, name)
 		sc.unseen = true
-		sc.s.report(sc.sourceName(), "include not found in the search path: the compiler's own directories may hold it", "name", name)
+		sc.s.report(sc.sourceName(), "include found nowhere: the compiler's own directories may hold it, so computed includes that follow trust no undefined name", "name", name)
 	}
 	return nil
 }
@@ -283,7 +331,7 @@ func (sc *scan) file(path string, fi fs.FileInfo, name, rule string, kind dirKin
 // absent place, so creating it changes the key.
 func (sc *scan) declared(name string) error {
 	path := sc.abs(name)
-	fi, err := sc.s.fs.stat(path)
+	fi, err := sc.stat(path)
 	if err != nil || !fi.Mode().IsRegular() {
 		sc.add(Dependency{Path: path, Name: name, Rule: RuleAbsent})
 		return nil

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/kcache/kcache"
@@ -67,10 +68,9 @@ type Input struct {
 	// Source is the translation unit's text.
 	Source []byte
 	// Path is the file Source was read from, or "" for source held in
-	// memory. When the compiler knows it, quoted includes of the main
-	// source are searched in its directory first. A caller whose
-	// compiler never sees the path (an OpenCL driver is given text only)
-	// leaves it empty.
+	// memory. It names the source in messages, and unless SearchWorkDir
+	// is set, quoted includes of the main source are searched in its
+	// directory first, as a compiler given the file does.
 	Path string
 	// WorkDir is the compiler's working directory, against which
 	// relative search directories and names are resolved; "" means
@@ -78,7 +78,9 @@ type Input struct {
 	WorkDir string
 	// Args are the compiler options, already split (see SplitOptions):
 	// -I DIR, -IDIR, -iquote, -isystem, -idirafter, -D NAME[=VALUE],
-	// -U NAME, -include FILE. Other options are ignored here.
+	// -U NAME, -include FILE, -imacros FILE, and NVRTC's --include-path,
+	// --define-macro, --undefine-macro, --pre-include. Other options are
+	// ignored here.
 	Args []string
 	// Depends are files the caller declares as dependencies, which no
 	// scanner can see (a file the program reads at build time, a header
@@ -89,6 +91,22 @@ type Input struct {
 	// "-I." came first. PoCL does: it compiles program text under a
 	// relative name.
 	SearchWorkDir bool
+	// SystemDirs are directories the compiler searches on its own after
+	// those of the options (a compiler's built-in include directory).
+	// Headers found there are followed and keyed like any other.
+	SystemDirs []string
+	// CompleteSearchPath says the compiler searches no directory but
+	// those Input names (PoCL searches none of its own). An include found
+	// nowhere then fails the build wherever it is live; without this
+	// promise it may come from a directory the scan cannot see, and
+	// define macros the scan cannot know, so any identifier of a later
+	// computed include becomes unknowable.
+	CompleteSearchPath bool
+	// EveryCandidate keys every file an include could name along the
+	// search path, not only the first one found: for a compiler whose
+	// search order is not known exactly (an OpenCL driver other than
+	// PoCL may or may not search the working directory).
+	EveryCandidate bool
 	// Builtins are headers the compiler reads before the source without
 	// being asked (an OpenCL compiler's opencl-c.h, PoCL's _kernel.h).
 	// Their macros may name the parts of a computed include (PoCL
@@ -129,6 +147,9 @@ type Scanner struct {
 	fs    *fileSystem
 	files *fileCache
 	dirs  *dirCache
+	memos *memoCache
+	// builtins is the macro table of the last Input.Builtins seen.
+	builtins builtinTable
 
 	reportMu sync.Mutex          // guards reported
 	reported map[string]struct{} // reasons already logged, by source and reason
@@ -140,7 +161,7 @@ func NewScanner(logger *slog.Logger) *Scanner {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Scanner{log: logger, fs: osFileSystem(), files: newFileCache(), dirs: newDirCache(), reported: map[string]struct{}{}}
+	return &Scanner{log: logger, fs: osFileSystem(), files: newFileCache(), dirs: newDirCache(), memos: newMemoCache(), reported: map[string]struct{}{}}
 }
 
 // Scan returns the headers that belong in the key of in (names and
@@ -155,6 +176,10 @@ func (s *Scanner) Scan(ctx context.Context, in Input) (headers []kcache.Header, 
 			return nil, nil, fmt.Errorf("deps: working directory: %w", err)
 		}
 	}
+	key := inputDigest(in, wd)
+	if m := s.memos.get(key); m != nil && m.valid(s.fs) {
+		return slices.Clone(m.headers), slices.Clone(m.trace), nil
+	}
 	sc := newScan(ctx, s, in, wd)
 	if err := sc.run(); err != nil {
 		return nil, nil, err
@@ -164,6 +189,7 @@ func (s *Scanner) Scan(ctx context.Context, in Input) (headers []kcache.Header, 
 			headers = append(headers, kcache.Header{Name: d.Name, Digest: d.Digest})
 		}
 	}
+	s.memos.put(key, &memo{seen: sc.seen, headers: slices.Clone(headers), trace: slices.Clone(sc.trace)})
 	return headers, sc.trace, nil
 }
 

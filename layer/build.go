@@ -162,7 +162,11 @@ func (l *layer) lookup(ctx context.Context, src C.cl_program, st step, devs []C.
 	if err != nil {
 		return nil, err
 	}
-	headers, err := l.scan.headers(ctx, code, opts, cwd)
+	if len(all) == 0 {
+		return nil, errors.New("program has no devices")
+	}
+	// A program's devices share its context, and so its platform.
+	headers, err := l.scan.headers(ctx, code, opts, cwd, l.ids.of(all[0]).dev.Platform)
 	if err != nil {
 		return nil, err
 	}

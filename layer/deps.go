@@ -11,12 +11,17 @@ import (
 
 // scanner finds the files a program's source depends on, for the key.
 type scanner interface {
-	headers(ctx context.Context, src []byte, options, cwd string) ([]kcache.Header, error)
+	headers(ctx context.Context, src []byte, options, cwd, platform string) ([]kcache.Header, error)
 }
+
+// pocl is PoCL's platform name.
+const pocl = "Portable Computing Language"
 
 // depsScanner finds them with the project's scanner, the way PoCL's
 // compiler does: the driver is given text, not a path, and searches the
-// application's working directory first, then the -I directories. What it
+// application's working directory first, then the -I directories, and no
+// directory of its own. For another driver, whose search order is not
+// known, every file an include could name is keyed. What the scanner
 // cannot see widens the key (deps's manifest rule); what cannot be bounded
 // at all (deps.ErrUncacheable) is built by the driver and not stored.
 type depsScanner struct {
@@ -25,13 +30,15 @@ type depsScanner struct {
 	log   interface{ Debug(string, ...any) }
 }
 
-func (d depsScanner) headers(ctx context.Context, src []byte, options, cwd string) ([]kcache.Header, error) {
+func (d depsScanner) headers(ctx context.Context, src []byte, options, cwd, platform string) ([]kcache.Header, error) {
 	headers, trace, err := d.s.Scan(ctx, deps.Input{
-		Source:        src,
-		WorkDir:       cwd,
-		Args:          deps.SplitOptions(options),
-		SearchWorkDir: true,
-		Builtins:      builtinHeaders(),
+		Source:             src,
+		WorkDir:            cwd,
+		Args:               deps.SplitOptions(options),
+		SearchWorkDir:      true,
+		Builtins:           builtinHeaders(),
+		CompleteSearchPath: platform == pocl,
+		EveryCandidate:     platform != pocl,
 	})
 	if err != nil {
 		return nil, err

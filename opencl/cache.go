@@ -115,13 +115,15 @@ func (c *Cache) Close() {
 
 // Key returns the kcache key of src built for dev: device and driver
 // identity, source, every header it includes, options and the compiler's
-// environment.
+// environment. An error wrapping deps.ErrUncacheable says no key can be
+// trusted to change with the files the compiler reads; Program then builds
+// without storing.
 func (c *Cache) Key(dev Device, src Source) (*kcache.Key, error) {
-	headers, err := c.dependencies(src)
+	id := c.identity(dev)
+	headers, err := c.dependencies(id.dev.Platform, src)
 	if err != nil {
 		return nil, err
 	}
-	id := c.identity(dev)
 	return &kcache.Key{
 		Device:   id.dev,
 		Compiler: id.comp,

@@ -26,8 +26,9 @@ type Source struct {
 	Options string
 	// Depends are files the build depends on that no scanner can see
 	// (read by the program at build time, or named in a way that cannot
-	// be followed): each file's content enters the key, and a missing one
-	// is checked again on every lookup.
+	// be followed), relative to the working directory: each file's
+	// content enters the key, and a missing one is checked again on every
+	// lookup.
 	Depends []string
 }
 

@@ -13,10 +13,10 @@ import (
 // dependencies returns the headers of src's key: every file the compiler
 // may read for it, found by the deps scanner with the working directory
 // searched first, as PoCL searches it (a driver is given program text, not
-// a path, and PoCL compiles that text as if from the working directory
-// with "-I." ahead of the build options). With KCACHE_TRACE set, every
-// dependency and the rule that found it is logged.
-func (c *Cache) dependencies(src Source) ([]kcache.Header, error) {
+// a path, and PoCL compiles it with "-I." ahead of the build options), on
+// the platform named platform. With KCACHE_TRACE set, every dependency and
+// the rule that found it is logged.
+func (c *Cache) dependencies(platform string, src Source) ([]kcache.Header, error) {
 	in := deps.Input{
 		Source:        src.Code,
 		Path:          src.Path,
@@ -24,6 +24,12 @@ func (c *Cache) dependencies(src Source) ([]kcache.Header, error) {
 		Depends:       src.Depends,
 		SearchWorkDir: true,
 		Builtins:      builtinHeaders(),
+		// PoCL searches no include directory of its own (its headers
+		// come in by -include), and the working directory first; other
+		// drivers may search directories of their own, and may or may
+		// not search the working directory.
+		CompleteSearchPath: platform == pocl,
+		EveryCandidate:     platform != pocl,
 	}
 	headers, trace, err := c.headers.Scan(context.Background(), in)
 	if err != nil {
@@ -36,6 +42,9 @@ func (c *Cache) dependencies(src Source) ([]kcache.Header, error) {
 	}
 	return headers, nil
 }
+
+// pocl is PoCL's platform name.
+const pocl = "Portable Computing Language"
 
 // builtinHeaders lists the headers OpenCL compilers include on their own
 // (PoCL's kernel headers, clang's opencl-c.h): their macros can take part

@@ -1,0 +1,148 @@
+package deps
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"io/fs"
+	"sync"
+	"syscall"
+
+	"github.com/kcache/kcache"
+)
+
+// A scan's result depends on its input and on what each stat it made
+// returned: the files read and the directories listed are pinned by their
+// identities. So a scan is remembered with every stat it made, and a later
+// scan of the same input that gets the same answer from each of those
+// stats returns the same result without lexing, expanding or reading
+// anything: a warm lookup costs one stat per place (ccache's manifest).
+
+// observation is what one stat returned.
+type observation struct {
+	path  string
+	state statState
+	id    identity // for files and directories
+}
+
+type statState uint8
+
+const (
+	stateMissing statState = iota + 1 // does not exist (or a path component is not a directory)
+	stateFile
+	stateDir
+	stateOther // another kind of file
+	stateError // any other error: compared by kind only
+)
+
+func observe(path string, fi fs.FileInfo, err error) observation {
+	o := observation{path: path}
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		o.state = stateMissing
+	case err != nil:
+		o.state = stateError
+	case fi.Mode().IsRegular():
+		o.state, o.id = stateFile, identityOf(fi)
+	case fi.IsDir():
+		o.state, o.id = stateDir, identityOf(fi)
+	default:
+		o.state = stateOther
+	}
+	return o
+}
+
+// memo is a remembered scan.
+type memo struct {
+	seen    []observation
+	headers []kcache.Header
+	trace   []Dependency
+}
+
+// memoCache holds the last scan of each input.
+type memoCache struct {
+	mu sync.Mutex
+	m  map[kcache.Digest]*memo // guarded by mu; memos are immutable
+}
+
+// maxMemos bounds the inputs remembered; forgetting one costs a full scan.
+const maxMemos = 4096
+
+func newMemoCache() *memoCache { return &memoCache{m: map[kcache.Digest]*memo{}} }
+
+func (c *memoCache) get(k kcache.Digest) *memo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[k]
+}
+
+func (c *memoCache) put(k kcache.Digest, m *memo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxMemos {
+		clear(c.m)
+	}
+	c.m[k] = m
+}
+
+// valid reports whether every stat of m answers as it did, with no
+// identity too recent to trust.
+func (m *memo) valid(fsys *fileSystem) bool {
+	now := fsys.now()
+	for _, o := range m.seen {
+		fi, err := fsys.stat(o.path)
+		n := observe(o.path, fi, err)
+		if n.state != o.state {
+			return false
+		}
+		if (o.state == stateFile || o.state == stateDir) && !o.id.trusted(n.id, now) {
+			return false
+		}
+	}
+	return true
+}
+
+// inputDigest identifies everything of in that a scan reads besides the
+// file system.
+func inputDigest(in Input, wd string) kcache.Digest {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	count := func(v int) { h.Write(n[:binary.PutUvarint(n[:], uint64(v))]) }
+	put := func(s string) {
+		count(len(s))
+		h.Write([]byte(s))
+	}
+	list := func(l []string) {
+		count(len(l))
+		for _, s := range l {
+			put(s)
+		}
+	}
+	put(string(in.Source))
+	put(in.Path)
+	put(wd)
+	list(in.Args)
+	list(in.Depends)
+	list(in.Builtins)
+	list(in.SystemDirs)
+	var flags uint
+	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate} {
+		if f {
+			flags |= 1 << i
+		}
+	}
+	count(int(flags))
+	var d kcache.Digest
+	h.Sum(d[:0])
+	return d
+}
+
+// stat stats path for the scan and remembers the answer for its memo.
+func (sc *scan) stat(path string) (fs.FileInfo, error) {
+	fi, err := sc.s.fs.stat(path)
+	if !sc.observed[path] {
+		sc.observed[path] = true
+		sc.seen = append(sc.seen, observe(path, fi, err))
+	}
+	return fi, err
+}

@@ -1,0 +1,462 @@
+package deps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kcache/kcache"
+)
+
+// tree writes files (path: content) under a new directory with an mtime an
+// hour old, as files edited a while ago have, and returns the directory.
+func tree(t testing.TB, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for p, c := range files {
+		write(t, filepath.Join(root, p), c)
+	}
+	old := time.Now().Add(-time.Hour)
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chtimes(p, old, old) // as old as the files: listings are trusted
+		}
+		return nil
+	})
+	return root
+}
+
+func write(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// counting makes s count the stats, reads and directory listings of its
+// scans.
+type counts struct{ stats, reads, lists atomic.Int64 }
+
+func counting(s *Scanner) *counts {
+	c := &counts{}
+	s.fs.stat = func(p string) (fs.FileInfo, error) { c.stats.Add(1); return os.Stat(p) }
+	s.fs.readFile = func(p string) ([]byte, error) { c.reads.Add(1); return os.ReadFile(p) }
+	s.fs.readDir = func(p string) ([]os.DirEntry, error) { c.lists.Add(1); return os.ReadDir(p) }
+	return c
+}
+
+func mustScan(t testing.TB, s *Scanner, in Input) ([]kcache.Header, []Dependency) {
+	t.Helper()
+	h, tr, err := s.Scan(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, tr
+}
+
+// found lists "rule name path-relative-to-root" for each dependency.
+func found(root string, tr []Dependency) []string {
+	var out []string
+	for _, d := range tr {
+		rel, err := filepath.Rel(root, d.Path)
+		if err != nil {
+			rel = d.Path
+		}
+		out = append(out, d.Rule+" "+d.Name+" "+rel)
+	}
+	return out
+}
+
+func TestScanSearchOrder(t *testing.T) {
+	root := tree(t, map[string]string{
+		"src/main.cl":  "",
+		"src/q.h":      "#include \"n.h\"\n",
+		"i2/a.h":       "#include \"n.h\"\n",
+		"i2/n.h":       "",
+		"i1/n.h":       "",
+		"quote/only.h": "",
+	})
+	in := Input{
+		Source:  []byte("#include \"q.h\"\n#include <a.h>\n#include \"only.h\"\n#include <only.h>\n"),
+		Path:    filepath.Join(root, "src/main.cl"),
+		WorkDir: root,
+		Args:    SplitOptions("-iquote quote -I i1 -I " + filepath.Join(root, "i2")),
+	}
+	_, tr := mustScan(t, NewScanner(nil), in)
+	want := []string{
+		"include q.h src/q.h",
+		"absent n.h src/n.h", // q.h's own directory comes first
+		"absent n.h quote/n.h",
+		"include n.h i1/n.h",
+		"absent a.h i1/a.h",
+		"include a.h i2/a.h",
+		"include n.h i2/n.h", // found beside a.h, before i1
+		"absent only.h src/only.h",
+		"include only.h quote/only.h",
+		// an angled include skips the includer's and -iquote directories
+		"absent only.h i1/only.h",
+		"absent only.h i2/only.h",
+	}
+	if got := found(root, tr); !slices.Equal(got, want) {
+		t.Errorf("trace\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestScanWorkDir checks that with SearchWorkDir (PoCL), the working
+// directory comes first for quoted and angled includes, from every file,
+// whatever Path says.
+func TestScanWorkDir(t *testing.T) {
+	root := tree(t, map[string]string{"wd/w.h": "#include <x.h>\n", "wd/x.h": "", "inc/x.h": "", "src/w.h": ""})
+	in := Input{Source: []byte("#include \"w.h\"\n"), Path: filepath.Join(root, "src/k.cl"), WorkDir: filepath.Join(root, "wd"),
+		Args: []string{"-I", filepath.Join(root, "inc")}, SearchWorkDir: true}
+	_, tr := mustScan(t, NewScanner(nil), in)
+	if got, want := found(root, tr), []string{"include w.h wd/w.h", "include x.h wd/x.h"}; !slices.Equal(got, want) {
+		t.Errorf("trace %q, want %q", got, want)
+	}
+}
+
+// TestScanShadowing checks that creating a header in a directory searched
+// before the one where it was found changes the key.
+func TestScanShadowing(t *testing.T) {
+	root := tree(t, map[string]string{"i2/h.h": "#define V 2\n"})
+	s := NewScanner(nil)
+	in := Input{Source: []byte("#include <h.h>\n"), WorkDir: root, Args: SplitOptions("-I i1 -I i2")}
+	before, _ := mustScan(t, s, in)
+	write(t, filepath.Join(root, "i1/h.h"), "#define V 1\n")
+	after, tr := mustScan(t, s, in)
+	if slices.Equal(before, after) {
+		t.Fatal("a header created earlier in the search path did not change the key")
+	}
+	if got, want := found(root, tr), []string{"include h.h i1/h.h"}; !slices.Equal(got, want) {
+		t.Errorf("trace %q, want %q", got, want)
+	}
+}
+
+// TestScanWarmIsStatOnly checks ccache's direct mode: a second scan reads
+// no file, and a file edited since is read again.
+func TestScanWarmIsStatOnly(t *testing.T) {
+	files := map[string]string{"k.cl": "#include \"a.h\"\n"}
+	for i := range 50 {
+		files[fmt.Sprintf("inc/h%d.h", i)] = fmt.Sprintf("#include \"h%d.h\"\n#define H%d\n", i+1, i)
+	}
+	files["inc/h50.h"] = ""
+	root := tree(t, files)
+	s := NewScanner(nil)
+	c := counting(s)
+	in := Input{Source: []byte("#include <h0.h>\n"), WorkDir: root, Args: []string{"-Iinc"}}
+	cold, _ := mustScan(t, s, in)
+	if c.reads.Load() != 51 {
+		t.Fatalf("cold scan read %d files, want 51", c.reads.Load())
+	}
+	c.reads.Store(0)
+	c.stats.Store(0)
+	warm, _ := mustScan(t, s, in)
+	if c.reads.Load() != 0 || c.stats.Load() != 51 || !slices.Equal(cold, warm) {
+		t.Fatalf("warm scan: %d reads, %d stats, same headers %v; want 0 reads, 51 stats", c.reads.Load(), c.stats.Load(), slices.Equal(cold, warm))
+	}
+	write(t, filepath.Join(root, "inc/h50.h"), "#define EDITED\n")
+	edited, _ := mustScan(t, s, in)
+	if c.reads.Load() != 1 || slices.Equal(edited, warm) {
+		t.Fatalf("after an edit: %d reads, headers changed %v; want 1 read and a change", c.reads.Load(), !slices.Equal(edited, warm))
+	}
+}
+
+// TestScanTooNewIsReread checks that a file modified within the last
+// seconds is read again even when its size and mtime are unchanged: it
+// may have been written twice within one timestamp tick.
+func TestScanTooNewIsReread(t *testing.T) {
+	root := t.TempDir()
+	path := filepath.Join(root, "h.h")
+	now := time.Now()
+	os.WriteFile(path, []byte("#define A 1\n"), 0o644)
+	os.Chtimes(path, now, now)
+	s := NewScanner(nil)
+	in := Input{Source: []byte("#include <h.h>\n"), WorkDir: root, Args: []string{"-I."}}
+	first, _ := mustScan(t, s, in)
+	os.WriteFile(path, []byte("#define A 2\n"), 0o644)
+	os.Chtimes(path, now, now) // same size, same mtime
+	if second, _ := mustScan(t, s, in); slices.Equal(first, second) {
+		t.Fatal("an edit with unchanged size and mtime went unseen")
+	}
+}
+
+func TestScanComputedInclude(t *testing.T) {
+	root := tree(t, map[string]string{
+		"OpenCL/inc_vendor.h": "#define COMPARE_M M2S(INCLUDE_PATH/inc_comp.cl)\n",
+		"OpenCL/inc_comp.cl":  "",
+		"OpenCL/inc_x.cl":     "",
+	})
+	src := "#ifdef KERNEL_STATIC\n#include M2S(INCLUDE_PATH/inc_vendor.h)\n#include M2S(INCLUDE_PATH/inc_x.cl)\n#endif\n#include COMPARE_M\n"
+	in := Input{Source: []byte(src), WorkDir: root, SearchWorkDir: true,
+		Args: SplitOptions(`-D KERNEL_STATIC -I OpenCL -D INCLUDE_PATH=OpenCL -D "XM2S(x)=#x" -D "M2S(x)=XM2S(x)"`)}
+	_, tr := mustScan(t, NewScanner(nil), in)
+	want := []string{
+		"computed-include OpenCL/inc_vendor.h OpenCL/inc_vendor.h",
+		"computed-include OpenCL/inc_x.cl OpenCL/inc_x.cl",
+		"computed-include OpenCL/inc_comp.cl OpenCL/inc_comp.cl",
+	}
+	if got := found(root, tr); !slices.Equal(got, want) {
+		t.Errorf("trace\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestScanRescansForNewMacros checks that a header whose computed include
+// depends on its includer's macros is followed again when included after
+// a new definition.
+func TestScanRescansForNewMacros(t *testing.T) {
+	root := tree(t, map[string]string{"pick.h": "#include XS(PART.h)\n", "one.h": "", "two.h": ""})
+	src := strMacros + "#define PART one\n#include \"pick.h\"\n#undef PART\n#define PART two\n#include \"pick.h\"\n"
+	_, tr := mustScan(t, NewScanner(nil), Input{Source: []byte(src), WorkDir: root, SearchWorkDir: true})
+	for _, name := range []string{"one.h", "two.h"} {
+		if !slices.ContainsFunc(tr, func(d Dependency) bool { return d.Name == name && d.Rule == RuleComputedInclude }) {
+			t.Errorf("%s missing from %q", name, found(root, tr))
+		}
+	}
+}
+
+// TestScanBuiltins checks that a macro of the compiler's own headers is a
+// candidate: PoCL defines log, so M2S(log.h) may name another file.
+func TestScanBuiltins(t *testing.T) {
+	root := tree(t, map[string]string{"builtin.h": "#define log _cl_log\n", "log.h": "", "_cl_log.h": ""})
+	in := Input{Source: []byte(strMacros + "#include XS(log.h)\n"), WorkDir: root, SearchWorkDir: true,
+		Builtins: []string{filepath.Join(root, "builtin.h"), filepath.Join(root, "missing.h")}}
+	_, tr := mustScan(t, NewScanner(nil), in)
+	want := []string{"computed-include _cl_log.h _cl_log.h", "computed-include log.h log.h"}
+	if got := found(root, tr); !slices.Equal(got, want) {
+		t.Errorf("trace %q, want %q", got, want)
+	}
+}
+
+func TestScanForcedNextEmbedHasInclude(t *testing.T) {
+	root := tree(t, map[string]string{
+		"wd/pre.h": "",
+		"a/h.h":    "#include_next <h.h>\n",
+		"b/h.h":    "#define B\n",
+		"a/d.bin":  "#include \"never-followed.h\"\n",
+		"b/opt.h":  "",
+	})
+	src := "#include <h.h>\n#embed <d.bin>\n#if __has_include(<opt.h>) || __has_include(<none.h>)\n#endif\n"
+	in := Input{Source: []byte(src), WorkDir: filepath.Join(root, "wd"), Args: SplitOptions("-include pre.h -I ../a -I ../b")}
+	_, tr := mustScan(t, NewScanner(nil), in)
+	want := []string{
+		"forced-include pre.h wd/pre.h",
+		"include h.h a/h.h",
+		"include h.h b/h.h", // #include_next takes every file on the path
+		"embed d.bin a/d.bin",
+		"absent opt.h a/opt.h",
+		"has-include opt.h b/opt.h",
+		"absent none.h a/none.h",
+		"absent none.h b/none.h",
+	}
+	if got := found(root, tr); !slices.Equal(got, want) {
+		t.Errorf("trace\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestScanDeclared(t *testing.T) {
+	root := tree(t, map[string]string{"table.bin": "1"})
+	s := NewScanner(nil)
+	in := Input{Source: []byte("kernel void k() {}\n"), WorkDir: root, Depends: []string{"table.bin", "later.bin"}}
+	h1, tr := mustScan(t, s, in)
+	if got, want := found(root, tr), []string{"declared table.bin table.bin", "absent later.bin later.bin"}; !slices.Equal(got, want) {
+		t.Errorf("trace %q, want %q", got, want)
+	}
+	write(t, filepath.Join(root, "table.bin"), "2")
+	h2, _ := mustScan(t, s, in)
+	write(t, filepath.Join(root, "later.bin"), "")
+	h3, _ := mustScan(t, s, in)
+	if slices.Equal(h1, h2) || slices.Equal(h2, h3) {
+		t.Error("editing or creating a declared dependency did not change the key")
+	}
+}
+
+// TestScanConservative checks the fallback: an include that cannot be
+// expanded puts every file of the search directories in the key; any
+// addition or edit there changes it, nothing else does, and a warm scan
+// reads nothing.
+func TestScanConservative(t *testing.T) {
+	root := tree(t, map[string]string{"inc/a.h": "", "inc/sub/b.h": "", "wd/c.h": ""})
+	s := NewScanner(nil)
+	c := counting(s)
+	in := Input{Source: []byte(strMacros + "#include XS(__FILE_NAME__.h)\n"), WorkDir: filepath.Join(root, "wd"),
+		Args: []string{"-I", "../inc", "-I", "../missing"}, SearchWorkDir: true}
+	h1, tr := mustScan(t, s, in)
+	want := []string{
+		"search-dir manifest manifest:0/c.h wd/c.h",
+		"search-dir manifest manifest:1/a.h inc/a.h",
+		"search-dir manifest manifest:1/sub/b.h inc/sub/b.h",
+		"absent manifest:2 missing",
+	}
+	if got := found(root, tr); !slices.Equal(got, want) {
+		t.Fatalf("trace\n%q\nwant\n%q", got, want)
+	}
+	c.reads.Store(0)
+	c.lists.Store(0)
+	c.stats.Store(0)
+	if h, _ := mustScan(t, s, in); !slices.Equal(h, h1) || c.reads.Load() != 0 || c.lists.Load() != 0 {
+		t.Fatalf("warm: same key %v, %d reads, %d listings; want the same key, no reads", slices.Equal(h, h1), c.reads.Load(), c.lists.Load())
+	}
+	if c.stats.Load() != 7 { // 3 roots, 1 subdirectory, 3 files
+		t.Errorf("warm manifest took %d stats, want 7", c.stats.Load())
+	}
+	steps := []struct {
+		what string
+		do   func()
+	}{
+		{"edit", func() { write(t, filepath.Join(root, "inc/sub/b.h"), "x") }},
+		{"add", func() { write(t, filepath.Join(root, "inc/sub/new.h"), "") }},
+		{"create a missing directory", func() { write(t, filepath.Join(root, "missing/m.h"), "") }},
+		{"remove", func() { os.Remove(filepath.Join(root, "wd/c.h")) }},
+	}
+	prev := h1
+	for _, st := range steps {
+		st.do()
+		h, _ := mustScan(t, s, in)
+		if slices.Equal(h, prev) {
+			t.Errorf("%s in a search directory did not change the key", st.what)
+		}
+		prev = h
+	}
+}
+
+func TestScanUncacheable(t *testing.T) {
+	t.Run("too many files", func(t *testing.T) {
+		root := t.TempDir()
+		for i := range maxManifestFiles + 1 {
+			if err := os.WriteFile(filepath.Join(root, fmt.Sprint(i)), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		in := Input{Source: []byte("#include UNKNOWN_AFTER_MISSING\n#include <missing.h>\n#include NAME\n"), WorkDir: root, SearchWorkDir: true}
+		if _, _, err := NewScanner(nil).Scan(context.Background(), in); !errors.Is(err, ErrUncacheable) {
+			t.Fatalf("err = %v, want ErrUncacheable", err)
+		}
+	})
+	t.Run("unreadable directory", func(t *testing.T) {
+		root := tree(t, map[string]string{"locked/x.h": ""})
+		s := NewScanner(nil)
+		s.fs.readDir = func(p string) ([]os.DirEntry, error) {
+			if filepath.Base(p) == "locked" {
+				return nil, &fs.PathError{Op: "open", Path: p, Err: syscall.EACCES}
+			}
+			return os.ReadDir(p)
+		}
+		in := Input{Source: []byte("#include <missing.h>\n#include NAME\n"), WorkDir: root, SearchWorkDir: true}
+		if _, _, err := s.Scan(context.Background(), in); !errors.Is(err, ErrUncacheable) {
+			t.Fatalf("err = %v, want ErrUncacheable", err)
+		}
+	})
+}
+
+// TestScanUnseenHeaderWidens checks that once an include was not found (the
+// compiler may find it in its own directories), a computed include naming
+// an identifier nobody defined is no longer trusted.
+func TestScanUnseenHeaderWidens(t *testing.T) {
+	root := tree(t, map[string]string{"x.h": ""})
+	src := strMacros + "#include XS(x.h)\n"
+	_, tr := mustScan(t, NewScanner(nil), Input{Source: []byte(src), WorkDir: root, SearchWorkDir: true})
+	if got := found(root, tr); !slices.Equal(got, []string{"computed-include x.h x.h"}) {
+		t.Errorf("trace %q", got)
+	}
+	_, tr = mustScan(t, NewScanner(nil), Input{Source: []byte("#include <vendor.h>\n" + src), WorkDir: root, SearchWorkDir: true})
+	if !slices.ContainsFunc(tr, func(d Dependency) bool { return d.Rule == RuleManifest }) {
+		t.Errorf("no manifest after an unseen header: %q", found(root, tr))
+	}
+}
+
+func TestScanConcurrent(t *testing.T) {
+	root := tree(t, map[string]string{"a.h": "#include \"b.h\"\n", "b.h": ""})
+	s := NewScanner(nil)
+	in := Input{Source: []byte("#include \"a.h\"\n#include NOPE\n"), WorkDir: root, SearchWorkDir: true}
+	want, _ := mustScan(t, s, in)
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			for range 50 {
+				if i%4 == 0 {
+					s.files.mu.Lock()
+					clear(s.files.entries)
+					s.files.mu.Unlock()
+				}
+				h, _, err := s.Scan(context.Background(), in)
+				if err != nil || !slices.Equal(h, want) {
+					t.Errorf("concurrent scan: %v, equal %v", err, slices.Equal(h, want))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestScanCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err := NewScanner(nil).Scan(ctx, Input{Source: []byte("#include \"a.h\"\n"), WorkDir: t.TempDir()})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+// TestScanLogsReasonOnce checks that a widened key says why, at debug
+// level, once per source and reason however often it is scanned.
+func TestScanLogsReasonOnce(t *testing.T) {
+	root := tree(t, map[string]string{"a.h": ""})
+	var logs strings.Builder
+	s := NewScanner(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	in := Input{Source: []byte("#include __FILE_NAME__\n"), Path: "k.cl", WorkDir: root, SearchWorkDir: true}
+	for i := range 3 {
+		write(t, filepath.Join(root, fmt.Sprintf("new%d.h", i)), "") // a change: no memo applies
+		mustScan(t, s, in)
+	}
+	if n := strings.Count(logs.String(), "computed include cannot be expanded"); n != 1 {
+		t.Errorf("reason logged %d times, want once:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "level=DEBUG") || !strings.Contains(logs.String(), "source=k.cl") {
+		t.Errorf("log lacks level or source:\n%s", logs.String())
+	}
+}
+
+// TestScanEveryCandidate checks the superset for a compiler whose search
+// order is uncertain: every file an include could name is keyed.
+func TestScanEveryCandidate(t *testing.T) {
+	root := tree(t, map[string]string{"wd/h.h": "", "inc/h.h": "#include \"n.h\"\n", "inc/n.h": ""})
+	in := Input{Source: []byte("#include <h.h>\n"), WorkDir: filepath.Join(root, "wd"), Args: []string{"-I../inc"}, SearchWorkDir: true, EveryCandidate: true}
+	_, tr := mustScan(t, NewScanner(nil), in)
+	want := []string{"include h.h wd/h.h", "include h.h inc/h.h", "include n.h inc/n.h"}
+	if got := found(root, tr); !slices.Equal(got, want) {
+		t.Errorf("trace %q, want %q", got, want)
+	}
+}
+
+// TestScanRootSearchDirIsUncacheable: a search directory that is / is
+// refused at the file count, before any file is read.
+func TestScanRootSearchDirIsUncacheable(t *testing.T) {
+	s := NewScanner(nil)
+	c := counting(s)
+	in := Input{Source: []byte("#include __FILE_NAME__\n"), WorkDir: "/", SearchWorkDir: true}
+	if _, _, err := s.Scan(context.Background(), in); !errors.Is(err, ErrUncacheable) {
+		t.Fatalf("err = %v, want ErrUncacheable", err)
+	}
+	if c.reads.Load() != 0 {
+		t.Errorf("%d files read before giving up", c.reads.Load())
+	}
+}
