@@ -3,13 +3,18 @@
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
-.PHONY: demo test setup check build
+.PHONY: demo test setup check build layer
 
 setup:
 	@scripts/setup
 
 build:
 	CGO_ENABLED=0 $(GO) build -o kcache ./cmd/kcache
+
+# layer builds the OpenCL layer, libkcache-layer.so, for unmodified
+# applications: OPENCL_LAYERS=$(CURDIR)/libkcache-layer.so app
+layer:
+	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -o libkcache-layer.so ./layer
 
 demo: setup build
 	./kcache demo --plot demo.svg
@@ -23,7 +28,7 @@ check:
 # The benchmarks run once, briefly, to prove they still work; the OpenCL
 # binding and the CLI run again without cgo, as users build them; the full
 # race-enabled run comes last, so its summary closes the output.
-test: setup check
+test: setup check layer
 	cd bench && $(GO) test -run '^$$' -bench . -benchtime 50ms ./...
 	CGO_ENABLED=0 $(GO) test -timeout 20m ./opencl ./cmd/...
 	$(GO) test -race -timeout 30m ./...

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# apps.sh times unmodified OpenCL applications to their first result, side
+# by side in one run: with no cache at all, cold and warm through the kcache
+# layer, and cold and warm through PoCL's own kernel cache. Warm runs are
+# repeated (REPEAT, default 3), interleaved, and their median is reported.
+# Usage: bench/layer/apps.sh [clpeak] [pyopencl] [hashcat]
+# Needs ./libkcache-layer.so (make layer).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+lib=$PWD/libkcache-layer.so
+repeat=${REPEAT:-3}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp layer/testdata/sums.py "$work/"
+echo '#define SCALE 2.0f' >"$work/scale.h"
+
+# first_result runs an application with the given environment and prints the
+# milliseconds until its first output line matching $marker.
+first_result() {
+	local marker=$1
+	shift
+	local start end
+	start=$(date +%s%N)
+	end=$( (cd "$work" && env -u OPENCL_LAYERS "$@" 2>/dev/null || true) | while IFS= read -r line; do
+		if [[ $line =~ $marker ]]; then
+			date +%s%N
+			cat >/dev/null
+			break
+		fi
+	done)
+	[ -n "$end" ] || { echo "no result from: $*" >&2; exit 1; }
+	echo $(((end - start) / 1000000))
+}
+
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+run_app() {
+	local name=$1 marker=$2
+	shift 2
+	local home=$work/home-$name
+	# Each run gets empty application caches (hashcat's own kernel cache
+	# included), so that only the cache under test carries builds over.
+	fresh() { rm -rf "$home"; mkdir -p "$home"; echo "HOME=$home XDG_CACHE_HOME=$home/c XDG_DATA_HOME=$home/d PYOPENCL_NO_CACHE=1 POCL_CACHE_DIR=$home/pocl"; }
+	local kc=$work/kcache-$name pocl=$work/pocl-$name
+	rm -rf "$kc" "$pocl"
+	none=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=0 "$@")
+	cold=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=0 KCACHE_DIR="$kc" OPENCL_LAYERS="$lib" "$@")
+	pcold=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=1 POCL_CACHE_DIR="$pocl" "$@")
+	local w=() p=()
+	for _ in $(seq "$repeat"); do
+		w+=("$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=0 KCACHE_DIR="$kc" OPENCL_LAYERS="$lib" "$@")")
+		p+=("$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=1 POCL_CACHE_DIR="$pocl" "$@")")
+	done
+	warm=$(median "${w[@]}")
+	pwarm=$(median "${p[@]}")
+	printf '| %s | %s | %s | %s | %s | %s | %.1fx |\n' "$name" "$none" "$cold" "$warm" "$pcold" "$pwarm" \
+		"$(echo "$pwarm / $warm" | bc -l)"
+}
+
+echo "| application | no cache (ms) | layer cold | layer warm | PoCL cache cold | PoCL cache warm | PoCL warm / layer warm |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
+apps=("$@")
+[ ${#apps[@]} -gt 0 ] || apps=(clpeak pyopencl hashcat)
+for a in "${apps[@]}"; do
+	case $a in
+	clpeak) run_app clpeak 'Kernel launch latency' clpeak --kernel-latency ;;
+	pyopencl) run_app pyopencl 'scaled sum' /usr/bin/python3 sums.py ;;
+	hashcat) run_app hashcat 'Speed' hashcat -b -m 0 --runtime 1 --force ;;
+	esac
+done

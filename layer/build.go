@@ -1,0 +1,401 @@
+package main
+
+/*
+#include "layer.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/deps"
+)
+
+// step is a call that turns a source program into a binary the layer
+// stores: clBuildProgram (an executable) or clCompileProgram (a compiled
+// object, which the application then links).
+type step struct {
+	// format names the step's entries in a key's Image.Format. They hold
+	// a record (binary and build log), not the library's bare binary, so
+	// they never share a key with the library's entries, nor an object
+	// with an executable.
+	format string
+	kind   C.int // what a program made from the step's entries is (KC_CACHED_*)
+	// run is the driver's call on the source program.
+	run func(p C.cl_program, devs []C.cl_device_id, options string) C.cl_int
+	// finish builds a program made from cached binaries, as the
+	// application's build would have; a compiled object is used as is.
+	finish bool
+	// delayed stores after the commit delay, once the first launches have
+	// completed the binary; a compiled object is complete at once.
+	delayed bool
+}
+
+var (
+	buildStep   = step{format: "opencl-c/layer-record", kind: C.KC_CACHED_EXECUTABLE, run: buildProgram, finish: true, delayed: true}
+	compileStep = step{format: "opencl-c/layer-record/compiled-object", kind: C.KC_CACHED_OBJECT, run: compileProgram}
+)
+
+// program is what the Go half knows of one application program.
+type program struct {
+	src C.cl_program // the driver's source program; the handle owns it
+	pid int          // the process that built it: a forked child stores nothing of its parent's
+
+	mu    sync.Mutex // guards the fields below; held while the program's binary is read, never across an API call
+	done  bool       // a build went through the cache: later builds pass through
+	dead  bool       // released: the timer must not touch the program
+	slots []*slot    // one per device of the cached build
+	timer *time.Timer
+	real  C.cl_program // the program the slots' binaries are read from
+}
+
+// slot is one device's entry of a program.
+type slot struct {
+	dev       C.cl_device_id
+	index     int // the device's position in the program's device list
+	key       *kcache.Key
+	pending   *kcache.Pending // the build lock, until the binary is stored
+	hit       bool            // the entry came from the cache
+	log       string          // the compiler's log for this device
+	stored    int             // size of the binary in the cache, 0 if none yet
+	buildTime time.Duration
+	bin       []byte // a hit's binary, until the program is made from it
+}
+
+var errDeviceSubset = errors.New("build for a subset of the program's devices")
+
+func (l *layer) state(w *C.kc_program) *program {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok := l.progs[w]
+	if !ok {
+		p = &program{src: C.kc_source(w), pid: os.Getpid()}
+		l.progs[w] = p
+	}
+	return p
+}
+
+// build answers clBuildProgram or clCompileProgram (st) for a program made
+// from source: from the cache when every device's binary is there, else
+// by the driver from the source, storing what it builds. driver receives
+// the driver's status once it has run the step on the source, so that a
+// panic does not run it twice.
+func (l *layer) build(ctx context.Context, w *C.kc_program, st step, devs []C.cl_device_id, opts string, driver *C.cl_int) C.cl_int {
+	p := l.state(w)
+	p.mu.Lock()
+	again := p.done
+	p.mu.Unlock()
+	if again {
+		// A rebuild (new options, say) is the driver's business: its rules
+		// about attached kernels apply to the source program.
+		l.forgetProgram(ctx, w)
+		C.kc_use_source(w)
+		*driver = st.run(p.src, devs, opts)
+		return *driver
+	}
+	slots, err := l.lookup(ctx, p.src, st, devs, opts)
+	switch {
+	case errors.Is(err, deps.ErrUncacheable):
+		l.log.Debug("kcache layer: dependencies cannot be bounded; the driver builds without the cache", "err", err)
+	case err != nil && !errors.Is(err, errDeviceSubset):
+		l.warn("no key for a program", "err", err)
+	}
+	if err != nil {
+		*driver = st.run(p.src, devs, opts)
+		return *driver
+	}
+	if hitAll(slots) {
+		prog, err := l.fromCache(p.src, st, slots, opts)
+		if err == nil {
+			C.kc_adopt(w, prog, st.kind)
+			l.adopted(p, slots, prog)
+			return C.CL_SUCCESS
+		}
+		l.warn("the driver refused a cached binary; rebuilding it", "err", err)
+		l.forget(ctx, slots)
+	}
+	start := time.Now()
+	status := st.run(p.src, devs, opts)
+	took := time.Since(start)
+	*driver = status
+	if status != C.CL_SUCCESS {
+		for _, s := range slots {
+			if s.pending != nil {
+				s.pending.Abort(clError(status))
+			}
+		}
+		return status
+	}
+	l.built(ctx, p, st, slots, took)
+	return status
+}
+
+func hitAll(slots []*slot) bool {
+	return !slices.ContainsFunc(slots, func(s *slot) bool { return !s.hit })
+}
+
+// lookup computes each device's key and looks it up. Misses come back
+// holding the key's build lock, taken in digest order so that processes
+// building for several devices cannot deadlock on each other's locks.
+func (l *layer) lookup(ctx context.Context, src C.cl_program, st step, devs []C.cl_device_id, opts string) ([]*slot, error) {
+	all, err := programDevices(src)
+	if err != nil {
+		return nil, err
+	}
+	if len(devs) > 0 && !sameSet(devs, all) {
+		// The driver's program would have more devices than a program made
+		// from binaries for the subset: leave it to the driver.
+		return nil, errDeviceSubset
+	}
+	code, err := programSource(src)
+	if err != nil {
+		return nil, err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	if len(all) == 0 {
+		return nil, errors.New("program has no devices")
+	}
+	// A program's devices share its context, and so its platform.
+	headers, err := l.scan.headers(ctx, code, opts, cwd, l.ids.of(all[0]).dev.Platform)
+	if err != nil {
+		return nil, err
+	}
+	slots := make([]*slot, len(all))
+	for i, d := range all {
+		id := l.ids.of(d)
+		slots[i] = &slot{dev: d, index: i, key: &kcache.Key{
+			Device:   id.dev,
+			Compiler: id.comp,
+			Image:    kcache.Image{Format: st.format, Source: code, Headers: headers},
+			Options:  kcache.BuildOptions{Compile: opts, Env: l.env},
+		}}
+	}
+	order := slices.Clone(slots)
+	digests := map[*slot]kcache.Digest{}
+	for _, s := range order {
+		digests[s] = s.key.Digest()
+	}
+	slices.SortFunc(order, func(a, b *slot) int { d1, d2 := digests[a], digests[b]; return bytes.Compare(d1[:], d2[:]) })
+	for _, s := range order {
+		l.lookupSlot(ctx, s)
+	}
+	return slots, nil
+}
+
+// lookupSlot looks one key up; a hit's record is decoded here, and one
+// that does not decode is removed and looked up again as a miss.
+func (l *layer) lookupSlot(ctx context.Context, s *slot) {
+	r, pending, _ := l.bins.Lookup(ctx, s.key)
+	if pending != nil {
+		s.pending = pending
+		l.log.Debug("kcache layer: miss", "key", r.Digest)
+		return
+	}
+	rec, err := decodeRecord(r.Binary)
+	if err != nil {
+		l.warn("a damaged cache entry; rebuilding it", "key", r.Digest, "err", err)
+		l.forget(ctx, []*slot{s})
+		return
+	}
+	s.hit, s.log, s.stored, s.buildTime = true, rec.log, len(rec.binary), r.BuildTime
+	s.bin = rec.binary
+	l.log.Debug("kcache layer: hit", "key", r.Digest, "outcome", r.Outcome, "bytes", len(rec.binary))
+}
+
+// forget removes the slots' entries and looks them up again, so that the
+// build from source that follows stores fresh ones.
+func (l *layer) forget(ctx context.Context, slots []*slot) {
+	for _, s := range slots {
+		s.bin = nil
+		if !s.hit && s.pending != nil {
+			continue
+		}
+		s.hit = false
+		if err := l.bins.Delete(ctx, s.key); err != nil {
+			l.warn("removing a refused entry", "err", err)
+		}
+		_, s.pending, _ = l.bins.Lookup(ctx, s.key)
+	}
+}
+
+// fromCache makes a program from the slots' binaries, for every device of
+// the source program, in its order.
+func (l *layer) fromCache(src C.cl_program, st step, slots []*slot, opts string) (C.cl_program, error) {
+	cctx, err := programContext(src)
+	if err != nil {
+		return nil, err
+	}
+	devs := make([]C.cl_device_id, len(slots))
+	bins := make([][]byte, len(slots))
+	for i, s := range slots {
+		devs[i], bins[i] = s.dev, s.bin
+		s.bin = nil
+	}
+	return programFromBinaries(cctx, devs, bins, opts, st.finish)
+}
+
+// adopted records a program made from the cache.
+func (l *layer) adopted(p *program, slots []*slot, prog C.cl_program) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done, p.slots, p.real = true, slots, prog
+}
+
+// built records a program the driver built from source and stores its
+// binaries, or schedules their storing.
+func (l *layer) built(ctx context.Context, p *program, st step, slots []*slot, took time.Duration) {
+	for _, s := range slots {
+		s.log, s.buildTime = buildLog(p.src, s.dev), took
+	}
+	p.mu.Lock()
+	p.done, p.slots, p.real = true, slots, p.src
+	if st.delayed && slices.ContainsFunc(slots, func(s *slot) bool { return s.pending != nil }) {
+		p.timer = time.AfterFunc(l.delay, func() { l.commit(context.Background(), p) })
+	}
+	p.mu.Unlock()
+	if !st.delayed {
+		l.commit(ctx, p)
+	}
+}
+
+// commit stores the binaries still pending, once.
+func (l *layer) commit(ctx context.Context, p *program) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dead || p.pid != os.Getpid() || !slices.ContainsFunc(p.slots, func(s *slot) bool { return s.pending != nil }) {
+		return
+	}
+	bins, err := binaries(p.real, len(p.slots))
+	for _, s := range p.slots {
+		if s.pending == nil {
+			continue
+		}
+		pending := s.pending
+		s.pending = nil
+		if err != nil || len(bins[s.index]) == 0 {
+			pending.Abort(errors.Join(err, errors.New("no binary for the device")))
+			continue
+		}
+		pending.Commit(ctx, record{log: s.log, binary: bins[s.index]}.encode(), s.buildTime)
+		s.stored = len(bins[s.index])
+	}
+}
+
+// upgrade stores a device's binary again if it has grown since it was
+// stored: PoCL adds the work-group functions of the kernels launched since.
+func (l *layer) upgrade(ctx context.Context, p *program) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dead || p.pid != os.Getpid() || len(p.slots) == 0 {
+		return
+	}
+	bins, err := binaries(p.real, len(p.slots))
+	if err != nil {
+		return
+	}
+	for _, s := range p.slots {
+		bin := bins[s.index]
+		if s.pending != nil || s.stored == 0 || len(bin) <= s.stored {
+			continue
+		}
+		if err := l.bins.Put(ctx, s.key, kcache.Entry{Binary: record{log: s.log, binary: bin}.encode(), BuildTime: s.buildTime}); err != nil {
+			l.warn("storing a completed binary", "err", err)
+			continue
+		}
+		l.log.Debug("kcache layer: stored the completed binary", "key", s.key.Digest(), "bytes", len(bin), "was", s.stored)
+		s.stored = len(bin)
+	}
+}
+
+// flush1 stores what one program has to store: pending binaries, and
+// grown ones.
+func (l *layer) flush1(ctx context.Context, p *program) {
+	p.mu.Lock()
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	p.mu.Unlock()
+	l.commit(ctx, p)
+	l.upgrade(ctx, p)
+}
+
+// forgetProgram stores what the program's last cached build has to store
+// and stops following it: the application is about to build or compile
+// the source program again, and its binaries will no longer belong to
+// that build's keys.
+func (l *layer) forgetProgram(ctx context.Context, w *C.kc_program) {
+	p := l.state(w)
+	l.flush1(ctx, p)
+	p.mu.Lock()
+	p.done, p.slots, p.real = true, nil, nil
+	p.mu.Unlock()
+}
+
+// release runs when the application drops its last reference, before the
+// driver's programs are released: the binaries are complete by now.
+func (l *layer) release(ctx context.Context, w *C.kc_program) {
+	l.mu.Lock()
+	p, ok := l.progs[w]
+	delete(l.progs, w)
+	l.mu.Unlock()
+	if !ok {
+		return
+	}
+	l.flush1(ctx, p)
+	p.mu.Lock()
+	p.dead = true
+	p.mu.Unlock()
+}
+
+// flush stores what every live program has to store, at exit.
+func (l *layer) flush(ctx context.Context) {
+	l.mu.Lock()
+	progs := make([]*program, 0, len(l.progs))
+	for _, p := range l.progs {
+		progs = append(progs, p)
+	}
+	l.mu.Unlock()
+	for _, p := range progs {
+		l.flush1(ctx, p)
+	}
+}
+
+// cachedLog returns the stored build log of a program made from the cache.
+func (l *layer) cachedLog(w *C.kc_program, d C.cl_device_id) (string, bool) {
+	l.mu.Lock()
+	p, ok := l.progs[w]
+	l.mu.Unlock()
+	if !ok {
+		return "", false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.slots {
+		if s.dev == d && s.hit {
+			return s.log, true
+		}
+	}
+	return "", false
+}
+
+func sameSet(a, b []C.cl_device_id) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, d := range a {
+		if !slices.Contains(b, d) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,208 @@
+package main
+
+/*
+#cgo LDFLAGS: -lpthread
+#include <stdlib.h>
+#include "layer.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// The driver calls of the Go half, all through the next layer's dispatch
+// table (layer.c's kc_t_* trampolines).
+
+// clError is an OpenCL error code from the driver.
+type clError C.cl_int
+
+func (e clError) Error() string { return fmt.Sprintf("OpenCL error %d", int(e)) }
+
+func check(err C.cl_int) error {
+	if err != C.CL_SUCCESS {
+		return clError(err)
+	}
+	return nil
+}
+
+// programBytes reads a variable-length program query.
+func programBytes(p C.cl_program, param C.cl_program_info) ([]byte, error) {
+	var n C.size_t
+	if err := check(C.kc_t_get_program_info(p, param, 0, nil, &n)); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	buf := C.malloc(n)
+	defer C.free(buf)
+	if err := check(C.kc_t_get_program_info(p, param, n, buf, nil)); err != nil {
+		return nil, err
+	}
+	return C.GoBytes(buf, C.int(n)), nil
+}
+
+// programSource returns a program's source as the driver keeps it: the
+// application's strings joined.
+func programSource(p C.cl_program) ([]byte, error) {
+	b, err := programBytes(p, C.CL_PROGRAM_SOURCE)
+	if len(b) > 0 && b[len(b)-1] == 0 {
+		b = b[:len(b)-1]
+	}
+	return b, err
+}
+
+func programContext(p C.cl_program) (C.cl_context, error) {
+	var c C.cl_context
+	err := check(C.kc_t_get_program_info(p, C.CL_PROGRAM_CONTEXT, C.size_t(unsafe.Sizeof(c)), unsafe.Pointer(&c), nil))
+	return c, err
+}
+
+func programDevices(p C.cl_program) ([]C.cl_device_id, error) {
+	b, err := programBytes(p, C.CL_PROGRAM_DEVICES)
+	if err != nil {
+		return nil, err
+	}
+	n := len(b) / int(unsafe.Sizeof(C.cl_device_id(nil)))
+	if n == 0 {
+		return nil, nil
+	}
+	return append([]C.cl_device_id(nil), unsafe.Slice((*C.cl_device_id)(unsafe.Pointer(&b[0])), n)...), nil
+}
+
+// buildLog returns the driver's build log of p for d.
+func buildLog(p C.cl_program, d C.cl_device_id) string {
+	var n C.size_t
+	if C.kc_t_get_program_build_info(p, d, C.CL_PROGRAM_BUILD_LOG, 0, nil, &n) != C.CL_SUCCESS || n == 0 {
+		return ""
+	}
+	buf := C.malloc(n)
+	defer C.free(buf)
+	if C.kc_t_get_program_build_info(p, d, C.CL_PROGRAM_BUILD_LOG, n, buf, nil) != C.CL_SUCCESS {
+		return ""
+	}
+	return C.GoString((*C.char)(buf))
+}
+
+// binaries returns p's binary for each of its devices, in CL_PROGRAM_DEVICES order.
+func binaries(p C.cl_program, ndev int) ([][]byte, error) {
+	sizes := make([]C.size_t, ndev)
+	if err := check(C.kc_t_get_program_binaries(p, C.cl_uint(ndev), &sizes[0], nil)); err != nil {
+		return nil, err
+	}
+	arr := (**C.uchar)(C.calloc(C.size_t(ndev), C.size_t(unsafe.Sizeof((*C.uchar)(nil)))))
+	defer C.free(unsafe.Pointer(arr))
+	ptrs := unsafe.Slice(arr, ndev)
+	for i, s := range sizes {
+		ptrs[i] = (*C.uchar)(C.malloc(s + 1))
+		defer C.free(unsafe.Pointer(ptrs[i]))
+	}
+	if err := check(C.kc_t_get_program_binaries(p, C.cl_uint(ndev), &sizes[0], arr)); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, ndev)
+	for i, s := range sizes {
+		out[i] = C.GoBytes(unsafe.Pointer(ptrs[i]), C.int(s))
+	}
+	return out, nil
+}
+
+// buildProgram builds p synchronously; devs nil means the program's devices.
+func buildProgram(p C.cl_program, devs []C.cl_device_id, options string) C.cl_int {
+	opts := C.CString(options)
+	defer C.free(unsafe.Pointer(opts))
+	var dp *C.cl_device_id
+	if len(devs) > 0 {
+		dp = cDevices(devs)
+		defer C.free(unsafe.Pointer(dp))
+	}
+	return C.kc_t_build_program(p, C.cl_uint(len(devs)), dp, opts)
+}
+
+// cDevices copies devs to C memory, which the driver may keep a pointer
+// into for the call.
+func cDevices(devs []C.cl_device_id) *C.cl_device_id {
+	p := (*C.cl_device_id)(C.malloc(C.size_t(len(devs)) * C.size_t(unsafe.Sizeof(devs[0]))))
+	copy(unsafe.Slice(p, len(devs)), devs)
+	return p
+}
+
+// compileProgram compiles p synchronously, without embedded headers.
+func compileProgram(p C.cl_program, devs []C.cl_device_id, options string) C.cl_int {
+	opts := C.CString(options)
+	defer C.free(unsafe.Pointer(opts))
+	var dp *C.cl_device_id
+	if len(devs) > 0 {
+		dp = cDevices(devs)
+		defer C.free(unsafe.Pointer(dp))
+	}
+	return C.kc_t_compile_program(p, C.cl_uint(len(devs)), dp, opts)
+}
+
+// programFromBinaries makes a program of ctx for devs from bins, and
+// builds it when build is set. The driver verifies each binary; a refused
+// one is an error.
+func programFromBinaries(ctx C.cl_context, devs []C.cl_device_id, bins [][]byte, options string, build bool) (C.cl_program, error) {
+	n := len(devs)
+	dp := cDevices(devs)
+	defer C.free(unsafe.Pointer(dp))
+	lengths := (*C.size_t)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.size_t(0)))))
+	defer C.free(unsafe.Pointer(lengths))
+	ptrs := (**C.uchar)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof((*C.uchar)(nil)))))
+	defer C.free(unsafe.Pointer(ptrs))
+	status := (*C.cl_int)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.cl_int(0)))))
+	defer C.free(unsafe.Pointer(status))
+	ls, ps := unsafe.Slice(lengths, n), unsafe.Slice(ptrs, n)
+	for i, b := range bins {
+		ls[i] = C.size_t(len(b))
+		ps[i] = (*C.uchar)(C.CBytes(b))
+		defer C.free(unsafe.Pointer(ps[i]))
+	}
+	var cerr C.cl_int
+	prog := C.kc_t_create_program_with_binary(ctx, C.cl_uint(n), dp, lengths, ptrs, status, &cerr)
+	if err := check(cerr); err != nil || prog == nil {
+		return nil, fmt.Errorf("making a program from a cached binary: %w", clError(cerr))
+	}
+	if !build {
+		return prog, nil
+	}
+	if err := check(buildProgram(prog, devs, options)); err != nil {
+		C.kc_t_release_program(prog)
+		return nil, fmt.Errorf("building a program from a cached binary: %w", err)
+	}
+	return prog, nil
+}
+
+func deviceString(d C.cl_device_id, param C.cl_device_info) string {
+	var n C.size_t
+	if C.kc_t_get_device_info(d, param, 0, nil, &n) != C.CL_SUCCESS || n == 0 {
+		return ""
+	}
+	buf := C.malloc(n)
+	defer C.free(buf)
+	if C.kc_t_get_device_info(d, param, n, buf, nil) != C.CL_SUCCESS {
+		return ""
+	}
+	return C.GoString((*C.char)(buf))
+}
+
+func platformString(p C.cl_platform_id, param C.cl_platform_info) string {
+	var n C.size_t
+	if C.kc_t_get_platform_info(p, param, 0, nil, &n) != C.CL_SUCCESS || n == 0 {
+		return ""
+	}
+	buf := C.malloc(n)
+	defer C.free(buf)
+	if C.kc_t_get_platform_info(p, param, n, buf, nil) != C.CL_SUCCESS {
+		return ""
+	}
+	return C.GoString((*C.char)(buf))
+}
+
+func devicePlatform(d C.cl_device_id) C.cl_platform_id {
+	var p C.cl_platform_id
+	C.kc_t_get_device_info(d, C.CL_DEVICE_PLATFORM, C.size_t(unsafe.Sizeof(p)), unsafe.Pointer(&p), nil)
+	return p
+}

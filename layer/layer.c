@@ -1,0 +1,485 @@
+// The dispatch side of the layer. Every entry here is short: it swaps the
+// application's program handle for the driver's program and calls the next
+// layer, or hands a build to the Go half. Nothing here holds a lock across a
+// call into the driver or Go, so a fork at any moment leaves no lock held
+// in the child.
+#include "layer.h"
+#include "_cgo_export.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// kc_magic tells this layer's handles from the driver's objects, together
+// with the dispatch pointer.
+#define KC_MAGIC 0x6b63616368654c31ull // "kcacheL1"
+
+const struct _cl_icd_dispatch *kc_target;
+static struct _cl_icd_dispatch kc_dispatch;
+static int kc_enabled; // the cache opened; otherwise every call passes through
+
+// kc_forked is set in the child of a fork. The Go half's threads do not
+// survive a fork, so a child never calls into it: the handles it inherited
+// keep working through the C half, their builds go to the driver, and the
+// programs it creates are not wrapped.
+static volatile int kc_forked;
+static void kc_on_fork(void) { kc_forked = 1; }
+static int kc_go(void) { return kc_enabled && !kc_forked; }
+
+static pthread_mutex_t kc_live_mu = PTHREAD_MUTEX_INITIALIZER;
+static kc_program *kc_live; // live handles, for CL_KERNEL_PROGRAM
+
+kc_program *kc_wrapper(cl_program p) {
+	kc_program *w = (kc_program *)p;
+	if (w == NULL || w->dispatch != &kc_dispatch || w->magic != KC_MAGIC) {
+		return NULL;
+	}
+	return w;
+}
+
+// kc_real is on the path of every call with the application's handle: a
+// plain atomic load, where a lock would cost more than the call itself.
+cl_program kc_real(kc_program *w) { return __atomic_load_n(&w->real, __ATOMIC_ACQUIRE); }
+
+cl_program kc_source(kc_program *w) { return w->source; }
+
+// kc_adopt makes b, a program made from a cached binary (cached is
+// KC_CACHED_EXECUTABLE or KC_CACHED_OBJECT), the one calls go to.
+// Programs are kept until the handle dies: a kernel made from an earlier
+// one may still ask for its program.
+void kc_adopt(kc_program *w, cl_program b, int cached) {
+	pthread_mutex_lock(&w->mu);
+	cl_program *owned = realloc(w->owned, (w->nowned + 1) * sizeof *owned);
+	if (owned != NULL) {
+		w->owned = owned;
+		w->owned[w->nowned++] = b;
+		__atomic_store_n(&w->real, b, __ATOMIC_RELEASE);
+		__atomic_store_n(&w->cached, cached, __ATOMIC_RELEASE);
+		b = NULL;
+	}
+	pthread_mutex_unlock(&w->mu);
+	if (b != NULL) { // out of memory: keep the source program
+		kc_target->clReleaseProgram(b);
+	}
+}
+
+void kc_use_source(kc_program *w) {
+	pthread_mutex_lock(&w->mu);
+	__atomic_store_n(&w->real, w->source, __ATOMIC_RELEASE);
+	__atomic_store_n(&w->cached, KC_SOURCE, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static cl_program kc_translate(cl_program p) {
+	kc_program *w = kc_wrapper(p);
+	return w ? kc_real(w) : p;
+}
+
+// kc_translate_list copies a list of programs with handles swapped; the
+// caller frees the copy. NULL on allocation failure, with *ok cleared.
+static cl_program *kc_translate_list(cl_uint n, const cl_program *ps, int *ok) {
+	*ok = 1;
+	if (n == 0 || ps == NULL) {
+		return NULL;
+	}
+	cl_program *out = malloc(n * sizeof *out);
+	if (out == NULL) {
+		*ok = 0;
+		return NULL;
+	}
+	for (cl_uint i = 0; i < n; i++) {
+		out[i] = kc_translate(ps[i]);
+	}
+	return out;
+}
+
+static cl_program CL_API_CALL kc_clCreateProgramWithSource(cl_context ctx, cl_uint count, const char **strings,
+                                                           const size_t *lengths, cl_int *err) {
+	cl_int e;
+	cl_program s = kc_target->clCreateProgramWithSource(ctx, count, strings, lengths, &e);
+	if (err != NULL) {
+		*err = e;
+	}
+	if (s == NULL || e != CL_SUCCESS || !kc_go()) {
+		return s;
+	}
+	kc_program *w = calloc(1, sizeof *w);
+	if (w == NULL) {
+		return s; // no handle of ours: the program simply is not cached
+	}
+	w->dispatch = &kc_dispatch;
+	w->magic = KC_MAGIC;
+	pthread_mutex_init(&w->mu, NULL);
+	w->source = s;
+	w->real = s;
+	w->refs = 1;
+	pthread_mutex_lock(&kc_live_mu);
+	w->next = kc_live;
+	if (kc_live != NULL) {
+		kc_live->prev = w;
+	}
+	kc_live = w;
+	pthread_mutex_unlock(&kc_live_mu);
+	return (cl_program)w;
+}
+
+static cl_int CL_API_CALL kc_clRetainProgram(cl_program p) {
+	kc_program *w = kc_wrapper(p);
+	if (w == NULL) {
+		return kc_target->clRetainProgram(p);
+	}
+	__atomic_add_fetch(&w->refs, 1, __ATOMIC_ACQ_REL);
+	return CL_SUCCESS;
+}
+
+static void kc_free(kc_program *w) {
+	pthread_mutex_lock(&kc_live_mu);
+	if (w->prev != NULL) {
+		w->prev->next = w->next;
+	} else {
+		kc_live = w->next;
+	}
+	if (w->next != NULL) {
+		w->next->prev = w->prev;
+	}
+	pthread_mutex_unlock(&kc_live_mu);
+	for (int i = 0; i < w->nowned; i++) {
+		kc_target->clReleaseProgram(w->owned[i]);
+	}
+	kc_target->clReleaseProgram(w->source);
+	free(w->owned);
+	pthread_mutex_destroy(&w->mu);
+	w->magic = 0;
+	w->dispatch = NULL;
+	free(w);
+}
+
+static cl_int CL_API_CALL kc_clReleaseProgram(cl_program p) {
+	kc_program *w = kc_wrapper(p);
+	if (w == NULL) {
+		return kc_target->clReleaseProgram(p);
+	}
+	int left = __atomic_sub_fetch(&w->refs, 1, __ATOMIC_ACQ_REL);
+	if (left < 0) {
+		__atomic_add_fetch(&w->refs, 1, __ATOMIC_ACQ_REL);
+		return CL_INVALID_PROGRAM;
+	}
+	if (left == 0) {
+		// The binary is read for the cache before the driver may destroy
+		// the program: after the application's launches, it is complete.
+		if (kc_go()) {
+			kcGoRelease(w);
+		}
+		kc_free(w);
+	}
+	return CL_SUCCESS;
+}
+
+static cl_int CL_API_CALL kc_clBuildProgram(cl_program p, cl_uint nd, const cl_device_id *devs, const char *options,
+                                            void(CL_CALLBACK *notify)(cl_program, void *), void *user_data) {
+	kc_program *w = kc_wrapper(p);
+	if (w == NULL) {
+		return kc_target->clBuildProgram(p, nd, devs, options, notify, user_data);
+	}
+	if (nd > 0 && devs == NULL) {
+		return CL_INVALID_VALUE;
+	}
+	if (notify == NULL && user_data != NULL) {
+		return CL_INVALID_VALUE;
+	}
+	// The build is synchronous, which the specification allows, so the
+	// callback runs once it is over, with the application's handle.
+	cl_int err;
+	if (kc_go()) {
+		err = kcGoBuild(w, nd, (cl_device_id *)devs, (char *)options);
+	} else {
+		kc_use_source(w);
+		err = kc_target->clBuildProgram(w->source, nd, devs, options, NULL, NULL);
+	}
+	if (notify != NULL) {
+		notify(p, user_data);
+	}
+	return err;
+}
+
+static cl_int CL_API_CALL kc_clCompileProgram(cl_program p, cl_uint nd, const cl_device_id *devs, const char *options,
+                                              cl_uint nh, const cl_program *headers, const char **names,
+                                              void(CL_CALLBACK *notify)(cl_program, void *), void *user_data) {
+	kc_program *w = kc_wrapper(p);
+	int ok;
+	cl_program *hs = kc_translate_list(nh, headers, &ok);
+	if (!ok) {
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	if (w == NULL) {
+		cl_int err = kc_target->clCompileProgram(p, nd, devs, options, nh, hs ? hs : headers, names, notify, user_data);
+		free(hs);
+		return err;
+	}
+	// A callback would see the driver's handle, so the compile is
+	// synchronous and the callback is called here with the application's.
+	cl_int err;
+	if (kc_go() && nh == 0 && !(nd > 0 && devs == NULL) && !(notify == NULL && user_data != NULL)) {
+		// A compile of the source alone goes through the cache: the
+		// compiled object is what it stores (hashcat compiles and links).
+		err = kcGoCompile(w, nd, (cl_device_id *)devs, (char *)options);
+	} else {
+		// Embedded headers are programs the key cannot see: the driver
+		// compiles the source program, which answers every call from now
+		// on, and whatever the cache knew of the program no longer holds.
+		if (kc_go()) {
+			kcGoForget(w);
+		}
+		kc_use_source(w);
+		err = kc_target->clCompileProgram(w->source, nd, devs, options, nh, hs ? hs : headers, names, NULL, NULL);
+	}
+	free(hs);
+	if (notify != NULL) {
+		notify(p, user_data);
+	}
+	return err;
+}
+
+static cl_program CL_API_CALL kc_clLinkProgram(cl_context ctx, cl_uint nd, const cl_device_id *devs, const char *options,
+                                               cl_uint np, const cl_program *ps,
+                                               void(CL_CALLBACK *notify)(cl_program, void *), void *user_data,
+                                               cl_int *err) {
+	int ok;
+	cl_program *in = kc_translate_list(np, ps, &ok);
+	if (!ok) {
+		if (err != NULL) {
+			*err = CL_OUT_OF_HOST_MEMORY;
+		}
+		return NULL;
+	}
+	cl_program out = kc_target->clLinkProgram(ctx, nd, devs, options, np, in ? in : ps, notify, user_data, err);
+	free(in);
+	return out;
+}
+
+static cl_int CL_API_CALL kc_clGetProgramInfo(cl_program p, cl_program_info param, size_t size, void *value,
+                                              size_t *size_ret) {
+	kc_program *w = kc_wrapper(p);
+	if (w == NULL) {
+		return kc_target->clGetProgramInfo(p, param, size, value, size_ret);
+	}
+	switch (param) {
+	case CL_PROGRAM_REFERENCE_COUNT: {
+		cl_uint refs = (cl_uint)__atomic_load_n(&w->refs, __ATOMIC_ACQUIRE);
+		if (value != NULL) {
+			if (size < sizeof refs) {
+				return CL_INVALID_VALUE;
+			}
+			memcpy(value, &refs, sizeof refs);
+		}
+		if (size_ret != NULL) {
+			*size_ret = sizeof refs;
+		}
+		return CL_SUCCESS;
+	}
+	case CL_PROGRAM_SOURCE:
+	case CL_PROGRAM_IL:
+		// A program made from a binary has no source; the application's has.
+		return kc_target->clGetProgramInfo(w->source, param, size, value, size_ret);
+	default:
+		return kc_target->clGetProgramInfo(kc_real(w), param, size, value, size_ret);
+	}
+}
+
+static cl_int CL_API_CALL kc_clGetProgramBuildInfo(cl_program p, cl_device_id d, cl_program_build_info param,
+                                                   size_t size, void *value, size_t *size_ret) {
+	kc_program *w = kc_wrapper(p);
+	if (w == NULL) {
+		return kc_target->clGetProgramBuildInfo(p, d, param, size, value, size_ret);
+	}
+	int cached = __atomic_load_n(&w->cached, __ATOMIC_ACQUIRE);
+	if (param == CL_PROGRAM_BUILD_LOG && cached && kc_go()) {
+		// The compiler's log of the build that made the cached binary.
+		return kcGoBuildLog(w, d, size, value, size_ret);
+	}
+	if (param == CL_PROGRAM_BUILD_STATUS && cached == KC_CACHED_OBJECT) {
+		// A program made from a compiled object was never compiled here;
+		// the application compiled it, successfully.
+		cl_build_status ok = CL_BUILD_SUCCESS;
+		if (value != NULL) {
+			if (size < sizeof ok) {
+				return CL_INVALID_VALUE;
+			}
+			memcpy(value, &ok, sizeof ok);
+		}
+		if (size_ret != NULL) {
+			*size_ret = sizeof ok;
+		}
+		return CL_SUCCESS;
+	}
+	return kc_target->clGetProgramBuildInfo(kc_real(w), d, param, size, value, size_ret);
+}
+
+static cl_kernel CL_API_CALL kc_clCreateKernel(cl_program p, const char *name, cl_int *err) {
+	return kc_target->clCreateKernel(kc_translate(p), name, err);
+}
+
+static cl_int CL_API_CALL kc_clCreateKernelsInProgram(cl_program p, cl_uint n, cl_kernel *ks, cl_uint *n_ret) {
+	return kc_target->clCreateKernelsInProgram(kc_translate(p), n, ks, n_ret);
+}
+
+static cl_int CL_API_CALL kc_clSetProgramReleaseCallback(cl_program p, void(CL_CALLBACK *notify)(cl_program, void *),
+                                                         void *user_data) {
+	kc_program *w = kc_wrapper(p);
+	if (w == NULL) {
+		return kc_target->clSetProgramReleaseCallback(p, notify, user_data);
+	}
+	// The driver decides whether it supports release callbacks; where it
+	// does, the callback belongs to the application's source program.
+	return kc_target->clSetProgramReleaseCallback(w->source, notify, user_data);
+}
+
+static cl_int CL_API_CALL kc_clSetProgramSpecializationConstant(cl_program p, cl_uint id, size_t size,
+                                                                const void *value) {
+	return kc_target->clSetProgramSpecializationConstant(kc_translate(p), id, size, value);
+}
+
+// kc_owner finds the live handle whose source or adopted programs include r.
+static cl_program kc_owner(cl_program r) {
+	cl_program out = r;
+	pthread_mutex_lock(&kc_live_mu);
+	for (kc_program *w = kc_live; w != NULL && out == r; w = w->next) {
+		if (w->source == r) {
+			out = (cl_program)w;
+			break;
+		}
+		pthread_mutex_lock(&w->mu);
+		for (int i = 0; i < w->nowned; i++) {
+			if (w->owned[i] == r) {
+				out = (cl_program)w;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&w->mu);
+	}
+	pthread_mutex_unlock(&kc_live_mu);
+	return out;
+}
+
+static cl_int CL_API_CALL kc_clGetKernelInfo(cl_kernel k, cl_kernel_info param, size_t size, void *value,
+                                             size_t *size_ret) {
+	cl_int err = kc_target->clGetKernelInfo(k, param, size, value, size_ret);
+	if (err == CL_SUCCESS && param == CL_KERNEL_PROGRAM && value != NULL && size >= sizeof(cl_program)) {
+		cl_program r;
+		memcpy(&r, value, sizeof r);
+		r = kc_owner(r);
+		memcpy(value, &r, sizeof r);
+	}
+	return err;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clGetLayerInfo(cl_layer_info param, size_t size, void *value, size_t *size_ret) {
+	static const char name[] = "kcache: JIT kernel cache";
+	const void *src;
+	size_t n;
+	cl_layer_api_version version = CL_LAYER_API_VERSION_100;
+	switch (param) {
+	case CL_LAYER_API_VERSION:
+		src = &version;
+		n = sizeof version;
+		break;
+	case CL_LAYER_NAME:
+		src = name;
+		n = sizeof name;
+		break;
+	default:
+		return CL_INVALID_VALUE;
+	}
+	if (value != NULL) {
+		if (size < n) {
+			return CL_INVALID_VALUE;
+		}
+		memcpy(value, src, n);
+	}
+	if (size_ret != NULL) {
+		*size_ret = n;
+	}
+	return CL_SUCCESS;
+}
+
+// kc_atexit stores what the application's live programs have to store: an
+// application that exits without releasing them has launched its kernels
+// by now.
+static void kc_atexit(void) {
+	if (kc_go()) {
+		kcGoExit();
+	}
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clInitLayer(cl_uint num_entries, const struct _cl_icd_dispatch *target,
+                                            cl_uint *num_entries_ret, const struct _cl_icd_dispatch **layer) {
+	const cl_uint need = sizeof(struct _cl_icd_dispatch) / sizeof(void *);
+	if (target == NULL || num_entries_ret == NULL || layer == NULL) {
+		return CL_INVALID_VALUE;
+	}
+	// A loader with a shorter table than ours: copy what it has and leave
+	// the rest empty, as the loader would.
+	memset(&kc_dispatch, 0, sizeof kc_dispatch);
+	memcpy(&kc_dispatch, target, (num_entries < need ? num_entries : need) * sizeof(void *));
+	kc_target = target;
+	kc_enabled = kcGoInit();
+	if (kc_enabled) {
+		atexit(kc_atexit);
+		pthread_atfork(NULL, NULL, kc_on_fork);
+	}
+	kc_dispatch.clCreateProgramWithSource = kc_clCreateProgramWithSource;
+	kc_dispatch.clRetainProgram = kc_clRetainProgram;
+	kc_dispatch.clReleaseProgram = kc_clReleaseProgram;
+	kc_dispatch.clBuildProgram = kc_clBuildProgram;
+	kc_dispatch.clCompileProgram = kc_clCompileProgram;
+	kc_dispatch.clLinkProgram = kc_clLinkProgram;
+	kc_dispatch.clGetProgramInfo = kc_clGetProgramInfo;
+	kc_dispatch.clGetProgramBuildInfo = kc_clGetProgramBuildInfo;
+	kc_dispatch.clCreateKernel = kc_clCreateKernel;
+	kc_dispatch.clCreateKernelsInProgram = kc_clCreateKernelsInProgram;
+	kc_dispatch.clSetProgramReleaseCallback = kc_clSetProgramReleaseCallback;
+	kc_dispatch.clSetProgramSpecializationConstant = kc_clSetProgramSpecializationConstant;
+	kc_dispatch.clGetKernelInfo = kc_clGetKernelInfo;
+	*num_entries_ret = need;
+	*layer = &kc_dispatch;
+	return CL_SUCCESS;
+}
+
+cl_int kc_t_get_program_info(cl_program p, cl_program_info param, size_t size, void *value, size_t *size_ret) {
+	return kc_target->clGetProgramInfo(p, param, size, value, size_ret);
+}
+
+cl_int kc_t_get_program_build_info(cl_program p, cl_device_id d, cl_program_build_info param, size_t size, void *value,
+                                   size_t *size_ret) {
+	return kc_target->clGetProgramBuildInfo(p, d, param, size, value, size_ret);
+}
+
+cl_int kc_t_build_program(cl_program p, cl_uint nd, const cl_device_id *devs, const char *options) {
+	return kc_target->clBuildProgram(p, nd, devs, options, NULL, NULL);
+}
+
+cl_int kc_t_compile_program(cl_program p, cl_uint nd, const cl_device_id *devs, const char *options) {
+	return kc_target->clCompileProgram(p, nd, devs, options, 0, NULL, NULL, NULL, NULL);
+}
+
+cl_program kc_t_create_program_with_binary(cl_context c, cl_uint nd, const cl_device_id *devs, const size_t *lengths,
+                                           const unsigned char **bins, cl_int *status, cl_int *err) {
+	return kc_target->clCreateProgramWithBinary(c, nd, devs, lengths, bins, status, err);
+}
+
+cl_int kc_t_release_program(cl_program p) { return kc_target->clReleaseProgram(p); }
+
+cl_int kc_t_get_device_info(cl_device_id d, cl_device_info param, size_t size, void *value, size_t *size_ret) {
+	return kc_target->clGetDeviceInfo(d, param, size, value, size_ret);
+}
+
+cl_int kc_t_get_platform_info(cl_platform_id p, cl_platform_info param, size_t size, void *value, size_t *size_ret) {
+	return kc_target->clGetPlatformInfo(p, param, size, value, size_ret);
+}
+
+cl_int kc_t_get_program_binaries(cl_program p, cl_uint n, size_t *sizes, unsigned char **bins) {
+	cl_int err = kc_target->clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, n * sizeof *sizes, sizes, NULL);
+	if (err != CL_SUCCESS || bins == NULL) {
+		return err;
+	}
+	return kc_target->clGetProgramInfo(p, CL_PROGRAM_BINARIES, n * sizeof *bins, bins, NULL);
+}

@@ -1,0 +1,211 @@
+package main
+
+/*
+#include <stdlib.h>
+#include "layer.h"
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/deps"
+	"github.com/kcache/kcache/disk"
+)
+
+// commitDelay leaves a program's first launches, which on PoCL compile its
+// work-group functions, time to happen before its binary is stored and the
+// build lock that other processes wait on is released: the library's
+// default. The binary is read again when the application releases the
+// program (or exits) and stored again if it has grown since.
+const commitDelay = time.Second
+
+// theLayer is the process's layer state; nil when the cache could not be
+// opened, in which case layer.c passes every call through.
+var theLayer *layer
+
+// layer is the Go half of the layer: the cache and what it knows of the
+// application's programs.
+type layer struct {
+	bins  *kcache.Cache
+	log   *slog.Logger
+	debug bool
+	env   []kcache.EnvVar
+	ids   identities
+	scan  scanner
+	delay time.Duration
+
+	mu    sync.Mutex // guards progs; never held across a driver call
+	progs map[*C.kc_program]*program
+
+	warned sync.Map // warnings already given, by kind
+}
+
+// open makes the layer from the environment. It fails when there is no
+// usable persistent tier: without one the layer has nothing to offer.
+func open(environ []string, stderr io.Writer) (*layer, error) {
+	cfg, err := kcache.LoadConfig()
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.DiscardHandler)
+	if cfg.Debug || cfg.Trace {
+		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if !cfg.Persistent || cfg.Dir == "" {
+		return nil, fmt.Errorf("kcache layer: no persistent cache (set %s)", kcache.EnvDir)
+	}
+	opts := disk.FromConfig(cfg)
+	opts.Logger = log
+	st, err := disk.Open(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &layer{
+		bins:  kcache.New(cfg, log, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st}),
+		log:   log,
+		debug: cfg.Debug,
+		env:   compilerEnv(environ),
+		scan:  depsScanner{s: deps.NewScanner(log), trace: cfg.Trace, log: log},
+		delay: commitDelay,
+		progs: map[*C.kc_program]*program{},
+	}, nil
+}
+
+// warn logs one warning per kind, only with KCACHE_DEBUG set: the layer is
+// a guest in the application's process and its output is not ours to use.
+func (l *layer) warn(kind string, args ...any) {
+	if _, dup := l.warned.LoadOrStore(kind, true); dup {
+		l.log.Debug("kcache layer: "+kind, args...)
+		return
+	}
+	l.log.Warn("kcache layer: "+kind+"; the driver builds without the cache", args...)
+}
+
+// guard turns a panic of the Go half into a warning: nothing the cache
+// does may take the application down.
+func guard(what string) {
+	if r := recover(); r != nil && theLayer != nil {
+		theLayer.warn("internal error in "+what, "panic", r, "stack", string(debug.Stack()))
+	}
+}
+
+//export kcGoInit
+func kcGoInit() (enabled C.int) {
+	defer guard("init")
+	l, err := open(os.Environ(), stderr())
+	if err != nil {
+		if d, _ := kcache.ConfigFromEnv(); d.Debug {
+			slog.New(slog.NewTextHandler(stderr(), nil)).Warn("kcache layer: cache off; every call passes through", "err", err)
+		}
+		return 0
+	}
+	theLayer = l
+	return 1
+}
+
+// stderr returns a duplicate of the standard error the process has now,
+// at the layer's start: applications may point descriptor 2 elsewhere
+// while they build (hashcat silences compilers so), and the layer's
+// warnings are for the user who started the application.
+func stderr() io.Writer {
+	fd, err := syscall.Dup(2)
+	if err != nil {
+		return os.Stderr
+	}
+	syscall.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), "stderr")
+}
+
+//export kcGoBuild
+func kcGoBuild(w *C.kc_program, nd C.cl_uint, devs *C.cl_device_id, options *C.char) C.cl_int {
+	return theLayer.call(w, buildStep, nd, devs, options)
+}
+
+//export kcGoCompile
+func kcGoCompile(w *C.kc_program, nd C.cl_uint, devs *C.cl_device_id, options *C.char) C.cl_int {
+	return theLayer.call(w, compileStep, nd, devs, options)
+}
+
+// call runs a build or compile step for the application's handle w.
+func (l *layer) call(w *C.kc_program, st step, nd C.cl_uint, devs *C.cl_device_id, options *C.char) (status C.cl_int) {
+	var list []C.cl_device_id
+	if nd > 0 {
+		list = append(list, unsafe.Slice(devs, int(nd))...)
+	}
+	opts := ""
+	if options != nil {
+		opts = C.GoString(options)
+	}
+	// After a panic, the application gets the driver's answer: the
+	// driver's status if it was called, else a build the driver's way.
+	driver := driverNotCalled
+	defer func() {
+		if r := recover(); r != nil {
+			l.warn("internal error", "panic", r, "stack", string(debug.Stack()))
+			status = driver
+			if driver == driverNotCalled {
+				C.kc_use_source(w)
+				status = st.run(C.kc_source(w), list, opts)
+			}
+		}
+	}()
+	return l.build(context.Background(), w, st, list, opts, &driver)
+}
+
+// driverNotCalled marks a step the driver has not run yet: no OpenCL
+// status is positive.
+const driverNotCalled C.cl_int = 1
+
+//export kcGoRelease
+func kcGoRelease(w *C.kc_program) {
+	defer guard("clReleaseProgram")
+	theLayer.release(context.Background(), w)
+}
+
+//export kcGoForget
+func kcGoForget(w *C.kc_program) {
+	defer guard("clCompileProgram")
+	theLayer.forgetProgram(context.Background(), w)
+}
+
+//export kcGoBuildLog
+func kcGoBuildLog(w *C.kc_program, d C.cl_device_id, size C.size_t, value unsafe.Pointer, sizeRet *C.size_t) (status C.cl_int) {
+	status = C.CL_INVALID_DEVICE
+	defer guard("clGetProgramBuildInfo")
+	log, ok := theLayer.cachedLog(w, d)
+	if !ok {
+		return C.kc_t_get_program_build_info(C.kc_real(w), d, C.CL_PROGRAM_BUILD_LOG, size, value, sizeRet)
+	}
+	n := C.size_t(len(log) + 1)
+	if value != nil {
+		if size < n {
+			return C.CL_INVALID_VALUE
+		}
+		dst := unsafe.Slice((*byte)(value), int(n))
+		copy(dst, log)
+		dst[len(log)] = 0
+	}
+	if sizeRet != nil {
+		*sizeRet = n
+	}
+	return C.CL_SUCCESS
+}
+
+//export kcGoExit
+func kcGoExit() {
+	defer guard("exit")
+	if theLayer != nil {
+		theLayer.flush(context.Background())
+	}
+}

@@ -1,0 +1,59 @@
+// The C half of the kcache OpenCL layer: the dispatch table the ICD loader
+// calls, the program handles it gives the application, and trampolines
+// through which the Go half calls the next layer (never libOpenCL's
+// exported functions, which would re-enter this layer).
+#ifndef KCACHE_LAYER_H
+#define KCACHE_LAYER_H
+
+#define CL_TARGET_OPENCL_VERSION 300
+#define CL_USE_DEPRECATED_OPENCL_1_0_APIS
+#define CL_USE_DEPRECATED_OPENCL_1_1_APIS
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#define CL_USE_DEPRECATED_OPENCL_2_0_APIS
+#define CL_USE_DEPRECATED_OPENCL_2_1_APIS
+#define CL_USE_DEPRECATED_OPENCL_2_2_APIS
+#include <CL/cl_layer.h>
+#include <pthread.h>
+#include <stdint.h>
+
+// kc_program is the handle the application holds for a program it created
+// from source. Its first field is a dispatch pointer, like every ICD
+// object, and points at this layer's table, so anything that dispatches
+// through the handle comes back here.
+typedef struct kc_program {
+	const struct _cl_icd_dispatch *dispatch;
+	uint64_t magic;
+	pthread_mutex_t mu;   // guards owned, nowned and writes of real
+	cl_program source;    // the driver's program made from the application's source
+	cl_program real;      // where calls go: source, or a program made from a cached binary (atomic)
+	cl_program *owned;    // programs made from cached binaries, released with the handle
+	int nowned;
+	int refs;             // the application's reference count (atomic)
+	int cached;           // real was made from a cached binary: KC_CACHED_* (atomic)
+	struct kc_program *prev, *next; // the list of live handles (kc_live_mu)
+} kc_program;
+
+// What a handle's real program was made from.
+enum { KC_SOURCE = 0, KC_CACHED_EXECUTABLE = 1, KC_CACHED_OBJECT = 2 };
+
+// The next layer's dispatch table (the driver, through the loader).
+extern const struct _cl_icd_dispatch *kc_target;
+
+kc_program *kc_wrapper(cl_program p);
+cl_program kc_real(kc_program *w);
+cl_program kc_source(kc_program *w);
+void kc_adopt(kc_program *w, cl_program b, int cached);
+void kc_use_source(kc_program *w);
+
+// Trampolines to the next layer, for the Go half.
+cl_int kc_t_get_program_info(cl_program p, cl_program_info param, size_t size, void *value, size_t *size_ret);
+cl_int kc_t_get_program_build_info(cl_program p, cl_device_id d, cl_program_build_info param, size_t size, void *value, size_t *size_ret);
+cl_int kc_t_build_program(cl_program p, cl_uint nd, const cl_device_id *devs, const char *options);
+cl_int kc_t_compile_program(cl_program p, cl_uint nd, const cl_device_id *devs, const char *options);
+cl_program kc_t_create_program_with_binary(cl_context c, cl_uint nd, const cl_device_id *devs, const size_t *lengths, const unsigned char **bins, cl_int *status, cl_int *err);
+cl_int kc_t_release_program(cl_program p);
+cl_int kc_t_get_device_info(cl_device_id d, cl_device_info param, size_t size, void *value, size_t *size_ret);
+cl_int kc_t_get_platform_info(cl_platform_id p, cl_platform_info param, size_t size, void *value, size_t *size_ret);
+cl_int kc_t_get_program_binaries(cl_program p, cl_uint n, size_t *sizes, unsigned char **bins);
+
+#endif

@@ -1,0 +1,19 @@
+// Command kcache-layer is the kcache OpenCL layer, built as a shared
+// library (go build -buildmode=c-shared -o libkcache-layer.so) and loaded by
+// the OpenCL ICD loader for an unmodified application:
+//
+//	OPENCL_LAYERS=/path/libkcache-layer.so app
+//
+// Programs the application creates from source and builds with
+// clBuildProgram come from kcache's tiers when they were built before, by
+// this process or any other; every other call passes through to the
+// driver. KCACHE_* variables configure it as they configure the library.
+//
+// The application keeps one handle per program for its whole life: the
+// layer gives it a handle of its own and forwards each call to the
+// driver's program behind it, which is the program made from source, or
+// after a cache hit a program made from the cached binary (see layer.c).
+package main
+
+// main is never run: the package is a shared library.
+func main() {}
