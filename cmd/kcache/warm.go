@@ -23,8 +23,8 @@ type warmOptions struct {
 	depends    []string
 	specialize string
 	jobs       int
-	device  int
-	json    bool
+	device     int
+	json       bool
 }
 
 func newWarmCmd() *cobra.Command {
