@@ -163,7 +163,7 @@ func (o *Options) fill() error {
 		return ErrNoDir
 	case !filepath.IsAbs(o.Dir):
 		return fmt.Errorf("disk: cache directory %q is not absolute", o.Dir)
-	case o.EvictTo < 0 || o.EvictTo > 1:
+	case !(o.EvictTo >= 0 && o.EvictTo <= 1): // NaN too
 		return fmt.Errorf("disk: EvictTo %v is not a fraction in (0, 1]", o.EvictTo)
 	case o.MaxSize < 0 || o.MinImageSize < 0 || o.MaxImageSize < 0:
 		return errors.New("disk: negative size limit")

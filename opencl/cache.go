@@ -94,8 +94,9 @@ func NewCache(cl *Context, bins *kcache.Cache, opts CacheOptions) *Cache {
 	c := &Cache{cl: cl, bins: bins, headers: deps.NewScanner(bins.Logger()), env: compilerEnv(environ), delay: delay, ids: map[uintptr]identity{}}
 	// Kernels are released with their program (releaseProgram), not by
 	// the kernel tier: a caller holding a program may use its kernels.
-	c.kernels = objcache.New[kernelKey, *SafeKernel](objcache.Options[*SafeKernel]{})
+	c.kernels = objcache.New[kernelKey, *SafeKernel](objcache.Options[*SafeKernel]{Logger: bins.Logger()})
 	c.programs = objcache.New[programKey, *programEntry](objcache.Options[*programEntry]{
+		Logger:    bins.Logger(),
 		Threshold: cfg.InMemoryThreshold,
 		Disabled:  !cfg.InMemory,
 		Release:   c.releaseProgram,
@@ -243,13 +244,7 @@ func (c *Cache) fromBinary(dev Device, bin []byte, options string) (*Program, er
 // the program's binary after the commit delay (see CacheOptions).
 func (c *Cache) fromSource(ctx context.Context, dev Device, src Source, digest kcache.Digest, pending *kcache.Pending) (*programEntry, error) {
 	start := time.Now()
-	p, err := c.cl.ProgramWithSource(string(src.Code))
-	if err == nil {
-		err = p.Build([]Device{dev}, src.Options)
-		if err != nil {
-			p.Release()
-		}
-	}
+	p, err := c.compile(dev, src, pending)
 	took := time.Since(start)
 	if err != nil {
 		if pending != nil {
@@ -267,6 +262,33 @@ func (c *Cache) fromSource(ctx context.Context, dev Device, src Source, digest k
 		}
 	}
 	return e, nil
+}
+
+// errCompileInterrupted aborts a pending build whose compile neither
+// returned nor failed: a panic or runtime.Goexit inside it.
+var errCompileInterrupted = errors.New("opencl: the compile panicked or its goroutine exited")
+
+// compile builds src from source for dev. If the compile panics or its
+// goroutine exits, pending is aborted on the way out, so that the build
+// lock it holds (other processes wait on it) goes with it.
+func (c *Cache) compile(dev Device, src Source, pending *kcache.Pending) (p *Program, err error) {
+	returned := false
+	if pending != nil {
+		defer func() {
+			if !returned {
+				pending.Abort(errCompileInterrupted)
+			}
+		}()
+	}
+	p, err = c.cl.ProgramWithSource(string(src.Code))
+	if err == nil {
+		err = p.Build([]Device{dev}, src.Options)
+		if err != nil {
+			p.Release()
+		}
+	}
+	returned = true
+	return p, err
 }
 
 // arm schedules the delayed commit, of e's pending build or of the
