@@ -51,7 +51,7 @@ one at each kernel's first launch. --specialize names the specializations
 to compile into the binaries instead, in PoCL's notation: a comma-separated
 list of LOCALX-LOCALY-LOCALZ, each optionally followed by -goffs0 (global
 offset zero) and -smallgrid, e.g. "64-1-1-goffs0-smallgrid,16-16-1-goffs0".`,
-		Args: cobra.MinimumNArgs(1),
+		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			if err := checkSpecializations(special); err != nil {
 				return usageError{err}

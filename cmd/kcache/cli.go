@@ -27,6 +27,16 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
+// configFromEnv reads the KCACHE_* variables. A bad value is bad usage,
+// as a bad flag is: it exits with status 2.
+func configFromEnv() (kcache.Config, error) {
+	cfg, err := kcache.ConfigFromEnv()
+	if err != nil {
+		return cfg, usageError{err}
+	}
+	return cfg, nil
+}
+
 // usagef returns a usageError.
 func usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
@@ -144,7 +154,7 @@ func duration(d time.Duration) string {
 // openStore opens the persistent tier the environment configures, for
 // commands that work on the cache directly.
 func openStore() (*disk.Store, error) {
-	cfg, err := kcache.ConfigFromEnv()
+	cfg, err := configFromEnv()
 	if err != nil {
 		return nil, fmt.Errorf("%w; fix the variable or unset it", err)
 	}

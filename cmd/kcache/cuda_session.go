@@ -30,7 +30,7 @@ type cudaSession struct {
 
 func openCUDASession(device int) (*cudaSession, error) {
 	start := time.Now()
-	cfg, err := kcache.ConfigFromEnv()
+	cfg, err := configFromEnv()
 	if err != nil {
 		return nil, err
 	}

@@ -25,9 +25,9 @@ func TestErrorsNamedOnce(t *testing.T) {
 		{"two bad variables", []string{"KCACHE_MAX_SIZE=lots", "KCACHE_EVICT_TO=NaN"}, []string{"build", "x.cl"},
 			[]string{`kcache: KCACHE_MAX_SIZE="lots": want a size such as 4096, 512MiB or 8G`,
 				`kcache: KCACHE_EVICT_TO="NaN": want a fraction in (0, 1] such as 0.5 or 50%`}},
-		{"unknown flag", nil, []string{"build", "--nope", "x.cl"}, []string{"kcache: unknown flag: --nope"}},
+		{"unknown flag", nil, []string{"build", "--nope", "x.cl"}, []string{"kcache: unknown flag: --nope; see kcache build --help"}},
 		{"unknown command", nil, []string{"nosuch"}, []string{`kcache: unknown command "nosuch" for "kcache"`}},
-		{"missing argument", nil, []string{"build"}, []string{"kcache: requires at least 1 arg(s), only received 0"}},
+		{"missing argument", nil, []string{"build"}, []string{"kcache: requires at least 1 arg(s), only received 0; see kcache build --help"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

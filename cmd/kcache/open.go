@@ -43,7 +43,7 @@ type session struct {
 // openSession reads the configuration, opens the tiers and a context on
 // device n. commitDelay is the program cache's (see opencl.CacheOptions).
 func openSession(n int, commitDelay time.Duration) (*session, error) {
-	cfg, err := kcache.ConfigFromEnv()
+	cfg, err := configFromEnv()
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/disk"
 	"github.com/spf13/cobra"
 )
@@ -39,7 +38,7 @@ would go and removes nothing.`,
 			io := newStreams(cmd)
 			io.exactBytes = exact
 			if !cmd.Flags().Changed("max-size") && !cmd.Flags().Changed("older-than") {
-				cfg, err := kcache.ConfigFromEnv()
+				cfg, err := configFromEnv()
 				if err != nil {
 					return err
 				}
