@@ -149,7 +149,9 @@ type merger struct {
 func (c *Cache) FlushStats(ctx context.Context) error {
 	c.merge.mu.Lock()
 	defer c.merge.mu.Unlock()
-	now := c.stats.snapshot()
+	// Stats, not the cache's own snapshot: the counts a tier keeps
+	// itself (the remote tier's rejected values and timeouts) are merged too.
+	now := c.Stats()
 	delta := now.sub(c.merge.merged)
 	c.merge.merged, c.merge.last = now, time.Now()
 	if delta == (Stats{}) {
@@ -186,7 +188,8 @@ func (c *Cache) flushIfDue(ctx context.Context) {
 // sub returns s minus o, field by field.
 func (s Stats) sub(o Stats) Stats {
 	t := func(a, b TierStats) TierStats {
-		return TierStats{Hits: a.Hits - b.Hits, Misses: a.Misses - b.Misses, Errors: a.Errors - b.Errors}
+		return TierStats{Hits: a.Hits - b.Hits, Misses: a.Misses - b.Misses, Errors: a.Errors - b.Errors,
+			Rejected: a.Rejected - b.Rejected, Timeouts: a.Timeouts - b.Timeouts, Waited: a.Waited - b.Waited}
 	}
 	return Stats{
 		Memory:       t(s.Memory, o.Memory),

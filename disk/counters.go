@@ -41,19 +41,25 @@ const (
 // that merged its counts since the cache was created or the counters were
 // zeroed. Field names in JSON are a public interface (`kcache stats --json`).
 type Counters struct {
-	MemoryHits   int64         `json:"memory_hits"`   // lookups served by a process's object tier
-	DiskHits     int64         `json:"disk_hits"`     // lookups served by this disk tier
-	RemoteHits   int64         `json:"remote_hits"`   // lookups served by a remote tier
-	Misses       int64         `json:"misses"`        // lookups no tier answered, so the compiler ran
-	DiskMisses   int64         `json:"disk_misses"`   // lookups this disk tier could not answer
-	DiskErrors   int64         `json:"disk_errors"`   // I/O and lock failures of the disk tier
-	Builds       int64         `json:"builds"`        // compiler runs that succeeded
-	FailedBuilds int64         `json:"failed_builds"` // compiler runs that failed
-	Waited       int64         `json:"waited"`        // of the hits, those read after waiting for another process's build
-	Evictions    int64         `json:"evictions"`     // entries removed by eviction or prune
-	EvictedBytes int64         `json:"evicted_bytes"` // bytes those entries held
-	BuildTime    time.Duration `json:"build_time_ns"` // time spent compiling
-	SavedTime    time.Duration `json:"saved_time_ns"` // build time that hits avoided
+	MemoryHits int64 `json:"memory_hits"` // lookups served by a process's object tier
+	DiskHits   int64 `json:"disk_hits"`   // lookups served by this disk tier
+	RemoteHits int64 `json:"remote_hits"` // lookups served by a remote tier
+	// The remote tier's other counts; see kcache.TierStats.
+	RemoteMisses   int64         `json:"remote_misses"`   // lookups the remote tier could not answer
+	RemoteErrors   int64         `json:"remote_errors"`   // failures of the remote tier, timeouts included
+	RemoteRejected int64         `json:"remote_rejected"` // remote values refused by an integrity or authenticity check
+	RemoteTimeouts int64         `json:"remote_timeouts"` // of the errors, the remote tier not answering in time
+	RemoteWaited   int64         `json:"remote_waited"`   // remote hits that waited for another machine's build
+	Misses         int64         `json:"misses"`          // lookups no tier answered, so the compiler ran
+	DiskMisses     int64         `json:"disk_misses"`     // lookups this disk tier could not answer
+	DiskErrors     int64         `json:"disk_errors"`     // I/O and lock failures of the disk tier
+	Builds         int64         `json:"builds"`          // compiler runs that succeeded
+	FailedBuilds   int64         `json:"failed_builds"`   // compiler runs that failed
+	Waited         int64         `json:"waited"`          // of the hits, those read after waiting for another process's build
+	Evictions      int64         `json:"evictions"`       // entries removed by eviction or prune
+	EvictedBytes   int64         `json:"evicted_bytes"`   // bytes those entries held
+	BuildTime      time.Duration `json:"build_time_ns"`   // time spent compiling
+	SavedTime      time.Duration `json:"saved_time_ns"`   // build time that hits avoided
 }
 
 // counterFields names each counter in counters.txt. The names are the file
@@ -67,6 +73,8 @@ func (c *Counters) fields() []struct {
 		v    *int64
 	}{
 		{"memory_hits", &c.MemoryHits}, {"disk_hits", &c.DiskHits}, {"remote_hits", &c.RemoteHits},
+		{"remote_misses", &c.RemoteMisses}, {"remote_errors", &c.RemoteErrors}, {"remote_rejected", &c.RemoteRejected},
+		{"remote_timeouts", &c.RemoteTimeouts}, {"remote_waited", &c.RemoteWaited},
 		{"misses", &c.Misses}, {"disk_misses", &c.DiskMisses}, {"disk_errors", &c.DiskErrors},
 		{"builds", &c.Builds}, {"failed_builds", &c.FailedBuilds}, {"waited", &c.Waited},
 		{"evictions", &c.Evictions}, {"evicted_bytes", &c.EvictedBytes},
@@ -130,17 +138,22 @@ func countersError(reason string) error {
 // this tier: its own hits, misses and errors, and the process's builds.
 func CountersFromStats(s kcache.Stats) Counters {
 	return Counters{
-		MemoryHits:   s.Memory.Hits,
-		DiskHits:     s.Disk.Hits,
-		RemoteHits:   s.Remote.Hits,
-		Misses:       s.Builds + s.FailedBuilds,
-		DiskMisses:   s.Disk.Misses,
-		DiskErrors:   s.Disk.Errors,
-		Builds:       s.Builds,
-		FailedBuilds: s.FailedBuilds,
-		Waited:       s.Waited,
-		BuildTime:    s.BuildTime,
-		SavedTime:    s.SavedTime,
+		MemoryHits:     s.Memory.Hits,
+		DiskHits:       s.Disk.Hits,
+		RemoteHits:     s.Remote.Hits,
+		RemoteMisses:   s.Remote.Misses,
+		RemoteErrors:   s.Remote.Errors,
+		RemoteRejected: s.Remote.Rejected,
+		RemoteTimeouts: s.Remote.Timeouts,
+		RemoteWaited:   s.Remote.Waited,
+		Misses:         s.Builds + s.FailedBuilds,
+		DiskMisses:     s.Disk.Misses,
+		DiskErrors:     s.Disk.Errors,
+		Builds:         s.Builds,
+		FailedBuilds:   s.FailedBuilds,
+		Waited:         s.Waited,
+		BuildTime:      s.BuildTime,
+		SavedTime:      s.SavedTime,
 	}
 }
 

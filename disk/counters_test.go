@@ -14,7 +14,8 @@ import (
 
 func TestCountersRoundTrip(t *testing.T) {
 	c := Counters{MemoryHits: 1, DiskHits: 2, RemoteHits: 3, Misses: 4, DiskMisses: 5, DiskErrors: 6, Builds: 7,
-		FailedBuilds: 8, Waited: 9, Evictions: 10, EvictedBytes: 11, BuildTime: 12, SavedTime: 13}
+		FailedBuilds: 8, Waited: 9, Evictions: 10, EvictedBytes: 11, BuildTime: 12, SavedTime: 13,
+		RemoteMisses: 14, RemoteErrors: 15, RemoteRejected: 16, RemoteTimeouts: 17, RemoteWaited: 18}
 	var got Counters
 	if err := got.decode(c.encode()); err != nil || got != c {
 		t.Fatalf("decode(encode(c)) = %+v, %v; want %+v", got, err, c)

@@ -51,12 +51,23 @@ func TestBuildSharesThroughRemote(t *testing.T) {
 	remote := startRedis(t)
 	src := t.TempDir()
 	file := writeKernel(t, src)
-	for _, want := range []string{"built", "remote"} {
-		cmd := kcacheCmd(t, t.TempDir(), "build", "--json", "--options", "-DFACTOR=5", file)
+	dirs := []string{t.TempDir(), t.TempDir()}
+	for i, want := range []string{"built", "remote"} {
+		cmd := kcacheCmd(t, dirs[i], "build", "--json", "--options", "-DFACTOR=5", file)
 		cmd.Env = append(cmd.Env, "KCACHE_REMOTE="+remote, "KCACHE_REMOTE_TIMEOUT=2s")
 		reports, code := runJSON(t, cmd)
 		if code != 0 || len(reports) != 1 || reports[0].Outcome != want {
 			t.Fatalf("exit %d, reports %+v; want %s", code, reports, want)
 		}
+	}
+	// Each process merged its remote counts into its own cache's counters.
+	var first, second statsJSON
+	runJSONOut(t, dirs[0], &first, "stats", "--json")
+	runJSONOut(t, dirs[1], &second, "stats", "--json")
+	if c := first.Counters; c.RemoteMisses != 1 || c.RemoteHits != 0 || c.Builds != 1 {
+		t.Errorf("first process's counters %+v; want one remote miss and one build", c)
+	}
+	if c := second.Counters; c.RemoteHits != 1 || c.RemoteMisses != 0 || c.Builds != 0 || c.RemoteErrors != 0 {
+		t.Errorf("second process's counters %+v; want one remote hit and no build", c)
 	}
 }

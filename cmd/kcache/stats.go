@@ -106,6 +106,10 @@ func printStats(io *streams, s statsJSON) error {
 	if c.DiskErrors > 0 {
 		fmt.Fprintf(w, "disk errors\t%d\n", c.DiskErrors)
 	}
+	if r := c.RemoteHits + c.RemoteMisses + c.RemoteErrors + c.RemoteRejected; r > 0 {
+		fmt.Fprintf(w, "remote\t%d hits (%d waited for another machine's build), %d misses, %d errors (%d timeouts), %d rejected\n",
+			c.RemoteHits, c.RemoteWaited, c.RemoteMisses, c.RemoteErrors, c.RemoteTimeouts, c.RemoteRejected)
+	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
