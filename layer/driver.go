@@ -10,6 +10,8 @@ import "C"
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/kcache/kcache/internal/binread"
 )
 
 // The driver calls of the Go half, all through the next layer's dispatch
@@ -86,27 +88,32 @@ func buildLog(p C.cl_program, d C.cl_device_id) string {
 	return C.GoString((*C.char)(buf))
 }
 
-// binaries returns p's binary for each of its devices, in CL_PROGRAM_DEVICES order.
+// binaries returns p's binary for each of its devices, in CL_PROGRAM_DEVICES
+// order. The application's threads may be launching p's kernels meanwhile,
+// which on PoCL grows the binaries between the size query and the copy:
+// internal/binread reads them safely.
 func binaries(p C.cl_program, ndev int) ([][]byte, error) {
-	sizes := make([]C.size_t, ndev)
-	if err := check(C.kc_t_get_program_binaries(p, C.cl_uint(ndev), &sizes[0], nil)); err != nil {
-		return nil, err
+	sizes := func() ([]uintptr, error) {
+		sizes := make([]C.size_t, ndev)
+		if err := check(C.kc_t_get_program_binaries(p, C.cl_uint(ndev), &sizes[0], nil)); err != nil {
+			return nil, err
+		}
+		out := make([]uintptr, ndev)
+		for i, s := range sizes {
+			out[i] = uintptr(s)
+		}
+		return out, nil
 	}
-	arr := (**C.uchar)(C.calloc(C.size_t(ndev), C.size_t(unsafe.Sizeof((*C.uchar)(nil)))))
-	defer C.free(unsafe.Pointer(arr))
-	ptrs := unsafe.Slice(arr, ndev)
-	for i, s := range sizes {
-		ptrs[i] = (*C.uchar)(C.malloc(s + 1))
-		defer C.free(unsafe.Pointer(ptrs[i]))
+	copyOut := func(ptrs []unsafe.Pointer) error {
+		// The driver keeps no pointer past the call, but cgo forbids
+		// passing Go memory that holds pointers: copy the array to C.
+		arr := (*unsafe.Pointer)(C.calloc(C.size_t(ndev), C.size_t(unsafe.Sizeof(unsafe.Pointer(nil)))))
+		defer C.free(unsafe.Pointer(arr))
+		copy(unsafe.Slice(arr, ndev), ptrs)
+		sizes := make([]C.size_t, ndev)
+		return check(C.kc_t_get_program_binaries(p, C.cl_uint(ndev), &sizes[0], (**C.uchar)(unsafe.Pointer(arr))))
 	}
-	if err := check(C.kc_t_get_program_binaries(p, C.cl_uint(ndev), &sizes[0], arr)); err != nil {
-		return nil, err
-	}
-	out := make([][]byte, ndev)
-	for i, s := range sizes {
-		out[i] = C.GoBytes(unsafe.Pointer(ptrs[i]), C.int(s))
-	}
-	return out, nil
+	return binread.Read(binread.Funcs{Sizes: sizes, Copy: copyOut})
 }
 
 // buildProgram builds p synchronously; devs nil means the program's devices.

@@ -256,11 +256,30 @@ static cl_program CL_API_CALL kc_clLinkProgram(cl_context ctx, cl_uint nd, const
 	return out;
 }
 
+// kc_binaries_mu serializes every query of program binaries, the
+// application's and the layer's own. PoCL builds a program's binary at
+// the first such query, without a lock of its own: two threads doing it at
+// once, one of them after a kernel's first launch added code to the
+// program, leave sizes that do not match the bytes copied.
+static pthread_mutex_t kc_binaries_mu = PTHREAD_MUTEX_INITIALIZER;
+
+// kc_program_info passes a program query to the driver, holding
+// kc_binaries_mu for the binary queries.
+static cl_int kc_program_info(cl_program p, cl_program_info param, size_t size, void *value, size_t *size_ret) {
+	if (param != CL_PROGRAM_BINARY_SIZES && param != CL_PROGRAM_BINARIES) {
+		return kc_target->clGetProgramInfo(p, param, size, value, size_ret);
+	}
+	pthread_mutex_lock(&kc_binaries_mu);
+	cl_int err = kc_target->clGetProgramInfo(p, param, size, value, size_ret);
+	pthread_mutex_unlock(&kc_binaries_mu);
+	return err;
+}
+
 static cl_int CL_API_CALL kc_clGetProgramInfo(cl_program p, cl_program_info param, size_t size, void *value,
                                               size_t *size_ret) {
 	kc_program *w = kc_wrapper(p);
 	if (w == NULL) {
-		return kc_target->clGetProgramInfo(p, param, size, value, size_ret);
+		return kc_program_info(p, param, size, value, size_ret);
 	}
 	switch (param) {
 	case CL_PROGRAM_REFERENCE_COUNT: {
@@ -281,7 +300,7 @@ static cl_int CL_API_CALL kc_clGetProgramInfo(cl_program p, cl_program_info para
 		// A program made from a binary has no source; the application's has.
 		return kc_target->clGetProgramInfo(w->source, param, size, value, size_ret);
 	default:
-		return kc_target->clGetProgramInfo(kc_real(w), param, size, value, size_ret);
+		return kc_program_info(kc_real(w), param, size, value, size_ret);
 	}
 }
 
@@ -477,9 +496,9 @@ cl_int kc_t_get_platform_info(cl_platform_id p, cl_platform_info param, size_t s
 }
 
 cl_int kc_t_get_program_binaries(cl_program p, cl_uint n, size_t *sizes, unsigned char **bins) {
-	cl_int err = kc_target->clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, n * sizeof *sizes, sizes, NULL);
+	cl_int err = kc_program_info(p, CL_PROGRAM_BINARY_SIZES, n * sizeof *sizes, sizes, NULL);
 	if (err != CL_SUCCESS || bins == NULL) {
 		return err;
 	}
-	return kc_target->clGetProgramInfo(p, CL_PROGRAM_BINARIES, n * sizeof *bins, bins, NULL);
+	return kc_program_info(p, CL_PROGRAM_BINARIES, n * sizeof *bins, bins, NULL);
 }

@@ -2,8 +2,9 @@ package opencl
 
 import (
 	"fmt"
-	"runtime"
 	"unsafe"
+
+	"github.com/kcache/kcache/internal/binread"
 )
 
 // Binaries returns the built program's binary for each of its devices, in
@@ -11,31 +12,27 @@ import (
 // The result is a fresh copy owned by the caller, ready for
 // ProgramWithBinary.
 //
-// CL_PROGRAM_BINARIES takes an array of pointers that the driver writes
-// through. The buffers are allocated in Go and pinned with runtime.Pinner
-// for the call, so the array of Go pointers is legal to hand to C and no C
-// allocator (malloc through purego) is needed.
+// The driver may copy more than the size it reported (PoCL, when another
+// thread's query and a kernel's first launch come in between): the copy
+// goes to buffers with room to spare, and is taken only if the sizes
+// stayed the same (internal/binread).
 func (p *Program) Binaries() ([][]byte, error) {
 	f := p.infoFunc()
-	sizes, err := infoSlice[uintptr]("clGetProgramInfo", f, programBinarySizes)
-	if err != nil {
-		return nil, err
-	}
-	if len(sizes) == 0 {
-		return nil, fmt.Errorf("opencl: program has no devices: %w", newError(CodeInvalidProgram, "clGetProgramInfo"))
-	}
-	bins := make([][]byte, len(sizes))
-	for i, n := range sizes {
-		if n > 0 {
-			bins[i] = make([]byte, n)
+	sizes := func() ([]uintptr, error) {
+		sizes, err := infoSlice[uintptr]("clGetProgramInfo", f, programBinarySizes)
+		if err == nil && len(sizes) == 0 {
+			err = fmt.Errorf("opencl: program has no devices: %w", newError(CodeInvalidProgram, "clGetProgramInfo"))
 		}
+		return sizes, err
 	}
-	var pin runtime.Pinner
-	defer pin.Unpin()
-	ptrs := pinnedPointers(&pin, bins)
-	code := f(programBinaries, uintptr(len(ptrs))*unsafe.Sizeof(ptrs[0]), unsafe.Pointer(&ptrs[0]), nil)
-	if err := check(code, "clGetProgramInfo"); err != nil {
-		return nil, err
+	copyOut := func(ptrs []unsafe.Pointer) error {
+		// The pointers address mappings outside Go's heap: nothing to pin.
+		code := f(programBinaries, uintptr(len(ptrs))*unsafe.Sizeof(ptrs[0]), unsafe.Pointer(&ptrs[0]), nil)
+		return check(code, "clGetProgramInfo")
+	}
+	bins, err := binread.Read(binread.Funcs{Sizes: sizes, Copy: copyOut})
+	if err != nil {
+		return nil, fmt.Errorf("opencl: reading program binaries: %w", err)
 	}
 	return bins, nil
 }
