@@ -53,8 +53,8 @@ run_app() {
 	done
 	warm=$(median "${w[@]}")
 	pwarm=$(median "${p[@]}")
-	printf '| %s | %s | %s | %s | %s | %s | %.1fx |\n' "$name" "$none" "$cold" "$warm" "$pcold" "$pwarm" \
-		"$(echo "$pwarm / $warm" | bc -l)"
+	printf '| %s | %s | %s | %s | %s | %s | %sx |\n' "$name" "$none" "$cold" "$warm" "$pcold" "$pwarm" \
+		"$(awk -v a="$pwarm" -v b="$warm" 'BEGIN { printf "%.1f", a / b }')"
 }
 
 echo "| application | no cache (ms) | layer cold | layer warm | PoCL cache cold | PoCL cache warm | PoCL warm / layer warm |"
