@@ -45,7 +45,7 @@ func TestWalkParallel(t *testing.T) {
 		}
 		return nil
 	})
-	if !errors.Is(err, stop) || calls.Load() > 5+scanners {
+	if !errors.Is(err, stop) || calls.Load() > int64(5+scanners()) {
 		t.Errorf("WalkParallel = %v after %d calls; want stop soon after the fifth", err, calls.Load())
 	}
 	empty := openTest(t, Options{})

@@ -44,7 +44,7 @@ func (s *Store) Summarize(ctx context.Context) (Summary, error) {
 		wg      sync.WaitGroup
 		damaged atomic.Int64
 	)
-	for range min(scanners, len(images)) {
+	for range min(scanners(), len(images)) {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(len(images)) && ctx.Err() == nil; i = next.Add(1) - 1 {
 				entries, bytes, bad, sample := countImage(images[i])

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -119,7 +120,8 @@ func (o *lsOptions) keeps(in *disk.Info, now time.Time) bool {
 }
 
 func printLs(io *streams, entries []*disk.Info, now time.Time) error {
-	w := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+	out := bufio.NewWriterSize(io.out, 64<<10) // not a system call a line
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	if io.tty {
 		fmt.Fprintln(w, "ID\tSIZE\tBUILD\tUSED\tDEVICE\tOPTIONS\tKERNELS")
 	}
@@ -129,14 +131,17 @@ func printLs(io *streams, entries []*disk.Info, now time.Time) error {
 			kernelsLabel(kernelNames(in.Key.Image.Source)))
 		if !io.tty {
 			// Piped: plain tab-separated fields, for cut and awk.
-			if _, err := io.out.Write([]byte(line)); err != nil {
+			if _, err := out.WriteString(line); err != nil {
 				return err
 			}
 			continue
 		}
 		fmt.Fprint(w, line)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return out.Flush()
 }
 
 // optionsCell shows build options in a table: "-" for none.
