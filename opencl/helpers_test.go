@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // requireOpenCL skips the test where no OpenCL runtime is installed, unless
@@ -178,12 +180,27 @@ func bytesInts(b []byte) []int32 {
 // TestMain gives the test process a private PoCL kernel cache, so that the
 // tests neither read nor fill the user's. PoCL reads the variable once, at
 // its first call, and keeps the directory for the life of the process.
+//
+// The directory is not removed at exit: PoCL's worker threads may still be
+// compiling a launched kernel's code there as the process ends, and PoCL
+// aborts the process when that fails. Each run removes instead what runs
+// that ended more than an hour ago left.
 func TestMain(m *testing.M) {
+	removeOldScratch(os.TempDir(), "kcache-opencl-pocl-", time.Hour)
 	dir, err := os.MkdirTemp("", "kcache-opencl-pocl-")
 	if err == nil {
 		os.Setenv("POCL_CACHE_DIR", dir)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
+}
+
+// removeOldScratch removes the directories in parent named prefix* that
+// were last changed longer than age ago.
+func removeOldScratch(parent, prefix string, age time.Duration) {
+	old, _ := filepath.Glob(filepath.Join(parent, prefix+"*"))
+	for _, d := range old {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() && time.Since(fi.ModTime()) > age {
+			os.RemoveAll(d)
+		}
+	}
 }
