@@ -75,7 +75,7 @@ func open(environ []string, stderr io.Writer) (*layer, error) {
 		bins:  kcache.New(cfg, log, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st}),
 		log:   log,
 		debug: cfg.Debug,
-		env:   compilerEnv(environ),
+		env:   compilerEnv.Select(environ),
 		scan:  depsScanner{s: deps.NewScanner(log), trace: cfg.Trace, log: log},
 		delay: commitDelay,
 		progs: map[*C.kc_program]*program{},

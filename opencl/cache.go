@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
+	"github.com/kcache/kcache/internal/keyparts"
 	"github.com/kcache/kcache/objcache"
 )
 
@@ -83,15 +83,11 @@ type kernelKey struct {
 // InMemoryThreshold) apply to the object tier.
 func NewCache(cl *Context, bins *kcache.Cache, opts CacheOptions) *Cache {
 	cfg := bins.Config()
-	environ := opts.Environ
-	if environ == nil {
-		environ = os.Environ()
-	}
 	delay := opts.CommitDelay
 	if delay == 0 {
 		delay = DefaultCommitDelay
 	}
-	c := &Cache{cl: cl, bins: bins, headers: deps.NewScanner(bins.Logger()), env: compilerEnv(environ), delay: delay, ids: map[uintptr]identity{}}
+	c := &Cache{cl: cl, bins: bins, headers: deps.NewScanner(bins.Logger()), env: keyparts.OpenCLEnv.Select(keyparts.Environ(opts.Environ)), delay: delay, ids: map[uintptr]identity{}}
 	// Kernels are released with their program (releaseProgram), not by
 	// the kernel tier: a caller holding a program may use its kernels.
 	c.kernels = objcache.New[kernelKey, *SafeKernel](objcache.Options[*SafeKernel]{Logger: bins.Logger()})
