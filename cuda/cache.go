@@ -244,10 +244,7 @@ func (c *Cache) load(ctx context.Context, src Source, key *kcache.Key, p plan) (
 			return nil, c.classify(err)
 		}
 		c.bins.Logger().Warn("kcache: cached CUDA image unusable; recompiling", "key", r.Digest, "err", err)
-		if derr := c.bins.Delete(ctx, key); derr != nil {
-			c.bins.Logger().Warn("kcache: removing unusable CUDA image", "key", r.Digest, "err", derr)
-		}
-		if _, pending, err = c.bins.Lookup(ctx, key); err != nil {
+		if _, pending, err = c.bins.Discard(ctx, key); err != nil {
 			return nil, err
 		}
 	}

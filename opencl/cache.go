@@ -214,10 +214,7 @@ func (c *Cache) load(ctx context.Context, dev Device, src Source, key *kcache.Ke
 				size: int64(len(r.Binary)), buildTime: r.BuildTime}, nil
 		}
 		c.bins.Logger().Warn("kcache: runtime rejected a cached binary; rebuilding", "key", r.Digest, "err", err)
-		if derr := c.bins.Delete(ctx, key); derr != nil {
-			c.bins.Logger().Warn("kcache: removing rejected binary", "key", r.Digest, "err", derr)
-		}
-		if _, pending, err = c.bins.Lookup(ctx, key); err != nil {
+		if _, pending, err = c.bins.Discard(ctx, key); err != nil {
 			return nil, err
 		}
 	}
