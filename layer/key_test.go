@@ -21,11 +21,7 @@ import (
 // options and environment must be equal; only the image format differs,
 // by design (the layer stores a record, not a bare binary).
 func TestKeyMatchesBinding(t *testing.T) {
-	requireLayer(t)
-	a := apps(t)[1]
-	requireReal(t, a.name, a.available())
-	dir, cache := t.TempDir(), t.TempDir()
-	a.setup(t, dir)
+	a, dir, cache := headerApp(t)
 	// A variable of the drivers' families that changes no code: both
 	// sides must key it.
 	environ := append(env(t, cache), "CL_CONFIG_KCACHE_TEST=1")
