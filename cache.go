@@ -355,6 +355,19 @@ func (c *Cache) Delete(ctx context.Context, key *Key) error {
 	return errors.Join(errs...)
 }
 
+// Discard deletes key's entry, one the caller could not use (a binary its
+// runtime refused, an image that does not decode), and looks the key up
+// again, so that the caller builds afresh: it gets the build lock to store
+// a fresh entry, or another process's, stored meanwhile. A tier that fails
+// to delete is logged, not returned: the lookup then finds the old entry
+// again, and the caller, holding no lock, builds without storing.
+func (c *Cache) Discard(ctx context.Context, key *Key) (Result, *Pending, error) {
+	if err := c.Delete(ctx, key); err != nil {
+		c.log.Warn("kcache: removing an unusable entry", "key", c.digests(key).Key, "err", err)
+	}
+	return c.Lookup(ctx, key)
+}
+
 // Close merges this process's counts into every tier that keeps shared
 // counters (a StatsMerger) and then closes every tier whose Store has a
 // Close(ctx) method, so that work a tier defers (the remote tier's queued

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
+	"github.com/kcache/kcache/internal/keyparts"
 	"github.com/kcache/kcache/objcache"
 )
 
@@ -55,7 +56,7 @@ func NewCache(ctx *Context, bins *kcache.Cache, opts CacheOptions) (*Cache, erro
 		return nil, err
 	}
 	cfg := bins.Config()
-	c := &Cache{ctx: ctx, bins: bins, scanner: deps.NewScanner(bins.Logger()), env: compilerEnv(environ(opts.Environ)), jit: opts.JIT, id: id}
+	c := &Cache{ctx: ctx, bins: bins, scanner: deps.NewScanner(bins.Logger()), env: compilerEnv.Select(keyparts.Environ(opts.Environ)), jit: opts.JIT, id: id}
 	c.modules = objcache.New[kcache.Digest, *moduleEntry](objcache.Options[*moduleEntry]{
 		Threshold: cfg.InMemoryThreshold,
 		Disabled:  !cfg.InMemory,
@@ -243,10 +244,7 @@ func (c *Cache) load(ctx context.Context, src Source, key *kcache.Key, p plan) (
 			return nil, c.classify(err)
 		}
 		c.bins.Logger().Warn("kcache: cached CUDA image unusable; recompiling", "key", r.Digest, "err", err)
-		if derr := c.bins.Delete(ctx, key); derr != nil {
-			c.bins.Logger().Warn("kcache: removing unusable CUDA image", "key", r.Digest, "err", derr)
-		}
-		if _, pending, err = c.bins.Lookup(ctx, key); err != nil {
+		if _, pending, err = c.bins.Discard(ctx, key); err != nil {
 			return nil, err
 		}
 	}

@@ -2,12 +2,12 @@ package cuda
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/internal/keyparts"
 )
 
 // Source is a CUDA C++ program to compile through the cache.
@@ -39,43 +39,28 @@ type Source struct {
 // FormatCUDA names CUDA C++ source in a key's Image.Format.
 const FormatCUDA = "cuda-c++"
 
-// irrelevantEnv lists variables of the CUDA_ and NVRTC_ families known not
-// to change the code NVRTC or the driver's JIT produces. Every other
-// variable of those families is part of the key: an unknown one costs at
-// worst a spurious rebuild, never a stale binary.
-var irrelevantEnv = map[string]bool{
-	// Which GPUs a process sees and in what order: the device's own
-	// identity is in the key, and the ranks of one job, each given a
-	// different GPU of one kind, must share their entries.
-	"CUDA_VISIBLE_DEVICES": true,
-	"CUDA_DEVICE_ORDER":    true,
-	// The driver's own JIT cache: where it is and whether it is used.
-	"CUDA_CACHE_PATH":    true,
-	"CUDA_CACHE_MAXSIZE": true,
-	"CUDA_CACHE_DISABLE": true,
-	// When work runs, not what code it runs.
-	"CUDA_LAUNCH_BLOCKING":        true,
-	"CUDA_MODULE_LOADING":         true,
-	"CUDA_MODULE_DATA_LOADING":    true,
-	"CUDA_DEVICE_MAX_CONNECTIONS": true,
-}
-
-// codegenEnvPrefixes are the families of variables the driver and NVRTC
-// read (CUDA_FORCE_PTX_JIT, CUDA_DISABLE_PTX_JIT, NVRTC_*, ...).
-var codegenEnvPrefixes = []string{"CUDA_", "NVRTC_"}
-
-// compilerEnv returns the environment variables that are part of a
-// build's identity, from environ (os.Environ's form).
-func compilerEnv(environ []string) []kcache.EnvVar {
-	var out []kcache.EnvVar
-	for _, kv := range environ {
-		name, value, _ := strings.Cut(kv, "=")
-		if irrelevantEnv[name] || !slices.ContainsFunc(codegenEnvPrefixes, func(p string) bool { return strings.HasPrefix(name, p) }) {
-			continue
-		}
-		out = append(out, kcache.EnvVar{Name: name, Value: value})
-	}
-	return out
+// compilerEnv is the rule for the environment variables that are part of
+// a build's identity: the families the driver and NVRTC read
+// (CUDA_FORCE_PTX_JIT, CUDA_DISABLE_PTX_JIT, NVRTC_*, ...), less those
+// known not to change the code NVRTC or the driver's JIT produces.
+var compilerEnv = keyparts.EnvRule{
+	Prefixes: []string{"CUDA_", "NVRTC_"},
+	Irrelevant: map[string]bool{
+		// Which GPUs a process sees and in what order: the device's own
+		// identity is in the key, and the ranks of one job, each given a
+		// different GPU of one kind, must share their entries.
+		"CUDA_VISIBLE_DEVICES": true,
+		"CUDA_DEVICE_ORDER":    true,
+		// The driver's own JIT cache: where it is and whether it is used.
+		"CUDA_CACHE_PATH":    true,
+		"CUDA_CACHE_MAXSIZE": true,
+		"CUDA_CACHE_DISABLE": true,
+		// When work runs, not what code it runs.
+		"CUDA_LAUNCH_BLOCKING":        true,
+		"CUDA_MODULE_LOADING":         true,
+		"CUDA_MODULE_DATA_LOADING":    true,
+		"CUDA_DEVICE_MAX_CONNECTIONS": true,
+	},
 }
 
 // hasArch reports whether options choose a target architecture.
@@ -158,14 +143,16 @@ func deviceIdentity(dev Device) (identity, error) {
 		return identity{}, err
 	}
 	id := identity{cc: major*10 + minor, arch: fmt.Sprintf("sm_%d%d", major, minor)}
-	lib := fileIdentity(DriverLibrary())
+	// A library that cannot be read is keyed by its path alone: the
+	// version numbers above still tell drivers apart.
+	lib, _ := keyparts.StatLibrary(DriverLibrary())
 	id.dev = kcache.Device{
 		Platform: "CUDA",
 		Name:     name,
 		Version:  id.arch,
 		Driver:   fmt.Sprintf("cuda %d; %s %d %d", drv, lib.Path, lib.Size, lib.MTime),
 	}
-	nv := fileIdentity(NVRTCLibrary())
+	nv, _ := keyparts.StatLibrary(NVRTCLibrary())
 	id.comp = kcache.Compiler{Name: "nvrtc", Version: fmt.Sprintf("%d.%d", nvMajor, nvMinor),
 		Library: nv.Path, LibrarySize: nv.Size, LibraryTime: nv.MTime}
 	id.ptx, id.reason = ptxFallback(id.cc, archs, nvMajor, nvMinor)
@@ -196,12 +183,4 @@ func ptxArchFor(cc int, archs []int) string {
 		best = archs[0]
 	}
 	return fmt.Sprintf("compute_%d", best)
-}
-
-// environ returns the process environment, or env where it is set.
-func environ(env []string) []string {
-	if env == nil {
-		return os.Environ()
-	}
-	return env
 }

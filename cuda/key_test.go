@@ -31,7 +31,7 @@ func writeFile(t *testing.T, path, content string) {
 func fakeCache(t testing.TB, env []string) *Cache {
 	t.Helper()
 	bins := kcache.New(kcache.DefaultConfig(func(string) string { return "" }), nil)
-	return &Cache{bins: bins, scanner: deps.NewScanner(nil), env: compilerEnv(env), id: identity{
+	return &Cache{bins: bins, scanner: deps.NewScanner(nil), env: compilerEnv.Select(env), id: identity{
 		dev:  kcache.Device{Platform: "CUDA", Name: "NVIDIA H100 80GB HBM3", Version: "sm_90", Driver: "cuda 13000"},
 		comp: kcache.Compiler{Name: "nvrtc", Version: "13.0", Library: "/usr/local/cuda/lib64/libnvrtc.so.13", LibrarySize: 1, LibraryTime: 2},
 		arch: "sm_90", cc: 90,
@@ -86,7 +86,7 @@ func TestKeyChanges(t *testing.T) {
 	changed("device", func(_ *Source, c *Cache) { c.id.dev.Name = "NVIDIA H200" })
 	changed("driver", func(_ *Source, c *Cache) { c.id.dev.Driver = "cuda 13010" })
 	changed("nvrtc", func(_ *Source, c *Cache) { c.id.comp.LibraryTime = 3 })
-	changed("env", func(_ *Source, c *Cache) { c.env = compilerEnv([]string{"CUDA_FORCE_PTX_JIT=1"}) })
+	changed("env", func(_ *Source, c *Cache) { c.env = compilerEnv.Select([]string{"CUDA_FORCE_PTX_JIT=1"}) })
 	changed("nvrtc env", func(_ *Source, c *Cache) { c.env = append(c.env, kcache.EnvVar{Name: "NVRTC_X", Value: "1"}) })
 	changed("jit options", func(_ *Source, c *Cache) { c.jit = map[JITOption]int{JITOptimizationLevel: 1} })
 	writeFile(t, filepath.Join(dir, "table.bin"), "1 2 3")
@@ -108,7 +108,7 @@ func TestKeyChanges(t *testing.T) {
 }
 
 func TestCompilerEnv(t *testing.T) {
-	got := compilerEnv([]string{"CUDA_FORCE_PTX_JIT=1", "NVRTC_FOO=x", "CUDA_VISIBLE_DEVICES=1", "CUDA_CACHE_PATH=/c", "PATH=/bin", "CUDA_UNKNOWN_NEW=2"})
+	got := compilerEnv.Select([]string{"CUDA_FORCE_PTX_JIT=1", "NVRTC_FOO=x", "CUDA_VISIBLE_DEVICES=1", "CUDA_CACHE_PATH=/c", "PATH=/bin", "CUDA_UNKNOWN_NEW=2"})
 	var names []string
 	for _, e := range got {
 		names = append(names, e.Name)

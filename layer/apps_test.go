@@ -169,6 +169,18 @@ func apps(t *testing.T) []app {
 	}
 }
 
+// headerApp returns the application whose source includes a header from
+// its working directory, that directory set up, and an empty cache.
+func headerApp(t *testing.T) (a app, dir, cache string) {
+	t.Helper()
+	requireLayer(t)
+	a = apps(t)[1]
+	requireReal(t, a.name, a.available())
+	dir, cache = t.TempDir(), t.TempDir()
+	a.setup(t, dir)
+	return a, dir, cache
+}
+
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {

@@ -221,10 +221,7 @@ func (l *layer) forget(ctx context.Context, slots []*slot) {
 			continue
 		}
 		s.hit = false
-		if err := l.bins.Delete(ctx, s.key); err != nil {
-			l.warn("removing a refused entry", "err", err)
-		}
-		_, s.pending, _ = l.bins.Lookup(ctx, s.key)
+		_, s.pending, _ = l.bins.Discard(ctx, s.key)
 	}
 }
 

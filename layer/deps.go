@@ -2,20 +2,16 @@ package main
 
 import (
 	"context"
-	"path/filepath"
-	"sync"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
+	"github.com/kcache/kcache/internal/keyparts"
 )
 
 // scanner finds the files a program's source depends on, for the key.
 type scanner interface {
 	headers(ctx context.Context, src []byte, options, cwd, platform string) ([]kcache.Header, error)
 }
-
-// pocl is PoCL's platform name.
-const pocl = "Portable Computing Language"
 
 // depsScanner finds them with the project's scanner, the way PoCL's
 // compiler does: the driver is given text, not a path, and searches the
@@ -31,15 +27,9 @@ type depsScanner struct {
 }
 
 func (d depsScanner) headers(ctx context.Context, src []byte, options, cwd, platform string) ([]kcache.Header, error) {
-	headers, trace, err := d.s.Scan(ctx, deps.Input{
-		Source:             src,
-		WorkDir:            cwd,
-		Args:               deps.SplitOptions(options),
-		SearchWorkDir:      true,
-		Builtins:           builtinHeaders(),
-		CompleteSearchPath: platform == pocl,
-		EveryCandidate:     platform != pocl,
-	})
+	in := keyparts.OpenCLScan(src, options, platform)
+	in.WorkDir = cwd
+	headers, trace, err := d.s.Scan(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -50,20 +40,3 @@ func (d depsScanner) headers(ctx context.Context, src []byte, options, cwd, plat
 	}
 	return headers, nil
 }
-
-// builtinHeaders lists the headers OpenCL compilers include on their own
-// (PoCL's kernel headers, clang's opencl-c.h), whose macros can take part
-// in a computed include.
-var builtinHeaders = sync.OnceValue(func() []string {
-	var out []string
-	for _, pattern := range []string{
-		"/usr/share/pocl/include/*.h",
-		"/usr/local/share/pocl/include/*.h",
-		"/usr/lib/llvm-*/lib/clang/*/include/opencl-c*.h",
-		"/usr/lib/clang/*/include/opencl-c*.h",
-	} {
-		m, _ := filepath.Glob(pattern)
-		out = append(out, m...)
-	}
-	return out
-})

@@ -8,6 +8,7 @@ package main
 import "C"
 
 import (
+	"bytes"
 	"fmt"
 	"unsafe"
 
@@ -29,10 +30,15 @@ func check(err C.cl_int) error {
 	return nil
 }
 
-// programBytes reads a variable-length program query.
-func programBytes(p C.cl_program, param C.cl_program_info) ([]byte, error) {
+// infoQuery is one clGet*Info query of the next layer with its object and
+// parameter bound: it takes the value's buffer, its size and where the
+// value's size goes, as the query does.
+type infoQuery func(size C.size_t, value unsafe.Pointer, sizeRet *C.size_t) C.cl_int
+
+// bytes reads a variable-length value: its size, then the value.
+func (q infoQuery) bytes() ([]byte, error) {
 	var n C.size_t
-	if err := check(C.kc_t_get_program_info(p, param, 0, nil, &n)); err != nil {
+	if err := check(q(0, nil, &n)); err != nil {
 		return nil, err
 	}
 	if n == 0 {
@@ -40,10 +46,28 @@ func programBytes(p C.cl_program, param C.cl_program_info) ([]byte, error) {
 	}
 	buf := C.malloc(n)
 	defer C.free(buf)
-	if err := check(C.kc_t_get_program_info(p, param, n, buf, nil)); err != nil {
+	if err := check(q(n, buf, nil)); err != nil {
 		return nil, err
 	}
 	return C.GoBytes(buf, C.int(n)), nil
+}
+
+// string reads a string value, up to its terminating NUL; "" where the
+// query fails: a missing string is keyed as empty, as a driver that
+// reports nothing would be.
+func (q infoQuery) string() string {
+	b, _ := q.bytes()
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// programBytes reads a variable-length program query.
+func programBytes(p C.cl_program, param C.cl_program_info) ([]byte, error) {
+	return infoQuery(func(size C.size_t, value unsafe.Pointer, sizeRet *C.size_t) C.cl_int {
+		return C.kc_t_get_program_info(p, param, size, value, sizeRet)
+	}).bytes()
 }
 
 // programSource returns a program's source as the driver keeps it: the
@@ -76,16 +100,9 @@ func programDevices(p C.cl_program) ([]C.cl_device_id, error) {
 
 // buildLog returns the driver's build log of p for d.
 func buildLog(p C.cl_program, d C.cl_device_id) string {
-	var n C.size_t
-	if C.kc_t_get_program_build_info(p, d, C.CL_PROGRAM_BUILD_LOG, 0, nil, &n) != C.CL_SUCCESS || n == 0 {
-		return ""
-	}
-	buf := C.malloc(n)
-	defer C.free(buf)
-	if C.kc_t_get_program_build_info(p, d, C.CL_PROGRAM_BUILD_LOG, n, buf, nil) != C.CL_SUCCESS {
-		return ""
-	}
-	return C.GoString((*C.char)(buf))
+	return infoQuery(func(size C.size_t, value unsafe.Pointer, sizeRet *C.size_t) C.cl_int {
+		return C.kc_t_get_program_build_info(p, d, C.CL_PROGRAM_BUILD_LOG, size, value, sizeRet)
+	}).string()
 }
 
 // binaries returns p's binary for each of its devices, in CL_PROGRAM_DEVICES
@@ -118,6 +135,21 @@ func binaries(p C.cl_program, ndev int) ([][]byte, error) {
 
 // buildProgram builds p synchronously; devs nil means the program's devices.
 func buildProgram(p C.cl_program, devs []C.cl_device_id, options string) C.cl_int {
+	return withArgs(devs, options, func(n C.cl_uint, dp *C.cl_device_id, opts *C.char) C.cl_int {
+		return C.kc_t_build_program(p, n, dp, opts)
+	})
+}
+
+// compileProgram compiles p synchronously, without embedded headers.
+func compileProgram(p C.cl_program, devs []C.cl_device_id, options string) C.cl_int {
+	return withArgs(devs, options, func(n C.cl_uint, dp *C.cl_device_id, opts *C.char) C.cl_int {
+		return C.kc_t_compile_program(p, n, dp, opts)
+	})
+}
+
+// withArgs runs call with devs and options in C memory, for the duration
+// of the call; devs empty is a NULL list.
+func withArgs(devs []C.cl_device_id, options string, call func(n C.cl_uint, dp *C.cl_device_id, opts *C.char) C.cl_int) C.cl_int {
 	opts := C.CString(options)
 	defer C.free(unsafe.Pointer(opts))
 	var dp *C.cl_device_id
@@ -125,7 +157,7 @@ func buildProgram(p C.cl_program, devs []C.cl_device_id, options string) C.cl_in
 		dp = cDevices(devs)
 		defer C.free(unsafe.Pointer(dp))
 	}
-	return C.kc_t_build_program(p, C.cl_uint(len(devs)), dp, opts)
+	return call(C.cl_uint(len(devs)), dp, opts)
 }
 
 // cDevices copies devs to C memory, which the driver may keep a pointer
@@ -134,18 +166,6 @@ func cDevices(devs []C.cl_device_id) *C.cl_device_id {
 	p := (*C.cl_device_id)(C.malloc(C.size_t(len(devs)) * C.size_t(unsafe.Sizeof(devs[0]))))
 	copy(unsafe.Slice(p, len(devs)), devs)
 	return p
-}
-
-// compileProgram compiles p synchronously, without embedded headers.
-func compileProgram(p C.cl_program, devs []C.cl_device_id, options string) C.cl_int {
-	opts := C.CString(options)
-	defer C.free(unsafe.Pointer(opts))
-	var dp *C.cl_device_id
-	if len(devs) > 0 {
-		dp = cDevices(devs)
-		defer C.free(unsafe.Pointer(dp))
-	}
-	return C.kc_t_compile_program(p, C.cl_uint(len(devs)), dp, opts)
 }
 
 // programFromBinaries makes a program of ctx for devs from bins, and
@@ -183,29 +203,15 @@ func programFromBinaries(ctx C.cl_context, devs []C.cl_device_id, bins [][]byte,
 }
 
 func deviceString(d C.cl_device_id, param C.cl_device_info) string {
-	var n C.size_t
-	if C.kc_t_get_device_info(d, param, 0, nil, &n) != C.CL_SUCCESS || n == 0 {
-		return ""
-	}
-	buf := C.malloc(n)
-	defer C.free(buf)
-	if C.kc_t_get_device_info(d, param, n, buf, nil) != C.CL_SUCCESS {
-		return ""
-	}
-	return C.GoString((*C.char)(buf))
+	return infoQuery(func(size C.size_t, value unsafe.Pointer, sizeRet *C.size_t) C.cl_int {
+		return C.kc_t_get_device_info(d, param, size, value, sizeRet)
+	}).string()
 }
 
 func platformString(p C.cl_platform_id, param C.cl_platform_info) string {
-	var n C.size_t
-	if C.kc_t_get_platform_info(p, param, 0, nil, &n) != C.CL_SUCCESS || n == 0 {
-		return ""
-	}
-	buf := C.malloc(n)
-	defer C.free(buf)
-	if C.kc_t_get_platform_info(p, param, n, buf, nil) != C.CL_SUCCESS {
-		return ""
-	}
-	return C.GoString((*C.char)(buf))
+	return infoQuery(func(size C.size_t, value unsafe.Pointer, sizeRet *C.size_t) C.cl_int {
+		return C.kc_t_get_platform_info(p, param, size, value, sizeRet)
+	}).string()
 }
 
 func devicePlatform(d C.cl_device_id) C.cl_platform_id {

@@ -57,11 +57,7 @@ func TestHandles(t *testing.T) {
 // the application's source includes from its working directory is part of
 // the key, so editing it rebuilds the program.
 func TestHeaderEdit(t *testing.T) {
-	requireLayer(t)
-	a := apps(t)[1]
-	requireReal(t, a.name, a.available())
-	dir, cache := t.TempDir(), t.TempDir()
-	a.setup(t, dir)
+	a, dir, cache := headerApp(t)
 	first := a.run(t, dir, cache)
 	if first.err != nil {
 		t.Fatal(first.err)

@@ -20,8 +20,8 @@ func TestCompilerEnv(t *testing.T) {
 		{"cache settings", []string{"KCACHE_DIR=/tmp/k", "KCACHE_DEBUG=1"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := compilerEnv(tc.environ); !slices.Equal(got, tc.want) {
-				t.Errorf("compilerEnv(%q) = %v, want %v", tc.environ, got, tc.want)
+			if got := compilerEnv.Select(tc.environ); !slices.Equal(got, tc.want) {
+				t.Errorf("compilerEnv.Select(%q) = %v, want %v", tc.environ, got, tc.want)
 			}
 		})
 	}

@@ -275,6 +275,22 @@ static cl_int kc_program_info(cl_program p, cl_program_info param, size_t size, 
 	return err;
 }
 
+// kc_info_value answers a clGet*Info query whose value is the n bytes at
+// src, as a driver does: the size wherever size_ret asks for it, the value
+// wherever value does, and CL_INVALID_VALUE for a buffer too small.
+cl_int kc_info_value(const void *src, size_t n, size_t size, void *value, size_t *size_ret) {
+	if (value != NULL) {
+		if (size < n) {
+			return CL_INVALID_VALUE;
+		}
+		memcpy(value, src, n);
+	}
+	if (size_ret != NULL) {
+		*size_ret = n;
+	}
+	return CL_SUCCESS;
+}
+
 static cl_int CL_API_CALL kc_clGetProgramInfo(cl_program p, cl_program_info param, size_t size, void *value,
                                               size_t *size_ret) {
 	kc_program *w = kc_wrapper(p);
@@ -284,16 +300,7 @@ static cl_int CL_API_CALL kc_clGetProgramInfo(cl_program p, cl_program_info para
 	switch (param) {
 	case CL_PROGRAM_REFERENCE_COUNT: {
 		cl_uint refs = (cl_uint)__atomic_load_n(&w->refs, __ATOMIC_ACQUIRE);
-		if (value != NULL) {
-			if (size < sizeof refs) {
-				return CL_INVALID_VALUE;
-			}
-			memcpy(value, &refs, sizeof refs);
-		}
-		if (size_ret != NULL) {
-			*size_ret = sizeof refs;
-		}
-		return CL_SUCCESS;
+		return kc_info_value(&refs, sizeof refs, size, value, size_ret);
 	}
 	case CL_PROGRAM_SOURCE:
 	case CL_PROGRAM_IL:
@@ -319,16 +326,7 @@ static cl_int CL_API_CALL kc_clGetProgramBuildInfo(cl_program p, cl_device_id d,
 		// A program made from a compiled object was never compiled here;
 		// the application compiled it, successfully.
 		cl_build_status ok = CL_BUILD_SUCCESS;
-		if (value != NULL) {
-			if (size < sizeof ok) {
-				return CL_INVALID_VALUE;
-			}
-			memcpy(value, &ok, sizeof ok);
-		}
-		if (size_ret != NULL) {
-			*size_ret = sizeof ok;
-		}
-		return CL_SUCCESS;
+		return kc_info_value(&ok, sizeof ok, size, value, size_ret);
 	}
 	return kc_target->clGetProgramBuildInfo(kc_real(w), d, param, size, value, size_ret);
 }
@@ -408,16 +406,7 @@ CL_API_ENTRY cl_int CL_API_CALL clGetLayerInfo(cl_layer_info param, size_t size,
 	default:
 		return CL_INVALID_VALUE;
 	}
-	if (value != NULL) {
-		if (size < n) {
-			return CL_INVALID_VALUE;
-		}
-		memcpy(value, src, n);
-	}
-	if (size_ret != NULL) {
-		*size_ret = n;
-	}
-	return CL_SUCCESS;
+	return kc_info_value(src, n, size, value, size_ret);
 }
 
 // kc_atexit stores what the application's live programs have to store: an
@@ -464,7 +453,7 @@ CL_API_ENTRY cl_int CL_API_CALL clInitLayer(cl_uint num_entries, const struct _c
 }
 
 cl_int kc_t_get_program_info(cl_program p, cl_program_info param, size_t size, void *value, size_t *size_ret) {
-	return kc_target->clGetProgramInfo(p, param, size, value, size_ret);
+	return kc_program_info(p, param, size, value, size_ret);
 }
 
 cl_int kc_t_get_program_build_info(cl_program p, cl_device_id d, cl_program_build_info param, size_t size, void *value,

@@ -75,7 +75,7 @@ func open(environ []string, stderr io.Writer) (*layer, error) {
 		bins:  kcache.New(cfg, log, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st}),
 		log:   log,
 		debug: cfg.Debug,
-		env:   compilerEnv(environ),
+		env:   compilerEnv.Select(environ),
 		scan:  depsScanner{s: deps.NewScanner(log), trace: cfg.Trace, log: log},
 		delay: commitDelay,
 		progs: map[*C.kc_program]*program{},
@@ -187,19 +187,9 @@ func kcGoBuildLog(w *C.kc_program, d C.cl_device_id, size C.size_t, value unsafe
 	if !ok {
 		return C.kc_t_get_program_build_info(C.kc_real(w), d, C.CL_PROGRAM_BUILD_LOG, size, value, sizeRet)
 	}
-	n := C.size_t(len(log) + 1)
-	if value != nil {
-		if size < n {
-			return C.CL_INVALID_VALUE
-		}
-		dst := unsafe.Slice((*byte)(value), int(n))
-		copy(dst, log)
-		dst[len(log)] = 0
-	}
-	if sizeRet != nil {
-		*sizeRet = n
-	}
-	return C.CL_SUCCESS
+	// The driver's form: a C string, its terminating NUL counted.
+	b := append([]byte(log), 0)
+	return C.kc_info_value(unsafe.Pointer(&b[0]), C.size_t(len(b)), size, value, sizeRet)
 }
 
 //export kcGoExit

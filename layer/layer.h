@@ -45,6 +45,9 @@ cl_program kc_source(kc_program *w);
 void kc_adopt(kc_program *w, cl_program b, int cached);
 void kc_use_source(kc_program *w);
 
+// kc_info_value answers a clGet*Info query with the n bytes at src.
+cl_int kc_info_value(const void *src, size_t n, size_t size, void *value, size_t *size_ret);
+
 // Trampolines to the next layer, for the Go half.
 cl_int kc_t_get_program_info(cl_program p, cl_program_info param, size_t size, void *value, size_t *size_ret);
 cl_int kc_t_get_program_build_info(cl_program p, cl_device_id d, cl_program_build_info param, size_t size, void *value, size_t *size_ret);

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
+	"github.com/kcache/kcache/internal/keyparts"
 	"github.com/kcache/kcache/objcache"
 )
 
@@ -83,15 +83,11 @@ type kernelKey struct {
 // InMemoryThreshold) apply to the object tier.
 func NewCache(cl *Context, bins *kcache.Cache, opts CacheOptions) *Cache {
 	cfg := bins.Config()
-	environ := opts.Environ
-	if environ == nil {
-		environ = os.Environ()
-	}
 	delay := opts.CommitDelay
 	if delay == 0 {
 		delay = DefaultCommitDelay
 	}
-	c := &Cache{cl: cl, bins: bins, headers: deps.NewScanner(bins.Logger()), env: compilerEnv(environ), delay: delay, ids: map[uintptr]identity{}}
+	c := &Cache{cl: cl, bins: bins, headers: deps.NewScanner(bins.Logger()), env: keyparts.OpenCLEnv.Select(keyparts.Environ(opts.Environ)), delay: delay, ids: map[uintptr]identity{}}
 	// Kernels are released with their program (releaseProgram), not by
 	// the kernel tier: a caller holding a program may use its kernels.
 	c.kernels = objcache.New[kernelKey, *SafeKernel](objcache.Options[*SafeKernel]{Logger: bins.Logger()})
@@ -218,10 +214,7 @@ func (c *Cache) load(ctx context.Context, dev Device, src Source, key *kcache.Ke
 				size: int64(len(r.Binary)), buildTime: r.BuildTime}, nil
 		}
 		c.bins.Logger().Warn("kcache: runtime rejected a cached binary; rebuilding", "key", r.Digest, "err", err)
-		if derr := c.bins.Delete(ctx, key); derr != nil {
-			c.bins.Logger().Warn("kcache: removing rejected binary", "key", r.Digest, "err", derr)
-		}
-		if _, pending, err = c.bins.Lookup(ctx, key); err != nil {
+		if _, pending, err = c.bins.Discard(ctx, key); err != nil {
 			return nil, err
 		}
 	}

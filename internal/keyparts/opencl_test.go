@@ -1,0 +1,70 @@
+package keyparts
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/kcache/kcache"
+)
+
+// TestOpenCLIdentity pins where each reported string goes in the key:
+// two devices that report anything differently must get different keys.
+func TestOpenCLIdentity(t *testing.T) {
+	d := OpenCLDevice{
+		PlatformName: "Portable Computing Language", PlatformVendor: "The pocl project", PlatformVersion: "OpenCL 3.0 PoCL 6.0",
+		Name: "cpu-x86", Version: "OpenCL 3.0 PoCL", DriverVersion: "6.0", OpenCLCVersion: "OpenCL C 1.2 PoCL",
+	}
+	dev, comp := d.Identity()
+	want := kcache.Device{Platform: "Portable Computing Language", Name: "cpu-x86", Version: "OpenCL 3.0 PoCL", Driver: "6.0"}
+	if dev != want {
+		t.Errorf("device = %+v, want %+v", dev, want)
+	}
+	lib := ICDLibraries()
+	wantComp := kcache.Compiler{Name: "opencl:The pocl project", Version: "OpenCL 3.0 PoCL 6.0 / OpenCL C 1.2 PoCL",
+		Library: lib.Path, LibrarySize: lib.Size, LibraryTime: lib.MTime}
+	if comp != wantComp {
+		t.Errorf("compiler = %+v, want %+v", comp, wantComp)
+	}
+	base := key(dev, comp)
+	for _, change := range []func(*OpenCLDevice){
+		func(d *OpenCLDevice) { d.PlatformName += "!" },
+		func(d *OpenCLDevice) { d.PlatformVendor += "!" },
+		func(d *OpenCLDevice) { d.PlatformVersion += "!" },
+		func(d *OpenCLDevice) { d.Name += "!" },
+		func(d *OpenCLDevice) { d.Version += "!" },
+		func(d *OpenCLDevice) { d.DriverVersion += "!" },
+		func(d *OpenCLDevice) { d.OpenCLCVersion += "!" },
+	} {
+		other := d
+		change(&other)
+		if key(other.Identity()) == base {
+			t.Errorf("%+v and %+v share a key", d, other)
+		}
+	}
+}
+
+func key(dev kcache.Device, comp kcache.Compiler) kcache.Digest {
+	return (&kcache.Key{Device: dev, Compiler: comp}).Digest()
+}
+
+func TestOpenCLScan(t *testing.T) {
+	for _, tc := range []struct {
+		platform       string
+		complete, each bool
+	}{
+		{PoCL, true, false},
+		{"NVIDIA CUDA", false, true},
+		{"", false, true},
+	} {
+		in := OpenCLScan([]byte("kernel void k() {}"), `-I inc -D "A=1"`, tc.platform)
+		if !in.SearchWorkDir || in.CompleteSearchPath != tc.complete || in.EveryCandidate != tc.each {
+			t.Errorf("%q: SearchWorkDir %v, CompleteSearchPath %v, EveryCandidate %v", tc.platform, in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate)
+		}
+		if want := []string{"-I", "inc", "-D", "A=1"}; !slices.Equal(in.Args, want) {
+			t.Errorf("Args = %q, want %q", in.Args, want)
+		}
+		if string(in.Source) != "kernel void k() {}" || in.Path != "" || in.WorkDir != "" || in.Depends != nil {
+			t.Errorf("input carries more than it was given: %+v", in)
+		}
+	}
+}
