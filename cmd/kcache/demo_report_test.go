@@ -82,7 +82,7 @@ func TestDemoReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.WriteString("--- json\n")
-	if err := writeDemoJSON(&out, rows); err != nil {
+	if err := writeJSONLines(&out, rows); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(&out, "--- failed %d\n", countFailed(rows))
@@ -105,10 +105,10 @@ func TestCUDADemoReport(t *testing.T) {
 			t.Fatal(err)
 		}
 		out.WriteString("--- json\n")
-		if err := writeCUDADemoJSON(&out, rows); err != nil {
+		if err := writeJSONLines(&out, rows); err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(&out, "--- failed %d\n", countCUDAFailed(rows))
+		fmt.Fprintf(&out, "--- failed %d\n", countFailed(rows))
 	}
 	golden(t, "cuda-demo-report", out.String())
 }
@@ -125,7 +125,7 @@ func TestDemoPrefilledReport(t *testing.T) {
 	}
 	specs := map[string]string{"alpha": "64-1-1-goffs0", "beta": ""}
 	var out bytes.Buffer
-	err := writePrefilled(&out, prefilledRows(cases, runs, specs))
+	err := writePrefilled(&out, prefilledRows(cases, medians(runs), specs))
 	var ee exitError
 	if !errors.As(err, &ee) || ee.code != 1 {
 		t.Errorf("a failed case: %v, want exit status 1", err)
@@ -169,5 +169,47 @@ func TestCUDADemoPlot(t *testing.T) {
 	}
 	if err := writeCUDADemoPlot(filepath.Join(dir, "cuda.txt"), rows); err == nil {
 		t.Error("a .txt plot was accepted")
+	}
+}
+
+// TestRunRounds checks the demos' schedule: the cold phases once, in
+// order, then the warm ones interleaved, round after round; each case
+// keeps its median run, and a failing phase stops the demo, named.
+func TestRunRounds(t *testing.T) {
+	phases := []demoPhase{{name: "cold"}, {name: "warm", warm: true}, {name: "peer-cold"}, {name: "floor", warm: true}}
+	for _, tc := range []struct {
+		repeat  int
+		order   string
+		failAt  int
+		wantErr string
+	}{
+		{repeat: 3, order: "cold peer-cold warm floor warm floor warm floor"},
+		{repeat: 0, order: "cold peer-cold warm floor"},
+		{repeat: 2, order: "cold peer-cold warm", failAt: 3, wantErr: "phase warm: broken"},
+	} {
+		var order []string
+		results, err := runRounds(phases, tc.repeat, func(ph demoPhase) (map[string]phaseResult, error) {
+			order = append(order, ph.name)
+			if len(order) == tc.failAt {
+				return nil, errors.New("broken")
+			}
+			return map[string]phaseResult{"k": {Case: "k", MS: float64(len(order))}}, nil
+		})
+		if got := strings.Join(order, " "); got != tc.order {
+			t.Errorf("repeat %d: ran %s, want %s", tc.repeat, got, tc.order)
+		}
+		if tc.wantErr != "" {
+			if err == nil || err.Error() != tc.wantErr {
+				t.Errorf("repeat %d: error %v, want %s", tc.repeat, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		// warm ran 3rd, 5th and 7th with repeat 3: its median is the 5th.
+		if want := map[int]float64{3: 5, 0: 3}[tc.repeat]; results["warm"]["k"].MS != want {
+			t.Errorf("repeat %d: warm median %v, want %v", tc.repeat, results["warm"]["k"].MS, want)
+		}
 	}
 }

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"text/tabwriter"
+)
+
+// The demos of both backends run the same way: each phase is a process of
+// its own that prints one JSON line per case; the cold phases run once and
+// the warm ones repeatedly, interleaved, and each case keeps its median.
+// What differs is the phases and what a line holds, so the code below is
+// generic over both.
+
+// caseSummary is what the demo reads of one case's result in one phase,
+// whichever backend ran it.
+type caseSummary struct {
+	name, outcome, err string
+	ms                 float64
+}
+
+// phaseRun is a backend's result for one case in one phase.
+type phaseRun interface {
+	summary() caseSummary
+}
+
+// demoStep is a backend's phase, as the rounds schedule it.
+type demoStep interface {
+	// step returns the phase's name and whether it is warm: warm phases
+	// leave what is on disk as they found it, so they can run again.
+	step() (name string, warm bool)
+}
+
+func (r phaseResult) summary() caseSummary { return caseSummary{r.Case, r.Outcome, r.Error, r.MS} }
+func (r cudaResult) summary() caseSummary  { return caseSummary{r.Case, r.Outcome, r.Error, r.MS} }
+
+func (p demoPhase) step() (string, bool) { return p.name, p.warm }
+func (p cudaPhase) step() (string, bool) { return p.name, p.warm }
+
+// runRounds runs every phase through run: the cold ones once, then the
+// warm ones repeat times, interleaved, so that a spell of noise on a
+// shared machine (seen here: whole processes running twice as slowly)
+// lands on every contender alike. It returns, per phase and case, the run
+// with the median time.
+func runRounds[P demoStep, R phaseRun](phases []P, repeat int, run func(P) (map[string]R, error)) (map[string]map[string]R, error) {
+	runs := map[string]map[string][]R{} // phase -> case -> runs
+	once := func(ph P) error {
+		name, _ := ph.step()
+		rs, err := run(ph)
+		if err != nil {
+			return fmt.Errorf("phase %s: %w", name, err)
+		}
+		if runs[name] == nil {
+			runs[name] = map[string][]R{}
+		}
+		for c, r := range rs {
+			runs[name][c] = append(runs[name][c], r)
+		}
+		return nil
+	}
+	for _, ph := range phases {
+		if _, warm := ph.step(); !warm {
+			if err := once(ph); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for range max(repeat, 1) {
+		for _, ph := range phases {
+			if _, warm := ph.step(); warm {
+				if err := once(ph); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return medians(runs), nil
+}
+
+// medians keeps, per phase and case, the median run (medianRun).
+func medians[R phaseRun](runs map[string]map[string][]R) map[string]map[string]R {
+	results := map[string]map[string]R{}
+	for phase, cases := range runs {
+		results[phase] = map[string]R{}
+		for name, rs := range cases {
+			results[phase][name] = medianRun(rs)
+		}
+	}
+	return results
+}
+
+// medianRun returns the run with the median time, or a failed run if any
+// failed: a wrong result once is a wrong result.
+func medianRun[R phaseRun](rs []R) R {
+	for _, r := range rs {
+		if r.summary().err != "" {
+			return r
+		}
+	}
+	sorted := slices.SortedFunc(slices.Values(rs), func(a, b R) int { return cmp.Compare(a.summary().ms, b.summary().ms) })
+	return sorted[len(sorted)/2]
+}
+
+// collectPhase starts cmd, a phase process, and collects the results it
+// prints, one JSON line per case, showing progress as each case finishes:
+// format has the verbs for the phase's name, the count of cases so far,
+// the case, its time and its outcome or failure.
+func collectPhase[R phaseRun](cmd *exec.Cmd, progress io.Writer, phase, format string) (map[string]R, error) {
+	cmd.Stderr = progress
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	results := map[string]R{}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		var r R
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			return nil, fmt.Errorf("bad line from phase process: %q", sc.Text())
+		}
+		s := r.summary()
+		results[s.name] = r
+		status := s.outcome
+		if s.err != "" {
+			status = "FAILED: " + firstLine(s.err)
+		}
+		fmt.Fprintf(progress, format, phase, len(results), s.name, s.ms, status)
+	}
+	if err := cmd.Wait(); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// caseCells reads one case's results phase by phase, for its row of a
+// report: the row's failure is the first one met, in the order the
+// phases are read.
+type caseCells[R phaseRun] struct {
+	results map[string]map[string]R
+	name    string
+	err     string
+}
+
+func cellsOf[R phaseRun](results map[string]map[string]R, name string) *caseCells[R] {
+	return &caseCells[R]{results: results, name: name}
+}
+
+// ms returns the case's time in phase, noting its failure, or that it has
+// no result there.
+func (c *caseCells[R]) ms(phase string) float64 {
+	r, ok := c.results[phase][c.name]
+	s := r.summary()
+	if s.err != "" && c.err == "" {
+		c.err = phase + ": " + s.err
+	}
+	if !ok && c.err == "" {
+		c.err = phase + ": no result"
+	}
+	return s.ms
+}
+
+// reportRow is one kernel's line of a demo's report.
+type reportRow interface {
+	// failure is why the kernel failed, or "".
+	failure() string
+}
+
+func (r demoRow) failure() string      { return r.Error }
+func (r cudaDemoRow) failure() string  { return r.Error }
+func (r prefilledRow) failure() string { return r.Error }
+
+func countFailed[T reportRow](rows []T) int {
+	n := 0
+	for _, r := range rows {
+		if r.failure() != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// writeJSONLines prints each row as a line of JSON.
+func writeJSONLines[T any](w io.Writer, rows []T) error {
+	enc := json.NewEncoder(w)
+	for _, r := range rows {
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeReportTable prints the table of a demo's report, right-aligned: the
+// header, a line per kernel and the totals. Each line is format applied to
+// cells of the row and then its check, "ok" or "FAIL"; the totals are
+// checked FAIL if any kernel failed.
+func writeReportTable[T reportRow](w io.Writer, header, format string, rows []T, total T, cells func(T) []any) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, header)
+	line := func(r T, failed bool) {
+		check := "ok"
+		if failed {
+			check = "FAIL"
+		}
+		fmt.Fprintf(tw, format, append(cells(r), check)...)
+	}
+	for _, r := range rows {
+		line(r, r.failure() != "")
+	}
+	line(total, countFailed(rows) > 0)
+	return tw.Flush()
+}
+
+// writeFailures prints, after a report's table, why each failed kernel
+// failed.
+func writeFailures[T reportRow](w io.Writer, rows []T, name func(T) string) {
+	for _, r := range rows {
+		if r.failure() != "" {
+			fmt.Fprintf(w, "%s: %s\n", name(r), r.failure())
+		}
+	}
+}
