@@ -82,21 +82,15 @@ func runCUDADemo(ctx context.Context, out, progress io.Writer, o demoOptions) er
 	if err := cuda.LoadNVRTC(); err != nil {
 		return err
 	}
-	for _, name := range o.cases {
-		if len(selectCUDACases([]string{name})) == 0 {
-			return fmt.Errorf("no case named %q", name)
-		}
+	if err := checkCaseNames(o.cases, func(n string) bool { return len(selectCUDACases([]string{n})) > 0 }); err != nil {
+		return err
 	}
 	cases := selectCUDACases(o.cases)
-	dir, err := os.MkdirTemp("", "kcache-cuda-demo-")
+	dir, cleanup, err := demoDir("kcache-cuda-demo-", o.keep, progress)
 	if err != nil {
 		return err
 	}
-	if o.keep {
-		fmt.Fprintln(progress, "demo: keeping", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
+	defer cleanup()
 	if err := writeCUDADemoInputs(dir, cases); err != nil {
 		return err
 	}
@@ -109,26 +103,7 @@ func runCUDADemo(ctx context.Context, out, progress io.Writer, o demoOptions) er
 		return err
 	}
 	checkCuPyOutputs(dir, cases, results)
-	rows := cudaDemoRows(cases, results, haveCuPy)
-	if o.json {
-		err = writeJSONLines(out, rows)
-	} else {
-		err = writeCUDADemoTable(out, rows)
-	}
-	if err != nil {
-		return err
-	}
-	if o.plot != "" {
-		if err := writeCUDADemoPlot(o.plot, rows); err != nil {
-			return err
-		}
-		fmt.Fprintln(progress, "demo: wrote", o.plot)
-	}
-	if failed := countFailed(rows); failed > 0 {
-		fmt.Fprintf(progress, "demo: %d case(s) failed\n", failed)
-		return exitError{1}
-	}
-	return nil
+	return reportDemo(out, progress, o, cudaDemoRows(cases, results, haveCuPy), writeCUDADemoTable, writeCUDADemoPlot)
 }
 
 // runCUDAPhases runs every phase as its own process (runRounds), the

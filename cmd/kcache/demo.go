@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -103,20 +102,14 @@ func runDemo(ctx context.Context, out, progress io.Writer, o demoOptions) error 
 	if err := opencl.Load(); err != nil {
 		return err
 	}
-	for _, name := range o.cases {
-		if len(selectCases([]string{name})) == 0 {
-			return fmt.Errorf("no case named %q", name)
-		}
+	if err := checkCaseNames(o.cases, func(n string) bool { return len(selectCases([]string{n})) > 0 }); err != nil {
+		return err
 	}
-	dir, err := os.MkdirTemp("", "kcache-demo-")
+	dir, cleanup, err := demoDir("kcache-demo-", o.keep, progress)
 	if err != nil {
 		return err
 	}
-	if o.keep {
-		fmt.Fprintln(progress, "demo: keeping", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
+	defer cleanup()
 	include := filepath.Join(dir, "include")
 	if err := writeSuiteHeaders(include); err != nil {
 		return err
@@ -125,26 +118,7 @@ func runDemo(ctx context.Context, out, progress io.Writer, o demoOptions) error 
 	if err != nil {
 		return err
 	}
-	rows := demoRows(selectCases(o.cases), results)
-	if o.json {
-		err = writeJSONLines(out, rows)
-	} else {
-		err = writeDemoTable(out, rows)
-	}
-	if err != nil {
-		return err
-	}
-	if o.plot != "" {
-		if err := writeDemoPlot(o.plot, rows); err != nil {
-			return err
-		}
-		fmt.Fprintln(progress, "demo: wrote", o.plot)
-	}
-	if failed := countFailed(rows); failed > 0 {
-		fmt.Fprintf(progress, "demo: %d case(s) failed\n", failed)
-		return exitError{1}
-	}
-	return nil
+	return reportDemo(out, progress, o, demoRows(selectCases(o.cases), results), writeDemoTable, writeDemoPlot)
 }
 
 // runPhases runs every phase as its own process (runRounds).

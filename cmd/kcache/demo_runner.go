@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"text/tabwriter"
@@ -16,6 +17,56 @@ import (
 // the warm ones repeatedly, interleaved, and each case keeps its median.
 // What differs is the phases and what a line holds, so the code below is
 // generic over both.
+
+// checkCaseNames rejects a --case that names no case of the suite.
+func checkCaseNames(names []string, known func(string) bool) error {
+	for _, name := range names {
+		if !known(name) {
+			return fmt.Errorf("no case named %q", name)
+		}
+	}
+	return nil
+}
+
+// demoDir makes the demo's working directory, named with prefix; cleanup
+// removes it, unless keep asks to keep it, which progress is then told.
+func demoDir(prefix string, keep bool, progress io.Writer) (dir string, cleanup func(), err error) {
+	dir, err = os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	if keep {
+		fmt.Fprintln(progress, "demo: keeping", dir)
+		return dir, func() {}, nil
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// reportDemo prints a demo's rows, as JSON lines or through table, draws
+// them through plot when asked, and fails with exit status 1 if any case
+// failed.
+func reportDemo[T reportRow](out, progress io.Writer, o demoOptions, rows []T, table func(io.Writer, []T) error, plot func(string, []T) error) error {
+	var err error
+	if o.json {
+		err = writeJSONLines(out, rows)
+	} else {
+		err = table(out, rows)
+	}
+	if err != nil {
+		return err
+	}
+	if o.plot != "" {
+		if err := plot(o.plot, rows); err != nil {
+			return err
+		}
+		fmt.Fprintln(progress, "demo: wrote", o.plot)
+	}
+	if failed := countFailed(rows); failed > 0 {
+		fmt.Fprintf(progress, "demo: %d case(s) failed\n", failed)
+		return exitError{1}
+	}
+	return nil
+}
 
 // caseSummary is what the demo reads of one case's result in one phase,
 // whichever backend ran it.
