@@ -213,3 +213,41 @@ func TestRunRounds(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoUnknownCase runs `kcache demo` with a case the suite lacks: it
+// fails before running anything, naming the case, and leaves no working
+// directory behind.
+func TestDemoUnknownCase(t *testing.T) {
+	requireOpenCL(t)
+	tmp := t.TempDir()
+	cmd := kcacheCmd(t, t.TempDir(), "demo", "--case", "sgemm-naive", "--case", "no-such-case")
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `no case named "no-such-case"`) {
+		t.Errorf("demo with an unknown case: %v\n%s", err, out)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("left %v in TMPDIR", left)
+	}
+}
+
+// TestDemoDir checks the demo's working directory: removed by cleanup
+// unless kept, and a kept one named on progress.
+func TestDemoDir(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	for _, keep := range []bool{false, true} {
+		var progress bytes.Buffer
+		dir, cleanup, err := demoDir("kcache-demo-", keep, &progress)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cleanup()
+		_, err = os.Stat(dir)
+		if kept := err == nil; kept != keep {
+			t.Errorf("keep %v: directory kept %v", keep, kept)
+		}
+		if said := strings.Contains(progress.String(), "demo: keeping "+dir); said != keep {
+			t.Errorf("keep %v: progress %q", keep, progress.String())
+		}
+	}
+}
