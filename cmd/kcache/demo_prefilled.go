@@ -85,14 +85,14 @@ func runDemoPrefilled(ctx context.Context, out, progress io.Writer, only []strin
 	if err := prefill(ctx, dir, include, only, specs); err != nil {
 		return err
 	}
-	copies := map[string]int{} // phase -> runs so far
+	round := map[string]int{} // phase -> the round its next run is in
 	results, err := runRounds(prefilledPhases, repeat, func(p prefilledPhase) (map[string]phaseResult, error) {
 		cache := filepath.Join(dir, p.from)
 		if p.mode == modeCache {
 			// A copy per round: the first process finds the cache as
 			// `kcache build` left it, the second as the first left it.
-			cache = filepath.Join(dir, fmt.Sprintf("%s-%d", p.from, copies[p.name]))
-			copies[p.name]++
+			cache = filepath.Join(dir, fmt.Sprintf("%s-%d", p.from, round[p.name]))
+			round[p.name]++
 			if _, err := os.Stat(cache); os.IsNotExist(err) {
 				if err := exec.CommandContext(ctx, "cp", "-a", filepath.Join(dir, p.from), cache).Run(); err != nil {
 					return nil, err
