@@ -1,9 +1,7 @@
 package cuda
 
 import (
-	"encoding/binary"
 	"errors"
-	"math"
 	"testing"
 )
 
@@ -27,22 +25,6 @@ func requireGPU(t testing.TB) *Context {
 	}
 	t.Cleanup(func() { ctx.Release() })
 	return ctx
-}
-
-func f32bytes(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-func bytesF32(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
 }
 
 // devBuffer allocates a device buffer holding data, freed at cleanup.

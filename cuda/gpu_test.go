@@ -14,6 +14,7 @@ import (
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/disk"
+	"github.com/kcache/kcache/internal/casedata"
 )
 
 func TestDeviceIdentity(t *testing.T) {
@@ -107,7 +108,7 @@ func runSaxpy(t *testing.T, ctx *Context, m interface {
 	for i := range x {
 		x[i], y[i] = float32(i), float32(n-i)
 	}
-	dx, dy := devBuffer(t, ctx, f32bytes(x)), devBuffer(t, ctx, f32bytes(y))
+	dx, dy := devBuffer(t, ctx, casedata.F32Bytes(x)), devBuffer(t, ctx, casedata.F32Bytes(y))
 	fs, err := m.Function(saxpy)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +135,7 @@ func runSaxpy(t *testing.T, ctx *Context, m interface {
 	if err := ctx.CopyFromDevice(out, dy); err != nil {
 		t.Fatal(err)
 	}
-	for i, v := range bytesF32(out) {
+	for i, v := range casedata.F32s(out) {
 		if want := 3 * (2*x[i] + y[i]); v != want {
 			t.Fatalf("y[%d] = %v, want %v", i, v, want)
 		}
@@ -200,7 +201,7 @@ func TestConcurrentGoroutines(t *testing.T) {
 			defer ctx.Free(p)
 			f, err := m.Function("scale<float, 3>")
 			if err == nil {
-				err = ctx.CopyToDevice(p, f32bytes(data))
+				err = ctx.CopyToDevice(p, casedata.F32Bytes(data))
 			}
 			for range 20 {
 				if err == nil {
@@ -215,7 +216,7 @@ func TestConcurrentGoroutines(t *testing.T) {
 				errs <- err
 				return
 			}
-			for i, v := range bytesF32(out) {
+			for i, v := range casedata.F32s(out) {
 				want := data[i]
 				for range 20 {
 					want *= 3

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/cuda"
 	"github.com/kcache/kcache/opencl"
 	"github.com/spf13/cobra"
 )
@@ -156,9 +157,29 @@ func runBuild(ctx context.Context, out io.Writer, files []string, in buildInput,
 	}
 	defer restore()
 	defer sess.Close()
+	return buildFiles(out, files, asJSON, func(f string) buildReport { return buildOne(ctx, sess, f, in) })
+}
+
+func buildOne(ctx context.Context, sess *session, file string, in buildInput) buildReport {
+	source := func(code []byte) opencl.Source {
+		return opencl.Source{Code: code, Path: file, Options: in.options, Depends: in.depends}
+	}
+	return buildFile(sess.bins, file, func(code []byte) (string, string, error) {
+		p, err := sess.cache.Program(ctx, sess.dev, source(code))
+		if err != nil {
+			return "", "", err
+		}
+		defer p.Release()
+		return p.Outcome.String(), p.BlobID().String(), nil
+	}, func(code []byte) (*kcache.Key, error) { return sess.cache.Key(sess.dev, source(code)) })
+}
+
+// buildFiles builds each file through one and prints its report, as a
+// line of JSON with asJSON. The exit status is 1 if any failed.
+func buildFiles(out io.Writer, files []string, asJSON bool, one func(file string) buildReport) error {
 	failed := false
 	for _, f := range files {
-		r := buildOne(ctx, sess, f, in)
+		r := one(f)
 		failed = failed || r.Error != ""
 		if err := printReport(out, r, asJSON); err != nil {
 			return err
@@ -170,40 +191,53 @@ func runBuild(ctx context.Context, out io.Writer, files []string, in buildInput,
 	return nil
 }
 
-func buildOne(ctx context.Context, sess *session, file string, in buildInput) buildReport {
+// buildFile reads file and builds it through build, timed, which returns
+// where the binary came from and its digest. A failure is reported built
+// if this build ran the compiler (the count of failed builds of bins
+// grew), or memory if the cache remembered it: the same file again in one
+// run reports its error without compiling. It carries the compiler's log
+// where there is one, and the key's digest where key can compute it.
+func buildFile(bins *kcache.Cache, file string, build func(code []byte) (outcome, digest string, err error), key func(code []byte) (*kcache.Key, error)) buildReport {
 	r := buildReport{File: file}
 	code, err := os.ReadFile(file)
 	if err != nil {
 		r.Error = err.Error()
 		return r
 	}
-	failedBefore := sess.bins.Stats().FailedBuilds
+	failedBefore := bins.Stats().FailedBuilds
 	start := time.Now()
-	src := opencl.Source{Code: code, Path: file, Options: in.options, Depends: in.depends}
-	p, err := sess.cache.Program(ctx, sess.dev, src)
+	outcome, digest, err := build(code)
 	r.MS = float64(time.Since(start).Microseconds()) / 1000
 	if err != nil {
-		// A build error is kept in memory: the same file again in this
-		// run reports it without compiling.
 		r.Outcome = kcache.OutcomeMemory.String()
-		if sess.bins.Stats().FailedBuilds > failedBefore {
+		if bins.Stats().FailedBuilds > failedBefore {
 			r.Outcome = kcache.OutcomeBuilt.String()
 		}
-		var be *opencl.BuildError
-		if errors.As(err, &be) && be.Log != "" {
-			r.Error = strings.TrimSpace(be.Log)
-		} else {
-			r.Error = err.Error()
+		r.Error = err.Error()
+		if log := compilerLog(err); log != "" {
+			r.Error = strings.TrimSpace(log)
 		}
-		if key, kerr := sess.cache.Key(sess.dev, src); kerr == nil {
-			r.Digest = key.Digest().String()
+		if k, kerr := key(code); kerr == nil {
+			r.Digest = k.Digest().String()
 		}
 		return r
 	}
-	defer p.Release()
-	r.Outcome = p.Outcome.String()
-	r.Digest = p.BlobID().String()
+	r.Outcome, r.Digest = outcome, digest
 	return r
+}
+
+// compilerLog returns the compiler's log that err carries, OpenCL's or
+// NVRTC's, or "".
+func compilerLog(err error) string {
+	var be *opencl.BuildError
+	if errors.As(err, &be) {
+		return be.Log
+	}
+	var ce *cuda.CompileError
+	if errors.As(err, &ce) {
+		return ce.Log
+	}
+	return ""
 }
 
 func printReport(out io.Writer, r buildReport, asJSON bool) error {

@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
-	"os"
-	"strings"
-	"time"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/cuda"
@@ -23,52 +19,19 @@ func runCUDABuild(ctx context.Context, out io.Writer, files []string, in buildIn
 	}
 	defer sess.Close()
 	opts := deps.SplitOptions(in.options)
-	failed := false
-	for _, f := range files {
-		r := buildCUDAOne(ctx, sess, f, opts, in.depends)
-		failed = failed || r.Error != ""
-		if err := printReport(out, r, asJSON); err != nil {
-			return err
-		}
-	}
-	if failed {
-		return exitError{1}
-	}
-	return nil
+	return buildFiles(out, files, asJSON, func(f string) buildReport { return buildCUDAOne(ctx, sess, f, opts, in.depends) })
 }
 
 func buildCUDAOne(ctx context.Context, sess *cudaSession, file string, opts, depends []string) buildReport {
-	r := buildReport{File: file}
-	code, err := os.ReadFile(file)
-	if err != nil {
-		r.Error = err.Error()
-		return r
+	source := func(code []byte) cuda.Source {
+		return cuda.Source{Code: code, Path: file, Options: opts, Depends: depends}
 	}
-	failedBefore := sess.bins.Stats().FailedBuilds
-	src := cuda.Source{Code: code, Path: file, Options: opts, Depends: depends}
-	start := time.Now()
-	m, err := sess.cache.Module(ctx, src)
-	r.MS = float64(time.Since(start).Microseconds()) / 1000
-	if err != nil {
-		// A compile error is kept in memory: the same file again in this
-		// run reports it without compiling.
-		r.Outcome = kcache.OutcomeMemory.String()
-		if sess.bins.Stats().FailedBuilds > failedBefore {
-			r.Outcome = kcache.OutcomeBuilt.String()
+	return buildFile(sess.bins, file, func(code []byte) (string, string, error) {
+		m, err := sess.cache.Module(ctx, source(code))
+		if err != nil {
+			return "", "", err
 		}
-		var ce *cuda.CompileError
-		if errors.As(err, &ce) && ce.Log != "" {
-			r.Error = strings.TrimSpace(ce.Log)
-		} else {
-			r.Error = err.Error()
-		}
-		if key, kerr := sess.cache.Key(ctx, src); kerr == nil {
-			r.Digest = key.Digest().String()
-		}
-		return r
-	}
-	defer m.Release()
-	r.Outcome = m.Outcome.String()
-	r.Digest = m.Digest().String()
-	return r
+		defer m.Release()
+		return m.Outcome.String(), m.Digest().String(), nil
+	}, func(code []byte) (*kcache.Key, error) { return sess.cache.Key(ctx, source(code)) })
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -84,21 +82,15 @@ func runCUDADemo(ctx context.Context, out, progress io.Writer, o demoOptions) er
 	if err := cuda.LoadNVRTC(); err != nil {
 		return err
 	}
-	for _, name := range o.cases {
-		if len(selectCUDACases([]string{name})) == 0 {
-			return fmt.Errorf("no case named %q", name)
-		}
+	if err := checkCaseNames(o.cases, func(n string) bool { return len(selectCUDACases([]string{n})) > 0 }); err != nil {
+		return err
 	}
 	cases := selectCUDACases(o.cases)
-	dir, err := os.MkdirTemp("", "kcache-cuda-demo-")
+	dir, cleanup, err := demoDir("kcache-cuda-demo-", o.keep, progress)
 	if err != nil {
 		return err
 	}
-	if o.keep {
-		fmt.Fprintln(progress, "demo: keeping", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
+	defer cleanup()
 	if err := writeCUDADemoInputs(dir, cases); err != nil {
 		return err
 	}
@@ -111,82 +103,16 @@ func runCUDADemo(ctx context.Context, out, progress io.Writer, o demoOptions) er
 		return err
 	}
 	checkCuPyOutputs(dir, cases, results)
-	rows := cudaDemoRows(cases, results, haveCuPy)
-	if o.json {
-		err = writeCUDADemoJSON(out, rows)
-	} else {
-		err = writeCUDADemoTable(out, rows)
-	}
-	if err != nil {
-		return err
-	}
-	if o.plot != "" {
-		if err := writeCUDADemoPlot(o.plot, rows); err != nil {
-			return err
-		}
-		fmt.Fprintln(progress, "demo: wrote", o.plot)
-	}
-	if failed := countCUDAFailed(rows); failed > 0 {
-		fmt.Fprintf(progress, "demo: %d case(s) failed\n", failed)
-		return exitError{1}
-	}
-	return nil
+	return reportDemo(out, progress, o, cudaDemoRows(cases, results, haveCuPy), writeCUDADemoTable, writeCUDADemoPlot)
 }
 
+// runCUDAPhases runs every phase as its own process (runRounds), the
+// CuPy ones only where there is CuPy.
 func runCUDAPhases(ctx context.Context, progress io.Writer, dir string, o demoOptions, haveCuPy bool) (map[string]map[string]cudaResult, error) {
-	runs := map[string]map[string][]cudaResult{}
-	run := func(ph cudaPhase) error {
-		if ph.cupy && !haveCuPy {
-			return nil
-		}
-		rs, err := runCUDAPhaseProcess(ctx, progress, ph, dir, o)
-		if err != nil {
-			return fmt.Errorf("phase %s: %w", ph.name, err)
-		}
-		if runs[ph.name] == nil {
-			runs[ph.name] = map[string][]cudaResult{}
-		}
-		for name, r := range rs {
-			runs[ph.name][name] = append(runs[ph.name][name], r)
-		}
-		return nil
-	}
-	for _, ph := range cudaPhases {
-		if !ph.warm {
-			if err := run(ph); err != nil {
-				return nil, err
-			}
-		}
-	}
-	for range max(o.repeat, 1) {
-		for _, ph := range cudaPhases {
-			if ph.warm {
-				if err := run(ph); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	results := map[string]map[string]cudaResult{}
-	for phase, cases := range runs {
-		results[phase] = map[string]cudaResult{}
-		for name, rs := range cases {
-			results[phase][name] = medianCUDARun(rs)
-		}
-	}
-	return results, nil
-}
-
-// medianCUDARun returns the run with the median time, or a failed run if
-// any failed: a wrong result once is a wrong result.
-func medianCUDARun(rs []cudaResult) cudaResult {
-	for _, r := range rs {
-		if r.Error != "" {
-			return r
-		}
-	}
-	sorted := slices.SortedFunc(slices.Values(rs), func(a, b cudaResult) int { return cmp.Compare(a.MS, b.MS) })
-	return sorted[len(sorted)/2]
+	phases := slices.DeleteFunc(slices.Clone(cudaPhases), func(ph cudaPhase) bool { return ph.cupy && !haveCuPy })
+	return runRounds(phases, o.repeat, func(ph cudaPhase) (map[string]cudaResult, error) {
+		return runCUDAPhaseProcess(ctx, progress, ph, dir, o)
+	})
 }
 
 func runCUDAPhaseProcess(ctx context.Context, progress io.Writer, ph cudaPhase, dir string, o demoOptions) (map[string]cudaResult, error) {
@@ -197,34 +123,7 @@ func runCUDAPhaseProcess(ctx context.Context, progress io.Writer, ph cudaPhase, 
 	argv := ph.argv(self, dir, o)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(cleanCUDAEnv(os.Environ()), ph.env(dir)...)
-	cmd.Stderr = progress
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	results := map[string]cudaResult{}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		var r cudaResult
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-			return nil, fmt.Errorf("bad line from phase process: %q", sc.Text())
-		}
-		results[r.Case] = r
-		status := r.Outcome
-		if r.Error != "" {
-			status = "FAILED: " + firstLine(r.Error)
-		}
-		fmt.Fprintf(progress, "%-12s %3d  %-16s %10.2f ms  %s\n", ph.name, len(results), r.Case, r.MS, status)
-	}
-	if err := cmd.Wait(); err != nil {
-		return nil, err
-	}
-	return results, nil
+	return collectPhase[cudaResult](cmd, progress, ph.name, "%-12s %3d  %-16s %10.2f ms  %s\n")
 }
 
 // cleanCUDAEnv drops the variables the phases set, so the user's own

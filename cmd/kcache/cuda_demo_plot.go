@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"path/filepath"
-	"strings"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 )
 
@@ -16,10 +13,8 @@ import (
 // on a log scale. Warm starts take well under a millisecond, so the axis
 // starts at a microsecond.
 func writeCUDADemoPlot(file string, rows []cudaDemoRow) error {
-	switch ext := strings.ToLower(filepath.Ext(file)); ext {
-	case ".svg", ".png", ".pdf":
-	default:
-		return fmt.Errorf("plot %s: want a .svg, .png or .pdf file", file)
+	if _, err := plotFormat(file); err != nil {
+		return err
 	}
 	p := plot.New()
 	p.Title.Text = "CUDA: time to the first completed launches per kernel (log scale)"
@@ -29,11 +24,7 @@ func writeCUDADemoPlot(file string, rows []cudaDemoRow) error {
 		ticks = append(ticks, plot.Tick{Value: float64(i), Label: fmt.Sprintf("%g", math.Pow(10, float64(i-3)))})
 	}
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
-	series := []struct {
-		name  string
-		value func(cudaDemoRow) float64
-		color color.RGBA
-	}{
+	series := []chartSeries[cudaDemoRow]{
 		{"kcache cold", func(r cudaDemoRow) float64 { return r.ColdMS }, color.RGBA{R: 214, G: 39, B: 40, A: 255}},
 		{"CuPy cache warm", func(r cudaDemoRow) float64 { return r.CuPyMS }, color.RGBA{R: 148, G: 103, B: 189, A: 255}},
 		{"driver ComputeCache warm (PTX)", func(r cudaDemoRow) float64 { return r.ComputeCacheMS }, color.RGBA{R: 255, G: 127, B: 14, A: 255}},
@@ -45,20 +36,13 @@ func writeCUDADemoPlot(file string, rows []cudaDemoRow) error {
 	for i, r := range rows {
 		names[i] = r.Case
 	}
-	for i, s := range series {
-		vals := make(plotter.Values, len(rows))
-		for j, r := range rows {
-			vals[j] = math.Max(math.Log10(math.Max(s.value(r), 1e-3))+3, 0)
-		}
-		bars, err := plotter.NewBarChart(vals, width)
-		if err != nil {
-			return err
-		}
-		bars.Color = s.color
-		bars.LineStyle.Width = 0
-		bars.Offset = width * vg.Length(float64(i)-float64(len(series)-1)/2)
-		p.Add(bars)
-		p.Legend.Add(s.name, bars)
+	// Heights are log10 of microseconds: 10^-3 ms at 0, nothing below.
+	charts, err := groupBars(p, rows, series, width, func(ms float64) float64 { return math.Max(math.Log10(math.Max(ms, 1e-3))+3, 0) })
+	if err != nil {
+		return err
+	}
+	for i, bars := range charts {
+		p.Legend.Add(series[i].name, bars)
 	}
 	p.Y.Min = 0
 	p.Legend.Top = true

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"text/tabwriter"
 
 	"github.com/kcache/kcache/internal/cudasuite"
 )
@@ -130,72 +128,25 @@ func cudaDemoRows(cases []cudasuite.Case, results map[string]map[string]cudaResu
 	var rows []cudaDemoRow
 	for _, c := range cases {
 		r := cudaDemoRow{Case: c.Name, Category: c.Category}
-		get := func(phase string) float64 {
-			pr, ok := results[phase][c.Name]
-			if pr.Error != "" && r.Error == "" {
-				r.Error = phase + ": " + pr.Error
-			}
-			if !ok && r.Error == "" {
-				r.Error = phase + ": no result"
-			}
-			return pr.MS
-		}
-		r.ColdMS, r.WarmMS, r.FloorMS = get("cold"), get("warm"), get("floor")
-		get("cc-cold")
-		r.ComputeCacheMS = get("computecache")
+		get := cellsOf(results, c.Name)
+		r.ColdMS, r.WarmMS, r.FloorMS = get.ms("cold"), get.ms("warm"), get.ms("floor")
+		get.ms("cc-cold")
+		r.ComputeCacheMS = get.ms("computecache")
 		if haveCuPy {
-			get("cupy-cold")
-			r.CuPyMS = get("cupy")
+			get.ms("cupy-cold")
+			r.CuPyMS = get.ms("cupy")
 		}
 		r.Bytes = results["cold"][c.Name].Bytes
 		r.WarmOut = results["warm"][c.Name].Outcome
+		r.Error = get.err
 		rows = append(rows, r)
 	}
 	return rows
 }
 
-func countCUDAFailed(rows []cudaDemoRow) int {
-	n := 0
-	for _, r := range rows {
-		if r.Error != "" {
-			n++
-		}
-	}
-	return n
-}
-
-func writeCUDADemoJSON(w io.Writer, rows []cudaDemoRow) error {
-	enc := json.NewEncoder(w)
-	for _, r := range rows {
-		if err := enc.Encode(r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// writeCUDADemoTable prints the per-kernel table and the totals. Times are
-// from the request for the module to the case's launches completed: the
-// first completed launch of each of its kernels.
-func writeCUDADemoTable(w io.Writer, rows []cudaDemoRow) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "kernel\tCUBIN KB\tcold ms\twarm ms\tComputeCache ms\tCuPy ms\tfloor ms\tcold/warm\tCC/warm\tCuPy/warm\twarm/floor\tcheck\t")
-	line := func(r cudaDemoRow) {
-		check := "ok"
-		if r.Error != "" {
-			check = "FAIL"
-		}
-		cupy, cupyRatio := "-", "-"
-		if r.CuPyMS > 0 {
-			cupy, cupyRatio = fmt.Sprintf("%.2f", r.CuPyMS), fmt.Sprintf("%.0fx", ratio(r.CuPyMS, r.WarmMS))
-		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.3f\t%.3f\t%s\t%.3f\t%.0fx\t%.1fx\t%s\t%.2fx\t%s\t\n", r.Case, float64(r.Bytes)/1024,
-			r.ColdMS, r.WarmMS, r.ComputeCacheMS, cupy, r.FloorMS, ratio(r.ColdMS, r.WarmMS), ratio(r.ComputeCacheMS, r.WarmMS),
-			cupyRatio, ratio(r.WarmMS, r.FloorMS), check)
-	}
+func cudaTotals(rows []cudaDemoRow) cudaDemoRow {
 	t := cudaDemoRow{Case: "TOTAL"}
 	for _, r := range rows {
-		line(r)
 		t.Bytes += r.Bytes
 		t.ColdMS += r.ColdMS
 		t.WarmMS += r.WarmMS
@@ -203,17 +154,25 @@ func writeCUDADemoTable(w io.Writer, rows []cudaDemoRow) error {
 		t.CuPyMS += r.CuPyMS
 		t.FloorMS += r.FloorMS
 	}
-	if n := countCUDAFailed(rows); n > 0 {
-		t.Error = fmt.Sprintf("%d failed", n)
-	}
-	line(t)
-	if err := tw.Flush(); err != nil {
+	return t
+}
+
+// writeCUDADemoTable prints the per-kernel table and the totals. Times are
+// from the request for the module to the case's launches completed: the
+// first completed launch of each of its kernels.
+func writeCUDADemoTable(w io.Writer, rows []cudaDemoRow) error {
+	err := writeReportTable(w, "kernel\tCUBIN KB\tcold ms\twarm ms\tComputeCache ms\tCuPy ms\tfloor ms\tcold/warm\tCC/warm\tCuPy/warm\twarm/floor\tcheck\t",
+		"%s\t%.1f\t%.1f\t%.3f\t%.3f\t%s\t%.3f\t%.0fx\t%.1fx\t%s\t%.2fx\t%s\t\n", rows, cudaTotals(rows), func(r cudaDemoRow) []any {
+			cupy, cupyRatio := "-", "-"
+			if r.CuPyMS > 0 {
+				cupy, cupyRatio = fmt.Sprintf("%.2f", r.CuPyMS), fmt.Sprintf("%.0fx", ratio(r.CuPyMS, r.WarmMS))
+			}
+			return []any{r.Case, float64(r.Bytes) / 1024, r.ColdMS, r.WarmMS, r.ComputeCacheMS, cupy, r.FloorMS,
+				ratio(r.ColdMS, r.WarmMS), ratio(r.ComputeCacheMS, r.WarmMS), cupyRatio, ratio(r.WarmMS, r.FloorMS)}
+		})
+	if err != nil {
 		return err
 	}
-	for _, r := range rows {
-		if r.Error != "" {
-			fmt.Fprintf(w, "%s: %s\n", r.Case, r.Error)
-		}
-	}
+	writeFailures(w, rows, func(r cudaDemoRow) string { return r.Case })
 	return nil
 }

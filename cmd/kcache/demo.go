@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"cmp"
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -107,20 +102,14 @@ func runDemo(ctx context.Context, out, progress io.Writer, o demoOptions) error 
 	if err := opencl.Load(); err != nil {
 		return err
 	}
-	for _, name := range o.cases {
-		if len(selectCases([]string{name})) == 0 {
-			return fmt.Errorf("no case named %q", name)
-		}
+	if err := checkCaseNames(o.cases, func(n string) bool { return len(selectCases([]string{n})) > 0 }); err != nil {
+		return err
 	}
-	dir, err := os.MkdirTemp("", "kcache-demo-")
+	dir, cleanup, err := demoDir("kcache-demo-", o.keep, progress)
 	if err != nil {
 		return err
 	}
-	if o.keep {
-		fmt.Fprintln(progress, "demo: keeping", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
+	defer cleanup()
 	include := filepath.Join(dir, "include")
 	if err := writeSuiteHeaders(include); err != nil {
 		return err
@@ -129,84 +118,14 @@ func runDemo(ctx context.Context, out, progress io.Writer, o demoOptions) error 
 	if err != nil {
 		return err
 	}
-	rows := demoRows(selectCases(o.cases), results)
-	if o.json {
-		err = writeDemoJSON(out, rows)
-	} else {
-		err = writeDemoTable(out, rows)
-	}
-	if err != nil {
-		return err
-	}
-	if o.plot != "" {
-		if err := writeDemoPlot(o.plot, rows); err != nil {
-			return err
-		}
-		fmt.Fprintln(progress, "demo: wrote", o.plot)
-	}
-	if failed := countFailed(rows); failed > 0 {
-		fmt.Fprintf(progress, "demo: %d case(s) failed\n", failed)
-		return exitError{1}
-	}
-	return nil
+	return reportDemo(out, progress, o, demoRows(selectCases(o.cases), results), writeDemoTable, writeDemoPlot)
 }
 
-// runPhases runs every phase as its own process: the cold ones once, the
-// warm ones o.repeat times, interleaved, so that a spell of noise on a
-// shared machine (seen here: whole processes running twice as slowly)
-// lands on every contender alike. It returns, per phase and case, the run
-// with the median time.
+// runPhases runs every phase as its own process (runRounds).
 func runPhases(ctx context.Context, progress io.Writer, dir, include string, o demoOptions) (map[string]map[string]phaseResult, error) {
-	runs := map[string]map[string][]phaseResult{} // phase -> case -> runs
-	run := func(ph demoPhase) error {
-		rs, err := runPhaseProcess(ctx, progress, ph, dir, include, o.cases)
-		if err != nil {
-			return fmt.Errorf("phase %s: %w", ph.name, err)
-		}
-		if runs[ph.name] == nil {
-			runs[ph.name] = map[string][]phaseResult{}
-		}
-		for name, r := range rs {
-			runs[ph.name][name] = append(runs[ph.name][name], r)
-		}
-		return nil
-	}
-	for _, ph := range demoPhases {
-		if !ph.warm {
-			if err := run(ph); err != nil {
-				return nil, err
-			}
-		}
-	}
-	for range max(o.repeat, 1) {
-		for _, ph := range demoPhases {
-			if ph.warm {
-				if err := run(ph); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	results := map[string]map[string]phaseResult{}
-	for phase, cases := range runs {
-		results[phase] = map[string]phaseResult{}
-		for name, rs := range cases {
-			results[phase][name] = medianRun(rs)
-		}
-	}
-	return results, nil
-}
-
-// medianRun returns the run with the median time, or a failed run if any
-// failed: a wrong result once is a wrong result.
-func medianRun(rs []phaseResult) phaseResult {
-	for _, r := range rs {
-		if r.Error != "" {
-			return r
-		}
-	}
-	sorted := slices.SortedFunc(slices.Values(rs), func(a, b phaseResult) int { return cmp.Compare(a.MS, b.MS) })
-	return sorted[len(sorted)/2]
+	return runRounds(demoPhases, o.repeat, func(ph demoPhase) (map[string]phaseResult, error) {
+		return runPhaseProcess(ctx, progress, ph, dir, include, o.cases)
+	})
 }
 
 // writeSuiteHeaders puts the headers of every case in dir. The directory
@@ -237,34 +156,7 @@ func runPhaseProcess(ctx context.Context, progress io.Writer, ph demoPhase, dir,
 	}
 	cmd := exec.CommandContext(ctx, self, args...)
 	cmd.Env = append(cleanEnv(os.Environ()), phaseEnv(ph, dir)...)
-	cmd.Stderr = progress
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	results := map[string]phaseResult{}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		var r phaseResult
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-			return nil, fmt.Errorf("bad line from phase process: %q", sc.Text())
-		}
-		results[r.Case] = r
-		status := r.Outcome
-		if r.Error != "" {
-			status = "FAILED: " + firstLine(r.Error)
-		}
-		fmt.Fprintf(progress, "%-10s %3d  %-22s %9.1f ms  %s\n", ph.name, len(results), r.Case, r.MS, status)
-	}
-	if err := cmd.Wait(); err != nil {
-		return nil, err
-	}
-	return results, nil
+	return collectPhase[phaseResult](cmd, progress, ph.name, "%-10s %3d  %-22s %9.1f ms  %s\n")
 }
 
 // cleanEnv drops the variables the phases set, so the user's own settings

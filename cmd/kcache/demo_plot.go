@@ -17,15 +17,52 @@ import (
 
 // demoSeries are the bars of the chart, in the order of each group and of
 // the legend: the slowest first.
-var demoSeries = []struct {
-	name  string
-	value func(demoRow) float64
-	color color.RGBA
-}{
+var demoSeries = []chartSeries[demoRow]{
 	{"kcache cold", func(r demoRow) float64 { return r.ColdMS }, color.RGBA{R: 214, G: 39, B: 40, A: 255}},
 	{"PoCL cache warm", func(r demoRow) float64 { return r.PeerMS }, color.RGBA{R: 255, G: 127, B: 14, A: 255}},
 	{"kcache warm", func(r demoRow) float64 { return r.WarmMS }, color.RGBA{R: 44, G: 160, B: 44, A: 255}},
 	{"floor", func(r demoRow) float64 { return r.FloorMS }, color.RGBA{R: 31, G: 119, B: 180, A: 255}},
+}
+
+// chartSeries is one contender of a chart: the name its bars have in the
+// legend, their value in a row of the report, their colour.
+type chartSeries[R any] struct {
+	name  string
+	value func(R) float64
+	color color.RGBA
+}
+
+// plotFormat returns the format that file's extension names, one a chart
+// can be written in: svg, png or pdf.
+func plotFormat(file string) (string, error) {
+	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(file)), ".")
+	switch format {
+	case "svg", "png", "pdf":
+		return format, nil
+	}
+	return "", fmt.Errorf("plot %s: want a .svg, .png or .pdf file", file)
+}
+
+// groupBars adds to p a bar chart per series, a group of bars per row: the
+// series side by side, each bar width wide and height(value) tall.
+func groupBars[R any](p *plot.Plot, rows []R, series []chartSeries[R], width vg.Length, height func(float64) float64) ([]*plotter.BarChart, error) {
+	var charts []*plotter.BarChart
+	for i, s := range series {
+		vals := make(plotter.Values, len(rows))
+		for j, r := range rows {
+			vals[j] = height(s.value(r))
+		}
+		bars, err := plotter.NewBarChart(vals, width)
+		if err != nil {
+			return nil, err
+		}
+		bars.Color = s.color
+		bars.LineStyle.Width = 0
+		bars.Offset = width * vg.Length(float64(i)-float64(len(series)-1)/2)
+		p.Add(bars)
+		charts = append(charts, bars)
+	}
+	return charts, nil
 }
 
 // Chart geometry, in points. Each kernel gets a slot wide enough for its
@@ -46,11 +83,9 @@ const (
 // panel of the suite's totals, in the format file's extension names: .svg,
 // .png or .pdf.
 func writeDemoPlot(file string, rows []demoRow) error {
-	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(file)), ".")
-	switch format {
-	case "svg", "png", "pdf":
-	default:
-		return fmt.Errorf("plot %s: want a .svg, .png or .pdf file", file)
+	format, err := plotFormat(file)
+	if err != nil {
+		return err
 	}
 	kernels, err := kernelsPanel(rows)
 	if err != nil {
@@ -102,19 +137,8 @@ func kernelsPanel(rows []demoRow) (*plot.Plot, error) {
 	decades := int(math.Ceil(top + 0.05))
 	p.Y.Min, p.Y.Max = 0, float64(decades)+0.1
 	p.Y.Tick.Marker = plot.ConstantTicks(decadeTicks(decades))
-	for i, s := range demoSeries {
-		vals := make(plotter.Values, len(rows))
-		for j, r := range rows {
-			vals[j] = logMS(s.value(r))
-		}
-		bars, err := plotter.NewBarChart(vals, barWidth)
-		if err != nil {
-			return nil, err
-		}
-		bars.Color = s.color
-		bars.LineStyle.Width = 0
-		bars.Offset = barWidth * vg.Length(float64(i)-float64(len(demoSeries)-1)/2)
-		p.Add(bars)
+	if _, err := groupBars(p, rows, demoSeries, barWidth, logMS); err != nil {
+		return nil, err
 	}
 	// Horizontal lines at each decade only: vertical ones would run through
 	// the middle of every group.

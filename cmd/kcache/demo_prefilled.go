@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/disk"
@@ -86,43 +85,46 @@ func runDemoPrefilled(ctx context.Context, out, progress io.Writer, only []strin
 	if err := prefill(ctx, dir, include, only, specs); err != nil {
 		return err
 	}
-	runs := map[string]map[string][]phaseResult{}
-	for i := range max(repeat, 1) {
-		for _, p := range prefilledPhases {
-			cache := filepath.Join(dir, p.from)
-			if p.mode == modeCache {
-				// A copy per round: the first process finds the cache as
-				// `kcache build` left it, the second as the first left it.
-				cache = filepath.Join(dir, fmt.Sprintf("%s-%d", p.from, i))
-				if _, err := os.Stat(cache); os.IsNotExist(err) {
-					if err := exec.CommandContext(ctx, "cp", "-a", filepath.Join(dir, p.from), cache).Run(); err != nil {
-						return err
-					}
+	round := map[string]int{} // phase -> the round its next run is in
+	results, err := runRounds(prefilledPhases, repeat, func(p prefilledPhase) (map[string]phaseResult, error) {
+		cache := filepath.Join(dir, p.from)
+		if p.mode == modeCache {
+			// A copy per round: the first process finds the cache as
+			// `kcache build` left it, the second as the first left it.
+			cache = filepath.Join(dir, fmt.Sprintf("%s-%d", p.from, round[p.name]))
+			round[p.name]++
+			if _, err := os.Stat(cache); os.IsNotExist(err) {
+				if err := exec.CommandContext(ctx, "cp", "-a", filepath.Join(dir, p.from), cache).Run(); err != nil {
+					return nil, err
 				}
-			}
-			rs, err := runPhaseProcess(ctx, progress, phaseAt(p.name, p.mode, cache), dir, include, only)
-			if err != nil {
-				return fmt.Errorf("phase %s: %w", p.name, err)
-			}
-			if runs[p.name] == nil {
-				runs[p.name] = map[string][]phaseResult{}
-			}
-			for name, r := range rs {
-				if p.outcome != "" && r.Outcome != p.outcome && r.Error == "" {
-					r.Error = fmt.Sprintf("outcome %s, want %s", r.Outcome, p.outcome)
-				}
-				runs[p.name][name] = append(runs[p.name][name], r)
 			}
 		}
+		rs, err := runPhaseProcess(ctx, progress, phaseAt(p.name, p.mode, cache), dir, include, only)
+		for name, r := range rs {
+			if p.outcome != "" && r.Outcome != p.outcome && r.Error == "" {
+				r.Error = fmt.Sprintf("outcome %s, want %s", r.Outcome, p.outcome)
+				rs[name] = r
+			}
+		}
+		return rs, err
+	})
+	if err != nil {
+		return err
 	}
-	return writePrefilled(out, prefilledRows(selectCases(only), runs, specs))
+	return writePrefilled(out, prefilledRows(selectCases(only), results, specs))
 }
 
-// prefilledPhases are the timed phases of a round, in order: the cache
-// they start from, and the outcome each program must have.
+// prefilledPhase is a timed phase of the prefilled demo: the cache it
+// starts from, and the outcome each program must have. Every one runs in
+// every round.
+type prefilledPhase struct{ name, from, mode, outcome string }
+
+func (p prefilledPhase) step() (string, bool) { return p.name, true }
+
+// prefilledPhases are the timed phases of a round, in order.
 // The second process from the kcache build cache runs after another phase,
 // not right after the rebuild, whose writes the machine is still busy with.
-var prefilledPhases = []struct{ name, from, mode, outcome string }{
+var prefilledPhases = []prefilledPhase{
 	{"build", "built", modeCache, "built"}, // rebuilt once, to complete the entry
 	{"specialized", "specialized", modeCache, "disk"},
 	{"build-2nd", "built", modeCache, "disk"}, // the completed entry
@@ -221,56 +223,33 @@ func prefill(ctx context.Context, dir, include string, only []string, specs map[
 	return nil
 }
 
-func prefilledRows(cases []suite.Case, runs map[string]map[string][]phaseResult, specs map[string]string) []prefilledRow {
+func prefilledRows(cases []suite.Case, results map[string]map[string]phaseResult, specs map[string]string) []prefilledRow {
 	var rows []prefilledRow
 	for _, c := range cases {
 		r := prefilledRow{Case: c.Name, Specs: specs[c.Name]}
-		get := func(phase string) float64 {
-			rs := runs[phase][c.Name]
-			if len(rs) == 0 {
-				r.Error = phase + ": no result"
-				return 0
-			}
-			m := medianRun(rs)
-			if m.Error != "" && r.Error == "" {
-				r.Error = phase + ": " + m.Error
-			}
-			return m.MS
-		}
-		r.BuildMS, r.SecondMS = get("build"), get("build-2nd")
-		r.SpecializedMS, r.FloorMS = get("specialized"), get("floor")
+		get := cellsOf(results, c.Name)
+		r.BuildMS, r.SecondMS = get.ms("build"), get.ms("build-2nd")
+		r.SpecializedMS, r.FloorMS = get.ms("specialized"), get.ms("floor")
+		r.Error = get.err
 		rows = append(rows, r)
 	}
 	return rows
 }
 
 func writePrefilled(w io.Writer, rows []prefilledRow) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "kernel\tbuild: 1st ms\tbuild: 2nd ms\t--specialize: 1st ms\tfloor ms\t1st/floor\t2nd/floor\tspecialize/floor\tcheck\t")
-	var total prefilledRow
-	failed := 0
-	line := func(r prefilledRow) {
-		check := "ok"
-		if r.Error != "" {
-			check = "FAIL"
-		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.2f\t%.2f\t%.2f\t%.1fx\t%.2fx\t%.2fx\t%s\t\n", r.Case, r.BuildMS, r.SecondMS, r.SpecializedMS,
-			r.FloorMS, ratio(r.BuildMS, r.FloorMS), ratio(r.SecondMS, r.FloorMS), ratio(r.SpecializedMS, r.FloorMS), check)
-	}
+	total := prefilledRow{Case: "TOTAL"}
 	for _, r := range rows {
-		line(r)
 		total.BuildMS += r.BuildMS
 		total.SecondMS += r.SecondMS
 		total.SpecializedMS += r.SpecializedMS
 		total.FloorMS += r.FloorMS
-		if r.Error != "" {
-			failed++
-			total.Error = "failed"
-		}
 	}
-	total.Case = "TOTAL"
-	line(total)
-	if err := tw.Flush(); err != nil {
+	err := writeReportTable(w, "kernel\tbuild: 1st ms\tbuild: 2nd ms\t--specialize: 1st ms\tfloor ms\t1st/floor\t2nd/floor\tspecialize/floor\tcheck\t",
+		"%s\t%.1f\t%.2f\t%.2f\t%.2f\t%.1fx\t%.2fx\t%.2fx\t%s\t\n", rows, total, func(r prefilledRow) []any {
+			return []any{r.Case, r.BuildMS, r.SecondMS, r.SpecializedMS, r.FloorMS,
+				ratio(r.BuildMS, r.FloorMS), ratio(r.SecondMS, r.FloorMS), ratio(r.SpecializedMS, r.FloorMS)}
+		})
+	if err != nil {
 		return err
 	}
 	for _, r := range rows {
@@ -279,7 +258,7 @@ func writePrefilled(w io.Writer, rows []prefilledRow) error {
 			fmt.Fprintf(w, "%s: %s\n", r.Case, r.Error)
 		}
 	}
-	if failed > 0 {
+	if countFailed(rows) > 0 {
 		return exitError{1}
 	}
 	return nil

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/kcache/kcache/internal/suite"
 )
@@ -39,19 +36,11 @@ func demoRows(cases []suite.Case, results map[string]map[string]phaseResult) []d
 	var rows []demoRow
 	for _, c := range cases {
 		r := demoRow{Case: c.Name, Category: c.Category}
-		get := func(phase string) float64 {
-			pr := results[phase][c.Name]
-			if pr.Error != "" && r.Error == "" {
-				r.Error = phase + ": " + pr.Error
-			}
-			if pr.Case == "" && r.Error == "" {
-				r.Error = phase + ": no result"
-			}
-			return pr.MS
-		}
-		r.ColdMS, r.WarmMS = get("cold"), get("warm")
-		r.PeerColdMS, r.PeerMS, r.FloorMS = get("peer-cold"), get("peer"), get("floor")
+		get := cellsOf(results, c.Name)
+		r.ColdMS, r.WarmMS = get.ms("cold"), get.ms("warm")
+		r.PeerColdMS, r.PeerMS, r.FloorMS = get.ms("peer-cold"), get.ms("peer"), get.ms("floor")
 		r.WarmOut = results["warm"][c.Name].Outcome
+		r.Error = get.err
 		rows = append(rows, r)
 	}
 	return rows
@@ -69,54 +58,16 @@ func totals(rows []demoRow) demoRow {
 	return t
 }
 
-func countFailed(rows []demoRow) int {
-	n := 0
-	for _, r := range rows {
-		if r.Error != "" {
-			n++
-		}
-	}
-	return n
-}
-
-func writeDemoJSON(w io.Writer, rows []demoRow) error {
-	enc := json.NewEncoder(w)
-	for _, r := range rows {
-		if err := enc.Encode(r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // writeDemoTable prints the per-kernel table and the totals. Times are to
 // the first correct result: program, kernels, run, read back, check.
 func writeDemoTable(w io.Writer, rows []demoRow) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "kernel\tcategory\tcold ms\twarm ms\tPoCL cache ms\tfloor ms\tcold/warm\tPoCL/warm\twarm/floor\tcheck\t")
-	line := func(r demoRow) {
-		check := "ok"
-		if r.Error != "" {
-			check = "FAIL"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.2f\t%.2f\t%.2f\t%.0fx\t%.1fx\t%.2fx\t%s\t\n", r.Case, r.Category,
-			r.ColdMS, r.WarmMS, r.PeerMS, r.FloorMS, r.coldOverWarm(), r.peerOverWarm(), r.warmOverFloor(), check)
-	}
-	for _, r := range rows {
-		line(r)
-	}
-	t := totals(rows)
-	if n := countFailed(rows); n > 0 {
-		t.Error = fmt.Sprintf("%d failed", n)
-	}
-	line(t)
-	if err := tw.Flush(); err != nil {
+	err := writeReportTable(w, "kernel\tcategory\tcold ms\twarm ms\tPoCL cache ms\tfloor ms\tcold/warm\tPoCL/warm\twarm/floor\tcheck\t",
+		"%s\t%s\t%.1f\t%.2f\t%.2f\t%.2f\t%.0fx\t%.1fx\t%.2fx\t%s\t\n", rows, totals(rows), func(r demoRow) []any {
+			return []any{r.Case, r.Category, r.ColdMS, r.WarmMS, r.PeerMS, r.FloorMS, r.coldOverWarm(), r.peerOverWarm(), r.warmOverFloor()}
+		})
+	if err != nil {
 		return err
 	}
-	for _, r := range rows {
-		if r.Error != "" {
-			fmt.Fprintf(w, "%s: %s\n", r.Case, r.Error)
-		}
-	}
+	writeFailures(w, rows, func(r demoRow) string { return r.Case })
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/kcache/kcache/cuda"
+	"github.com/kcache/kcache/internal/casedata"
 )
 
 func sgemmCase() Case {
@@ -31,10 +32,10 @@ func sgemmCase() Case {
 	return Case{
 		Name: "sgemm-tiled", Category: "dense linear algebra", File: "sgemm.cu", Source: source("sgemm.cu"),
 		Options: []string{"-std=c++17"}, NameExpressions: []string{expr, "sgemm_tiled<32>"},
-		Buffers: []Buffer{{"A", f32b(a), 4 * m * k}, {"B", f32b(b), 4 * k * n}, {"C", f32b(c0), 4 * m * n}},
+		Buffers: []Buffer{buf("A", casedata.F32Bytes(a), 4*m*k), buf("B", casedata.F32Bytes(b), 4*k*n), buf("C", casedata.F32Bytes(c0), 4*m*n)},
 		Launches: []Launch{{Kernel: expr, Grid: cuda.Dim(ceilDiv(n, tile), ceilDiv(m, tile)), Block: cuda.Dim(tile, tile),
 			Args: []Arg{I32(m), I32(n), I32(k), F32(alpha), Buf(0), Buf(1), F32(beta), Buf(2)}}},
-		Check:   func(out [][]byte) error { return closeTo("C", bf32(out[2]), ref(), 1e-4) },
+		Check:   func(out [][]byte) error { return closeTo("C", out[2], ref(), 1e-4) },
 		prepare: func() { ref() },
 	}
 }
@@ -54,12 +55,12 @@ func reduceCase() Case {
 	return Case{
 		Name: "reduce-sum", Category: "reduction", File: "reduce.cu", Source: source("reduce.cu"),
 		Options: []string{"-std=c++17"}, Headers: commonHeaders(), NameExpressions: []string{expr, "reduce_sum<double, 256>", "reduce_sum<int, 512>"},
-		Buffers: []Buffer{{"x", f32b(x), 4 * n}, {"partials", nil, 4 * blocks}, {"total", nil, 4}},
+		Buffers: []Buffer{buf("x", casedata.F32Bytes(x), 4*n), buf("partials", nil, 4*blocks), buf("total", nil, 4)},
 		Launches: []Launch{
 			{Kernel: expr, Grid: cuda.Dim(blocks), Block: cuda.Dim(block), Args: []Arg{Buf(0), Buf(1), I32(n)}},
 			{Kernel: expr, Grid: cuda.Dim(1), Block: cuda.Dim(block), Args: []Arg{Buf(1), Buf(2), I32(blocks)}},
 		},
-		Check:   func(out [][]byte) error { return closeTo("sum", bf32(out[2]), ref(), 1e-5) },
+		Check:   func(out [][]byte) error { return closeTo("sum", out[2], ref(), 1e-5) },
 		prepare: func() { ref() },
 	}
 }
@@ -83,14 +84,14 @@ func scanCase() Case {
 	})
 	return Case{
 		Name: "scan-inclusive", Category: "scan", File: "scan.cu", Source: source("scan.cu"),
-		Buffers: []Buffer{{"in", i32b(in), 4 * n}, {"out", nil, 4 * n}, {"sums", nil, 4 * nb}},
+		Buffers: []Buffer{buf("in", casedata.I32Bytes(in), 4*n), buf("out", nil, 4*n), buf("sums", nil, 4*nb)},
 		Launches: []Launch{
 			{Kernel: "scan_blocks", Grid: cuda.Dim(nb), Block: cuda.Dim(block), Args: []Arg{Buf(0), Buf(1), Buf(2), I32(n)}},
 			{Kernel: "scan_sums", Grid: cuda.Dim(1), Block: cuda.Dim(32), Args: []Arg{Buf(2), I32(nb)}},
 			{Kernel: "scan_add", Grid: cuda.Dim(nb), Block: cuda.Dim(block), Args: []Arg{Buf(1), Buf(2), I32(n)}},
 		},
 		Check: func(out [][]byte) error {
-			got, want := bi32(out[1]), ref()
+			got, want := casedata.I32s(out[1]), ref()
 			for i := range want {
 				if got[i] != want[i] {
 					return fmt.Errorf("out[%d] = %d, want %d", i, got[i], want[i])
@@ -123,16 +124,8 @@ func bitonicCase() Case {
 	ref := lazy(func() []uint32 { s := slices.Clone(keys); slices.Sort(s); return s })
 	return Case{
 		Name: "bitonic-sort", Category: "sort", File: "bitonic.cu", Source: source("bitonic.cu"),
-		Buffers: []Buffer{{"keys", init, 4 * n}}, Launches: launches,
-		Check: func(out [][]byte) error {
-			got, want := bu32(out[0]), ref()
-			for i := range want {
-				if got[i] != want[i] {
-					return fmt.Errorf("keys[%d] = %d, want %d", i, got[i], want[i])
-				}
-			}
-			return nil
-		},
+		Buffers: []Buffer{buf("keys", init, 4*n)}, Launches: launches,
+		Check:   func(out [][]byte) error { return exactly("keys", out[0], ref()) },
 		prepare: func() { ref() },
 	}
 }
@@ -157,9 +150,9 @@ func stencil2DCase() Case {
 	})
 	return Case{
 		Name: "jacobi-2d", Category: "stencil", File: "stencil2d.cu", Source: source("stencil2d.cu"), Options: []string{"-std=c++17"},
-		Buffers:  []Buffer{{"in", f32b(in), 4 * n * n}, {"out", nil, 4 * n * n}},
+		Buffers:  []Buffer{buf("in", casedata.F32Bytes(in), 4*n*n), buf("out", nil, 4*n*n)},
 		Launches: []Launch{{Kernel: "jacobi2d", Grid: cuda.Dim(n/16, n/16), Block: cuda.Dim(16, 16), Args: []Arg{Buf(0), Buf(1), I32(n)}}},
-		Check:    func(out [][]byte) error { return closeTo("out", bf32(out[1]), ref(), 1e-6) },
+		Check:    func(out [][]byte) error { return closeTo("out", out[1], ref(), 1e-6) },
 		prepare:  func() { ref() },
 	}
 }
@@ -188,10 +181,10 @@ func stencil3DCase() Case {
 	})
 	return Case{
 		Name: "heat-3d", Category: "stencil", File: "stencil3d.cu", Source: source("stencil3d.cu"),
-		Buffers: []Buffer{{"in", f32b(in), 4 * n * n * n}, {"out", nil, 4 * n * n * n}},
+		Buffers: []Buffer{buf("in", casedata.F32Bytes(in), 4*n*n*n), buf("out", nil, 4*n*n*n)},
 		Launches: []Launch{{Kernel: "heat3d", Grid: cuda.Dim(n/32, n/8, n), Block: cuda.Dim(32, 8),
 			Args: []Arg{Buf(0), Buf(1), I32(n), F32(alpha)}}},
-		Check:   func(out [][]byte) error { return closeTo("out", bf32(out[1]), ref(), 1e-5) },
+		Check:   func(out [][]byte) error { return closeTo("out", out[1], ref(), 1e-5) },
 		prepare: func() { ref() },
 	}
 }
@@ -222,9 +215,9 @@ func softmaxCase() Case {
 	return Case{
 		Name: "softmax", Category: "machine learning", File: "softmax.cu", Source: source("softmax.cu"),
 		Options: []string{"-std=c++17"}, Headers: commonHeaders(), NameExpressions: []string{expr, "softmax_rows<128>", "softmax_rows<512>"},
-		Buffers:  []Buffer{{"x", f32b(x), 4 * rows * cols}, {"y", nil, 4 * rows * cols}},
+		Buffers:  []Buffer{buf("x", casedata.F32Bytes(x), 4*rows*cols), buf("y", nil, 4*rows*cols)},
 		Launches: []Launch{{Kernel: expr, Grid: cuda.Dim(rows), Block: cuda.Dim(block), Args: []Arg{Buf(0), Buf(1), I32(cols)}}},
-		Check:    func(out [][]byte) error { return closeTo("y", bf32(out[1]), ref(), 1e-4) },
+		Check:    func(out [][]byte) error { return closeTo("y", out[1], ref(), 1e-4) },
 		prepare:  func() { ref() },
 	}
 }
@@ -255,10 +248,10 @@ func layernormCase() Case {
 	return Case{
 		Name: "layernorm", Category: "machine learning", File: "layernorm.cu", Source: source("layernorm.cu"),
 		Options: []string{"-std=c++17", "--use_fast_math"}, Headers: commonHeaders(),
-		Buffers: []Buffer{{"x", f32b(x), 4 * rows * cols}, {"gamma", f32b(g), 4 * cols}, {"beta", f32b(b), 4 * cols}, {"y", nil, 4 * rows * cols}},
+		Buffers: []Buffer{buf("x", casedata.F32Bytes(x), 4*rows*cols), buf("gamma", casedata.F32Bytes(g), 4*cols), buf("beta", casedata.F32Bytes(b), 4*cols), buf("y", nil, 4*rows*cols)},
 		Launches: []Launch{{Kernel: "layernorm", Grid: cuda.Dim(rows), Block: cuda.Dim(256),
 			Args: []Arg{Buf(0), Buf(1), Buf(2), Buf(3), I32(cols), F32(eps)}}},
-		Check:   func(out [][]byte) error { return closeTo("y", bf32(out[3]), ref(), 1e-4) },
+		Check:   func(out [][]byte) error { return closeTo("y", out[3], ref(), 1e-4) },
 		prepare: func() { ref() },
 	}
 }
@@ -283,10 +276,10 @@ func fftCase() Case {
 	return Case{
 		Name: "fft-1024", Category: "spectral", File: "fft.cu", Source: source("fft.cu"), Headers: commonHeaders(),
 		Options:  []string{"-std=c++17"},
-		Buffers:  []Buffer{{"in", f32b(in), 8 * n * batch}, {"out", nil, 8 * n * batch}},
+		Buffers:  []Buffer{buf("in", casedata.F32Bytes(in), 8*n*batch), buf("out", nil, 8*n*batch)},
 		Launches: []Launch{{Kernel: "fft1024", Grid: cuda.Dim(batch), Block: cuda.Dim(n / 2), Args: []Arg{Buf(0), Buf(1)}}},
 		// Values grow to about sqrt(n); float32 twiddles keep errors near 1e-3 of that.
-		Check:   func(out [][]byte) error { return closeTo("X", bf32(out[1]), ref(), 2e-3) },
+		Check:   func(out [][]byte) error { return closeTo("X", out[1], ref(), 2e-3) },
 		prepare: func() { ref() },
 	}
 }
@@ -327,18 +320,10 @@ func histogramCase() Case {
 	})
 	return Case{
 		Name: "histogram-256", Category: "histogram", File: "histogram.cu", Source: source("histogram.cu"),
-		Buffers:  []Buffer{{"data", data, n}, {"bins", nil, 4 * 256}},
+		Buffers:  []Buffer{buf("data", data, n), buf("bins", nil, 4*256)},
 		Launches: []Launch{{Kernel: "histogram256", Grid: cuda.Dim(264), Block: cuda.Dim(256), Args: []Arg{Buf(0), Buf(1), I32(n)}}},
-		Check: func(out [][]byte) error {
-			got, want := bu32(out[1]), ref()
-			for i := range want {
-				if got[i] != want[i] {
-					return fmt.Errorf("bins[%d] = %d, want %d", i, got[i], want[i])
-				}
-			}
-			return nil
-		},
-		prepare: func() { ref() },
+		Check:    func(out [][]byte) error { return exactly("bins", out[1], ref()) },
+		prepare:  func() { ref() },
 	}
 }
 
@@ -350,11 +335,11 @@ func transposeCase() Case {
 	return Case{
 		Name: "transpose", Category: "data movement", File: "transpose.cu", Source: source("transpose.cu"),
 		NameExpressions: []string{expr, "transpose<double, 32>", "transpose<int, 16>"},
-		Buffers:         []Buffer{{"in", f32b(in), 4 * rows * cols}, {"out", nil, 4 * rows * cols}},
+		Buffers:         []Buffer{buf("in", casedata.F32Bytes(in), 4*rows*cols), buf("out", nil, 4*rows*cols)},
 		Launches: []Launch{{Kernel: expr, Grid: cuda.Dim(ceilDiv(cols, tile), ceilDiv(rows, tile)), Block: cuda.Dim(tile, tile),
 			Args: []Arg{Buf(0), Buf(1), I32(rows), I32(cols)}}},
 		Check: func(out [][]byte) error {
-			got := bf32(out[1])
+			got := casedata.F32s(out[1])
 			for y := range rows {
 				for x := range cols {
 					if got[x*rows+y] != in[y*cols+x] {
@@ -394,11 +379,11 @@ func spmvCase() Case {
 	return Case{
 		Name: "spmv-csr", Category: "sparse linear algebra", File: "spmv.cu", Source: source("spmv.cu"), Headers: commonHeaders(),
 		Options: []string{"-std=c++17"},
-		Buffers: []Buffer{{"rowptr", i32b(rowptr), 4 * len(rowptr)}, {"colidx", i32b(colidx), 4 * len(colidx)},
-			{"vals", f32b(vals), 4 * len(vals)}, {"x", f32b(x), 4 * cols}, {"y", nil, 4 * rows}},
+		Buffers: []Buffer{buf("rowptr", casedata.I32Bytes(rowptr), 4*len(rowptr)), buf("colidx", casedata.I32Bytes(colidx), 4*len(colidx)),
+			buf("vals", casedata.F32Bytes(vals), 4*len(vals)), buf("x", casedata.F32Bytes(x), 4*cols), buf("y", nil, 4*rows)},
 		Launches: []Launch{{Kernel: "spmv_csr", Grid: cuda.Dim(rows * 32 / 256), Block: cuda.Dim(256),
 			Args: []Arg{Buf(0), Buf(1), Buf(2), Buf(3), Buf(4), I32(rows)}}},
-		Check:   func(out [][]byte) error { return closeTo("y", bf32(out[4]), ref(), 1e-4) },
+		Check:   func(out [][]byte) error { return closeTo("y", out[4], ref(), 1e-4) },
 		prepare: func() { ref() },
 	}
 }
@@ -427,10 +412,10 @@ func conv2DCase() Case {
 	})
 	return Case{
 		Name: "conv2d-7x7", Category: "image", File: "conv2d.cu", Source: source("conv2d.cu"),
-		Buffers: []Buffer{{"img", f32b(img), 4 * w * h}, {"filter", f32b(filt), 4 * k * k}, {"out", nil, 4 * w * h}},
+		Buffers: []Buffer{buf("img", casedata.F32Bytes(img), 4*w*h), buf("filter", casedata.F32Bytes(filt), 4*k*k), buf("out", nil, 4*w*h)},
 		Launches: []Launch{{Kernel: "conv2d", Grid: cuda.Dim(w/16, h/16), Block: cuda.Dim(16, 16), Shared: 4 * k * k,
 			Args: []Arg{Buf(0), Buf(1), Buf(2), I32(w), I32(h), I32(k)}}},
-		Check:   func(out [][]byte) error { return closeTo("out", bf32(out[2]), ref(), 1e-4) },
+		Check:   func(out [][]byte) error { return closeTo("out", out[2], ref(), 1e-4) },
 		prepare: func() { ref() },
 	}
 }
@@ -466,15 +451,15 @@ func nbodyCase() Case {
 	})
 	return Case{
 		Name: "nbody", Category: "physics", File: "nbody.cu", Source: source("nbody.cu"),
-		Buffers: []Buffer{{"pos", f32b(pos), 16 * n}, {"vel", f32b(vel), 16 * n}, {"newpos", nil, 16 * n}},
+		Buffers: []Buffer{buf("pos", casedata.F32Bytes(pos), 16*n), buf("vel", casedata.F32Bytes(vel), 16*n), buf("newpos", nil, 16*n)},
 		Launches: []Launch{{Kernel: "nbody_step", Grid: cuda.Dim(n / 256), Block: cuda.Dim(256), Shared: 16 * 256,
 			Args: []Arg{Buf(0), Buf(1), Buf(2), I32(n), F32(dt), F32(eps2)}}},
 		Check: func(out [][]byte) error {
 			want := ref()
-			if err := closeTo("vel", bf32(out[1]), want[:4*n], 1e-3); err != nil {
+			if err := closeTo("vel", out[1], want[:4*n], 1e-3); err != nil {
 				return err
 			}
-			return closeTo("newpos", bf32(out[2]), want[4*n:], 1e-4)
+			return closeTo("newpos", out[2], want[4*n:], 1e-4)
 		},
 		prepare: func() { ref() },
 	}
@@ -503,11 +488,11 @@ func mandelbrotCase() Case {
 		Name: "mandelbrot", Category: "fractal", File: "mandelbrot.cu", Source: source("mandelbrot.cu"),
 		// No fused multiply-add, so the GPU rounds as the Go reference does.
 		Options: []string{"--fmad=false"},
-		Buffers: []Buffer{{"iters", nil, 4 * w * h}},
+		Buffers: []Buffer{buf("iters", nil, 4*w*h)},
 		Launches: []Launch{{Kernel: "mandelbrot", Grid: cuda.Dim(w/16, h/16), Block: cuda.Dim(16, 16),
 			Args: []Arg{Buf(0), I32(w), I32(h), F32(x0), F32(y0), F32(dx), F32(dy), I32(maxit)}}},
 		Check: func(out [][]byte) error {
-			got, want := bi32(out[0]), ref()
+			got, want := casedata.I32s(out[0]), ref()
 			// Points on the set's boundary are chaotic: one rounding apart
 			// can change their count. Allow a few in a thousand.
 			bad := 0
@@ -545,15 +530,15 @@ func blackScholesCase() Case {
 	})
 	return Case{
 		Name: "black-scholes", Category: "finance", File: "blackscholes.cu", Source: source("blackscholes.cu"),
-		Buffers: []Buffer{{"S", f32b(s), 4 * n}, {"K", f32b(k), 4 * n}, {"T", f32b(t), 4 * n}, {"call", nil, 4 * n}, {"put", nil, 4 * n}},
+		Buffers: []Buffer{buf("S", casedata.F32Bytes(s), 4*n), buf("K", casedata.F32Bytes(k), 4*n), buf("T", casedata.F32Bytes(t), 4*n), buf("call", nil, 4*n), buf("put", nil, 4*n)},
 		Launches: []Launch{{Kernel: "black_scholes", Grid: cuda.Dim(n / 256), Block: cuda.Dim(256),
 			Args: []Arg{Buf(0), Buf(1), Buf(2), F32(rate), F32(vol), Buf(3), Buf(4), I32(n)}}},
 		Check: func(out [][]byte) error {
 			want := ref()
-			if err := closeTo("call", bf32(out[3]), want[:n], 2e-4); err != nil {
+			if err := closeTo("call", out[3], want[:n], 2e-4); err != nil {
 				return err
 			}
-			return closeTo("put", bf32(out[4]), want[n:], 2e-4)
+			return closeTo("put", out[4], want[n:], 2e-4)
 		},
 		prepare: func() { ref() },
 	}

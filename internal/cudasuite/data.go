@@ -1,10 +1,10 @@
 package cudasuite
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"sync"
+
+	"github.com/kcache/kcache/internal/casedata"
 )
 
 // rng is a small deterministic generator (xorshift64*), so inputs are the
@@ -35,59 +35,27 @@ func (r *rng) floats(n int, lo, hi float32) []float32 {
 	return v
 }
 
-func f32b(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-func bf32(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
-}
-
-func i32b(v []int32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
-	}
-	return b
-}
-
-func bi32(b []byte) []int32 {
-	v := make([]int32, len(b)/4)
-	for i := range v {
-		v[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
-}
-
-func bu32(b []byte) []uint32 {
-	v := make([]uint32, len(b)/4)
-	for i := range v {
-		v[i] = binary.LittleEndian.Uint32(b[4*i:])
-	}
-	return v
-}
-
-// closeTo checks got against want element by element, within a relative
-// tolerance (absolute near zero); NaN never passes.
-func closeTo(what string, got []float32, want []float64, tol float64) error {
-	if len(got) != len(want) {
-		return fmt.Errorf("%s: %d values, want %d", what, len(got), len(want))
-	}
-	for i, g := range got {
-		w := want[i]
-		if math.IsNaN(float64(g)) || math.Abs(float64(g)-w) > tol*(1+math.Abs(w)) {
-			return fmt.Errorf("%s[%d] = %v, want %v (tolerance %g)", what, i, g, w, tol)
-		}
+// closeTo checks got, float32 words, against want element by element,
+// within tol relative to want's magnitude and tol absolute (which covers
+// results near zero): casedata.CompareF32. NaN never passes.
+func closeTo(what string, got []byte, want []float64, tol float64) error {
+	if err := casedata.CompareF32(got, want, tol, tol); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
+}
+
+// exactly checks got, 32-bit words, against want, which they must match.
+func exactly(what string, got []byte, want []uint32) error {
+	if err := casedata.CompareU32(got, want); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// buf is a buffer of size bytes, holding init or zeros where init is nil.
+func buf(name string, init []byte, size int) Buffer {
+	return Buffer{Name: name, Init: init, Size: size}
 }
 
 // lazy computes a reference once, on first use.

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/kcache/kcache/cuda"
+	"github.com/kcache/kcache/internal/casedata"
 )
 
 // gemmTile is one tile shape of the library's GEMM.
@@ -61,19 +62,19 @@ func libraryCase() Case {
 	return Case{
 		Name: "kernel-library", Category: "library (large module)", File: "library.cu", Source: source("library.cu"),
 		Options: []string{"-std=c++17"}, Headers: commonHeaders(), NameExpressions: exprs,
-		Buffers: []Buffer{{"A", f32b(a), 4 * m * k}, {"B", f32b(b), 4 * k * n}, {"bias", f32b(bias), 4 * n},
-			{"relu", nil, 4 * m * n}, {"gelu", nil, 4 * m * n}, {"sums", nil, 4 * m}},
+		Buffers: []Buffer{buf("A", casedata.F32Bytes(a), 4*m*k), buf("B", casedata.F32Bytes(b), 4*k*n), buf("bias", casedata.F32Bytes(bias), 4*n),
+			buf("relu", nil, 4*m*n), buf("gelu", nil, 4*m*n), buf("sums", nil, 4*m)},
 		Launches: []Launch{gemm(t1, "Relu", 3), gemm(t2, "Gelu", 4),
 			{Kernel: "row_sums<256>", Grid: cuda.Dim(m), Block: cuda.Dim(256), Args: []Arg{Buf(4), Buf(5), I32(n)}}},
 		Check: func(out [][]byte) error {
 			want := ref()
-			if err := closeTo("relu", bf32(out[3]), want[0], 1e-4); err != nil {
+			if err := closeTo("relu", out[3], want[0], 1e-4); err != nil {
 				return err
 			}
-			if err := closeTo("gelu", bf32(out[4]), want[1], 1e-3); err != nil {
+			if err := closeTo("gelu", out[4], want[1], 1e-3); err != nil {
 				return err
 			}
-			return closeTo("sums", bf32(out[5]), want[2], 1e-3)
+			return closeTo("sums", out[5], want[2], 1e-3)
 		},
 		prepare: func() { ref() },
 	}

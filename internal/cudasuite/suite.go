@@ -14,11 +14,10 @@ package cudasuite
 import (
 	"embed"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/kcache/kcache/cuda"
+	"github.com/kcache/kcache/internal/casedata"
 )
 
 //go:embed kernels/*.cu kernels/*.cuh
@@ -26,11 +25,7 @@ var kernelFS embed.FS
 
 // Buffer is one device buffer: Init is its initial contents (len = Size),
 // or nil for one that starts zero-filled.
-type Buffer struct {
-	Name string
-	Init []byte
-	Size int
-}
+type Buffer = casedata.Buffer
 
 // Arg is one kernel argument: a buffer (Buffer >= 0, an index into
 // Case.Buffers) or a scalar (Buffer < 0; Value is an int32 or float32).
@@ -85,18 +80,16 @@ func (c Case) PrepareReference() {
 
 // Verify checks a run's final buffers.
 func (c Case) Verify(out [][]byte) error {
-	if len(out) != len(c.Buffers) {
-		return fmt.Errorf("cudasuite: %s: %d output buffers, want %d", c.Name, len(out), len(c.Buffers))
+	if err := casedata.CheckOutputs(out, c.Buffers); err != nil {
+		return fmt.Errorf("cudasuite: %s: %w", c.Name, err)
 	}
 	return c.Check(out)
 }
 
 // WriteHeaders writes c.Headers into dir, which must exist.
 func (c Case) WriteHeaders(dir string) error {
-	for name, text := range c.Headers {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			return fmt.Errorf("cudasuite: %s: write header: %w", c.Name, err)
-		}
+	if err := casedata.WriteHeaders(dir, c.Headers); err != nil {
+		return fmt.Errorf("cudasuite: %s: %w", c.Name, err)
 	}
 	return nil
 }
@@ -120,13 +113,11 @@ func (c Case) CUDASource(includeDir string) cuda.Source {
 // Kernels returns the distinct kernels the launches use, in order of
 // first use.
 func (c Case) Kernels() []string {
-	var names []string
-	for _, l := range c.Launches {
-		if !slices.Contains(names, l.Kernel) {
-			names = append(names, l.Kernel)
-		}
+	names := make([]string, len(c.Launches))
+	for i, l := range c.Launches {
+		names[i] = l.Kernel
 	}
-	return names
+	return casedata.Distinct(names)
 }
 
 // All returns the suite in a fixed order with deterministic inputs.
@@ -139,11 +130,7 @@ func All() []Case {
 }
 
 func source(name string) string {
-	b, err := kernelFS.ReadFile("kernels/" + name)
-	if err != nil {
-		panic("cudasuite: missing kernel source " + name)
-	}
-	return string(b)
+	return casedata.MustRead(kernelFS, "kernels/"+name)
 }
 
 func commonHeaders() map[string]string { return map[string]string{"common.cuh": source("common.cuh")} }

@@ -1,10 +1,11 @@
 package suite
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"sync"
+
+	"github.com/kcache/kcache/internal/casedata"
 )
 
 // spec is a Case together with what its Check compares, so that tests can
@@ -68,11 +69,11 @@ func newSpec(c Case, expects ...expect) spec {
 func (e expect) compare(got []byte) error {
 	switch {
 	case e.f32 != nil:
-		return compareF32(got, e.f32(), e.rtol, e.atol)
+		return casedata.CompareF32(got, e.f32(), e.rtol, e.atol)
 	case e.u32 != nil:
-		return compareU32(got, e.u32())
+		return casedata.CompareU32(got, e.u32())
 	default:
-		return compareU8(got, e.u8())
+		return casedata.CompareU8(got, e.u8())
 	}
 }
 
@@ -80,104 +81,12 @@ func (e expect) compare(got []byte) error {
 func (e expect) encoded() []byte {
 	switch {
 	case e.f32 != nil:
-		return f32Bytes(narrow(e.f32()))
+		return casedata.F32Bytes(narrow(e.f32()))
 	case e.u32 != nil:
-		return u32Bytes(e.u32())
+		return casedata.U32Bytes(e.u32())
 	default:
 		return append([]byte(nil), e.u8()...)
 	}
-}
-
-func compareF32(got []byte, want []float64, rtol, atol float64) error {
-	if len(got) != 4*len(want) {
-		return fmt.Errorf("%d bytes, want %d float32", len(got), len(want))
-	}
-	bad, first := 0, -1
-	var worst float64
-	for i, w := range want {
-		g := float64(math.Float32frombits(binary.LittleEndian.Uint32(got[4*i:])))
-		diff := math.Abs(g - w)
-		// !(diff <= tol) also rejects NaN, which compares false with everything.
-		if !(diff <= atol+rtol*math.Abs(w)) {
-			if first < 0 {
-				first = i
-			}
-			bad++
-		}
-		worst = max(worst, diff)
-	}
-	if bad > 0 {
-		g := math.Float32frombits(binary.LittleEndian.Uint32(got[4*first:]))
-		return fmt.Errorf("%d of %d elements off; first [%d] = %g, want %g (atol %g, rtol %g; largest |error| %g)",
-			bad, len(want), first, g, want[first], atol, rtol, worst)
-	}
-	return nil
-}
-
-func compareU32(got []byte, want []uint32) error {
-	if len(got) != 4*len(want) {
-		return fmt.Errorf("%d bytes, want %d uint32", len(got), len(want))
-	}
-	bad, first := 0, -1
-	for i, w := range want {
-		if binary.LittleEndian.Uint32(got[4*i:]) != w {
-			if first < 0 {
-				first = i
-			}
-			bad++
-		}
-	}
-	if bad > 0 {
-		return fmt.Errorf("%d of %d elements differ; first [%d] = %d, want %d",
-			bad, len(want), first, binary.LittleEndian.Uint32(got[4*first:]), want[first])
-	}
-	return nil
-}
-
-func compareU8(got, want []byte) error {
-	if len(got) != len(want) {
-		return fmt.Errorf("%d bytes, want %d", len(got), len(want))
-	}
-	bad, first := 0, -1
-	for i := range want {
-		if got[i] != want[i] {
-			if first < 0 {
-				first = i
-			}
-			bad++
-		}
-	}
-	if bad > 0 {
-		return fmt.Errorf("%d of %d bytes differ; first [%d] = %d, want %d", bad, len(want), first, got[first], want[first])
-	}
-	return nil
-}
-
-// f32Bytes encodes floats little-endian.
-func f32Bytes(v []float32) []byte {
-	b := make([]byte, 0, 4*len(v))
-	for _, x := range v {
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
-	}
-	return b
-}
-
-// u32Bytes encodes uints little-endian.
-func u32Bytes(v []uint32) []byte {
-	b := make([]byte, 0, 4*len(v))
-	for _, x := range v {
-		b = binary.LittleEndian.AppendUint32(b, x)
-	}
-	return b
-}
-
-// i32Bytes encodes ints little-endian.
-func i32Bytes(v []int32) []byte {
-	b := make([]byte, 0, 4*len(v))
-	for _, x := range v {
-		b = binary.LittleEndian.AppendUint32(b, uint32(x))
-	}
-	return b
 }
 
 // widen converts float32 inputs to float64 for the references, which are

@@ -1,5 +1,7 @@
 package suite
 
+import "github.com/kcache/kcache/internal/casedata"
+
 // Dense linear algebra: GEMM (naive and tiled), GEMV, transpose, AXPY.
 
 // gemmRef returns alpha*A*B + beta*C (row-major, M x K times K x N) in
@@ -36,7 +38,7 @@ func gemmCase(name, kernel, file, options string, seed uint64, m, n, k int, glob
 		Category: "dense linear algebra",
 		Source:   source(file),
 		Options:  options,
-		Buffers:  []Buffer{in("A", f32Bytes(a)), in("B", f32Bytes(b)), in("C", f32Bytes(c))},
+		Buffers:  []Buffer{in("A", casedata.F32Bytes(a)), in("B", casedata.F32Bytes(b)), in("C", casedata.F32Bytes(c))},
 		Launches: []Launch{{
 			Kernel: kernel, Global: global, Local: local,
 			Args: args(I32(int32(m)), I32(int32(n)), I32(int32(k)), F32(alpha),
@@ -77,7 +79,7 @@ func sgemv() spec {
 		Source:   source("sgemv.cl"),
 		Options:  "-DWG=64",
 		Headers:  commonHeaders(),
-		Buffers:  []Buffer{in("A", f32Bytes(a)), in("x", f32Bytes(x)), in("y", f32Bytes(y))},
+		Buffers:  []Buffer{in("A", casedata.F32Bytes(a)), in("x", casedata.F32Bytes(x)), in("y", casedata.F32Bytes(y))},
 		Launches: []Launch{{
 			Kernel: "sgemv_rows", Global: dims(m * wg), Local: dims(wg),
 			Args: args(I32(m), I32(n), F32(alpha), BufferArg(0), BufferArg(1), F32(beta), BufferArg(2)),
@@ -98,7 +100,7 @@ func transposeTiled() spec {
 		Category: "dense linear algebra",
 		Source:   source("transpose.cl"),
 		Options:  "-DTILE=8",
-		Buffers:  []Buffer{in("in", f32Bytes(src)), out("out", rows*cols)},
+		Buffers:  []Buffer{in("in", casedata.F32Bytes(src)), out("out", rows*cols)},
 		Launches: []Launch{{
 			Kernel: "transpose_tiled", Global: dims(roundUp(cols, tile), roundUp(rows, tile)), Local: dims(tile, tile),
 			Args: args(BufferArg(0), BufferArg(1), I32(rows), I32(cols)),
@@ -130,7 +132,7 @@ func axpyVec4() spec {
 		Name:     "axpy-vec4",
 		Category: "dense linear algebra",
 		Source:   source("axpy.cl"),
-		Buffers:  []Buffer{in("x", f32Bytes(x)), in("y", f32Bytes(y)), out("z", n)},
+		Buffers:  []Buffer{in("x", casedata.F32Bytes(x)), in("y", casedata.F32Bytes(y)), out("z", n)},
 		Launches: []Launch{
 			{Kernel: "axpy4", Global: dims(roundUp(n4, wg)), Local: dims(wg),
 				Args: args(I32(int32(n4)), F32(a), BufferArg(0), BufferArg(1))},

@@ -1,6 +1,10 @@
 package suite
 
-import "math"
+import (
+	"math"
+
+	"github.com/kcache/kcache/internal/casedata"
+)
 
 // fftStockham transforms a batch of four 1024-point complex signals with
 // ten radix-2 Stockham passes (ns = 1 ... 512), ping-ponging A → B → ... → A,
@@ -30,7 +34,7 @@ func fftStockham() spec {
 		Category: "FFT",
 		Source:   source("fft_stockham.cl"),
 		Options:  "-DFFT_N=1024 -cl-mad-enable",
-		Buffers:  []Buffer{in("A", f32Bytes(x)), out("B", 2*n*batch)},
+		Buffers:  []Buffer{in("A", casedata.F32Bytes(x)), out("B", 2*n*batch)},
 		Launches: launches,
 	}
 	return newSpec(cs, expectF32(0, 0, 2e-3, func() []float64 { return dft(x, n, batch) }))

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/kcache/kcache/internal/casedata"
 )
 
 // Image filters: separable Gaussian blur, Sobel, 3x3 median, bilateral.
@@ -77,7 +79,7 @@ func gaussianBlur() spec {
 		Source:   source("gaussian_blur.cl"),
 		Options:  "-DRADIUS=4 -DWG=64",
 		Headers:  commonHeaders(),
-		Buffers:  []Buffer{in("src", f32Bytes(img)), out("tmp", w*h), out("dst", w*h), in("weights", f32Bytes(weights))},
+		Buffers:  []Buffer{in("src", casedata.F32Bytes(img)), out("tmp", w*h), out("dst", w*h), in("weights", casedata.F32Bytes(weights))},
 		Launches: []Launch{
 			{Kernel: "blur_rows", Global: dims(roundUp(w, wg), h), Local: dims(wg, 1),
 				Args: args(BufferArg(0), BufferArg(1), BufferArg(3), I32(w), I32(h))},
@@ -202,7 +204,7 @@ func bilateral() spec {
 		Source:   source("bilateral.cl"),
 		Options:  "-DRADIUS=3 -cl-fast-relaxed-math",
 		Headers:  commonHeaders(),
-		Buffers:  []Buffer{in("src", f32Bytes(img)), out("dst", w*h)},
+		Buffers:  []Buffer{in("src", casedata.F32Bytes(img)), out("dst", w*h)},
 		Launches: []Launch{{
 			Kernel: "bilateral", Global: dims(w, h), Local: dims(16, 4),
 			Args: args(BufferArg(0), BufferArg(1), I32(w), I32(h), F32(inv2ss), F32(inv2sr)),

@@ -1,6 +1,10 @@
 package suite
 
-import "math"
+import (
+	"math"
+
+	"github.com/kcache/kcache/internal/casedata"
+)
 
 // Simulation, ML and finance kernels: n-body, Mandelbrot, softmax,
 // layer norm, Black-Scholes, stream compaction.
@@ -39,7 +43,7 @@ func nbody() spec {
 		Source:   source("nbody.cl"),
 		Options:  "-DWG=64 -cl-mad-enable",
 		Buffers: []Buffer{
-			in("pos_a", f32Bytes(pos)), in("vel_a", f32Bytes(vel)), out("pos_b", 4*n), out("vel_b", 4*n),
+			in("pos_a", casedata.F32Bytes(pos)), in("vel_a", casedata.F32Bytes(vel)), out("pos_b", 4*n), out("vel_b", 4*n),
 		},
 		Launches: launches,
 	}
@@ -141,7 +145,7 @@ func softmaxRows() spec {
 		Source:   source("softmax.cl"),
 		Options:  "-DWG=64",
 		Headers:  commonHeaders(),
-		Buffers:  []Buffer{in("x", f32Bytes(x)), out("y", rows*cols)},
+		Buffers:  []Buffer{in("x", casedata.F32Bytes(x)), out("y", rows*cols)},
 		Launches: []Launch{{
 			Kernel: "softmax_rows", Global: dims(rows * wg), Local: dims(wg),
 			Args: args(BufferArg(0), BufferArg(1), I32(cols)),
@@ -195,7 +199,7 @@ func layerNorm() spec {
 		Options:  "-DWG=64",
 		Headers:  commonHeaders(),
 		Buffers: []Buffer{
-			in("x", f32Bytes(x)), in("gamma", f32Bytes(gamma)), in("beta", f32Bytes(beta)),
+			in("x", casedata.F32Bytes(x)), in("gamma", casedata.F32Bytes(gamma)), in("beta", casedata.F32Bytes(beta)),
 			out("y", rows*cols), out("mean", rows), out("rstd", rows),
 		},
 		Launches: []Launch{{
@@ -258,7 +262,7 @@ func blackScholes() spec {
 		Category: "finance",
 		Source:   source("black_scholes.cl"),
 		Buffers: []Buffer{
-			in("spot", f32Bytes(spot)), in("strike", f32Bytes(strike)), in("years", f32Bytes(years)),
+			in("spot", casedata.F32Bytes(spot)), in("strike", casedata.F32Bytes(strike)), in("years", casedata.F32Bytes(years)),
 			out("call", n), out("put", n),
 		},
 		Launches: []Launch{{
@@ -302,7 +306,7 @@ func streamCompaction() spec {
 		Options:  "-DWG=64",
 		Headers:  commonHeaders(),
 		Buffers: []Buffer{
-			in("in", f32Bytes(x)), out("slot", n), out("group_counts", groups), out("group_base", groups),
+			in("in", casedata.F32Bytes(x)), out("slot", n), out("group_counts", groups), out("group_base", groups),
 			out("total", 1), out("out", n),
 		},
 		Launches: []Launch{

@@ -1,5 +1,7 @@
 package suite
 
+import "github.com/kcache/kcache/internal/casedata"
+
 // Reductions and scans: tree reduction, Blelloch scan, histogram.
 
 // reduceSum sums 100003 floats in [0, 1) with 32 groups of 64 items, then
@@ -18,7 +20,7 @@ func reduceSum() spec {
 		Name:     "reduce-sum",
 		Category: "reduction",
 		Source:   source("reduce.cl"),
-		Buffers:  []Buffer{in("in", f32Bytes(x)), out("partial", groups), out("result", 1)},
+		Buffers:  []Buffer{in("in", casedata.F32Bytes(x)), out("partial", groups), out("result", 1)},
 		Launches: []Launch{
 			{Kernel: "reduce_partial", Global: dims(groups * wg), Local: dims(wg),
 				Args: args(BufferArg(0), I32(n), BufferArg(1), LocalArg(4*wg))},
@@ -72,7 +74,7 @@ func scanBlelloch() spec {
 		Source:   source("scan.cl"),
 		Options:  "-DWG=64",
 		Buffers: []Buffer{
-			in("in", u32Bytes(x)), out("out", n), out("block_sums", blocks),
+			in("in", casedata.U32Bytes(x)), out("out", n), out("block_sums", blocks),
 			out("block_offsets", blocks), out("total", 1),
 		},
 		Launches: []Launch{

@@ -3,6 +3,8 @@ package suite
 import (
 	"slices"
 	"sort"
+
+	"github.com/kcache/kcache/internal/casedata"
 )
 
 // Sorting: bitonic sort and LSD radix sort, both multi-launch.
@@ -36,7 +38,7 @@ func bitonicSort() spec {
 		Category: "sort",
 		Source:   source("bitonic.cl"),
 		Options:  "-DWG=64",
-		Buffers:  []Buffer{in("keys", u32Bytes(keys))},
+		Buffers:  []Buffer{in("keys", casedata.U32Bytes(keys))},
 		Launches: launches,
 	}
 	return newSpec(cs, expectU32(0, func() []uint32 {
@@ -90,7 +92,7 @@ func radixSort() spec {
 		Options:  "-DWG=64 -DRADIX_BITS=4",
 		Headers:  commonHeaders(),
 		Buffers: []Buffer{
-			in("keys_a", u32Bytes(keys)), in("vals_a", u32Bytes(vals)), out("keys_b", n), out("vals_b", n),
+			in("keys_a", casedata.U32Bytes(keys)), in("vals_a", casedata.U32Bytes(vals)), out("keys_b", n), out("vals_b", n),
 			out("counts", radix*groups), out("offsets", radix*groups),
 		},
 		Launches: launches,

@@ -3,6 +3,8 @@ package suite
 import (
 	"math/rand/v2"
 	"slices"
+
+	"github.com/kcache/kcache/internal/casedata"
 )
 
 // Sparse linear algebra: SpMV in CSR (scalar and vector kernels) and ELL.
@@ -56,8 +58,8 @@ func csrCase(name, kernel, file, options string, m csr, x []float32, global, loc
 		Source:   source(file),
 		Options:  options,
 		Buffers: []Buffer{
-			in("rowptr", i32Bytes(m.rowptr)), in("colidx", i32Bytes(m.colidx)),
-			in("vals", f32Bytes(m.vals)), in("x", f32Bytes(x)), out("y", m.rows),
+			in("rowptr", casedata.I32Bytes(m.rowptr)), in("colidx", casedata.I32Bytes(m.colidx)),
+			in("vals", casedata.F32Bytes(m.vals)), in("x", casedata.F32Bytes(x)), out("y", m.rows),
 		},
 		Launches: []Launch{{
 			Kernel: kernel, Global: global, Local: local,
@@ -121,7 +123,7 @@ func spmvELL() spec {
 		Category: "sparse linear algebra",
 		Source:   source("spmv_ell.cl"),
 		Buffers: []Buffer{
-			in("cols", i32Bytes(cols)), in("vals", f32Bytes(vals)), in("x", f32Bytes(x)), out("y", m.rows),
+			in("cols", casedata.I32Bytes(cols)), in("vals", casedata.F32Bytes(vals)), in("x", casedata.F32Bytes(x)), out("y", m.rows),
 		},
 		Launches: []Launch{{
 			Kernel: "spmv_ell", Global: dims(roundUp(m.rows, 64)), Local: dims(64),

@@ -3,6 +3,8 @@ package suite
 import (
 	"math"
 	"slices"
+
+	"github.com/kcache/kcache/internal/casedata"
 )
 
 // Stencils: 2-D Jacobi, 3-D heat equation, 1-D convolution.
@@ -44,7 +46,7 @@ func jacobi2D() spec {
 		Category: "stencil",
 		Source:   source("jacobi2d.cl"),
 		Options:  "-DTILE=8",
-		Buffers:  []Buffer{in("A", f32Bytes(u)), out("B", w*h)},
+		Buffers:  []Buffer{in("A", casedata.F32Bytes(u)), out("B", w*h)},
 		Launches: launches,
 	}
 	sweeps := func(n int) []float64 {
@@ -89,7 +91,7 @@ func heat3D() spec {
 		Name:     "heat-3d-7pt",
 		Category: "stencil",
 		Source:   source("heat3d.cl"),
-		Buffers:  []Buffer{in("A", f32Bytes(u)), out("B", nx*ny*nz)},
+		Buffers:  []Buffer{in("A", casedata.F32Bytes(u)), out("B", nx*ny*nz)},
 		Launches: launches,
 	}
 	steps3D := func(n int) []float64 {
@@ -137,7 +139,7 @@ func conv1D() spec {
 		Category: "stencil",
 		Source:   source("conv1d.cl"),
 		Options:  "-DRADIUS=8 -DWG=64",
-		Buffers:  []Buffer{in("in", f32Bytes(x)), in("taps", f32Bytes(taps)), out("out", n)},
+		Buffers:  []Buffer{in("in", casedata.F32Bytes(x)), in("taps", casedata.F32Bytes(taps)), out("out", n)},
 		Launches: []Launch{{
 			Kernel: "conv1d", Global: dims(roundUp(n, wg)), Local: dims(wg),
 			Args: args(BufferArg(0), BufferArg(1), BufferArg(2), I32(n)),

@@ -20,10 +20,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
+
+	"github.com/kcache/kcache/internal/casedata"
 )
 
 //go:embed kernels/*.cl kernels/*.h
@@ -31,11 +30,7 @@ var kernelFS embed.FS
 
 // Buffer is one device buffer: Init is its initial contents (len = Size),
 // or nil for a buffer that starts zero-filled, such as an output.
-type Buffer struct {
-	Name string
-	Init []byte
-	Size int
-}
+type Buffer = casedata.Buffer
 
 // Arg is one kernel argument: exactly one of Buffer (an index into
 // Case.Buffers; -1 if the argument is not a buffer), Scalar (the value's
@@ -85,8 +80,8 @@ func (c Case) PrepareReference() {
 
 // Verify checks the final buffer contents of a run; it is c.Check.
 func (c Case) Verify(out [][]byte) error {
-	if len(out) != len(c.Buffers) {
-		return fmt.Errorf("suite: %s: %d output buffers, want %d", c.Name, len(out), len(c.Buffers))
+	if err := casedata.CheckOutputs(out, c.Buffers); err != nil {
+		return fmt.Errorf("suite: %s: %w", c.Name, err)
 	}
 	return c.Check(out)
 }
@@ -95,10 +90,8 @@ func (c Case) Verify(out [][]byte) error {
 // on build options should use a stable dir (for example one named after a
 // hash of the headers), since the directory's path is part of the options.
 func (c Case) WriteHeaders(dir string) error {
-	for name, text := range c.Headers {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			return fmt.Errorf("suite: %s: write header: %w", c.Name, err)
-		}
+	if err := casedata.WriteHeaders(dir, c.Headers); err != nil {
+		return fmt.Errorf("suite: %s: %w", c.Name, err)
 	}
 	return nil
 }
@@ -117,13 +110,11 @@ func (c Case) BuildOptions(includeDir string) string {
 // Kernels returns the distinct kernel names that c's launches use, in order
 // of first use.
 func (c Case) Kernels() []string {
-	var names []string
-	for _, l := range c.Launches {
-		if !slices.Contains(names, l.Kernel) {
-			names = append(names, l.Kernel)
-		}
+	names := make([]string, len(c.Launches))
+	for i, l := range c.Launches {
+		names[i] = l.Kernel
 	}
-	return names
+	return casedata.Distinct(names)
 }
 
 // BufferArg passes Buffers[i].
@@ -159,11 +150,7 @@ func All() []Case {
 // source returns an embedded kernel file; a missing one is a programming
 // error caught by every test.
 func source(name string) string {
-	b, err := kernelFS.ReadFile("kernels/" + name)
-	if err != nil {
-		panic("suite: missing kernel source " + name)
-	}
-	return string(b)
+	return casedata.MustRead(kernelFS, "kernels/"+name)
 }
 
 // commonHeaders is the Headers value of cases that #include "common.h".
