@@ -77,6 +77,12 @@ func BenchmarkEvictionScale(b *testing.B) {
 					b.ReportMetric(r.lruHalf, "evicted-in-oldest-50%")
 					b.ReportMetric(float64(r.skipped), "not-stored")
 					b.ReportMetric(inodes, "inodes/entry")
+					for _, p := range phaseNames {
+						if d := r.phases[p]; len(d) > 0 {
+							b.ReportMetric(float64(d[len(d)/2].Microseconds()), p+"-p50-µs")
+							b.ReportMetric(float64(d[len(d)*99/100].Microseconds()), p+"-p99-µs")
+						}
+					}
 				}
 			})
 		}
@@ -179,7 +185,14 @@ type scaleResult struct {
 	lru       float64 // share of evicted fixture entries in the oldest tenth
 	lruHalf   float64 // share of evicted fixture entries in the oldest half
 	skipped   int64   // Puts not stored at the ceiling
+	// phases holds, by phase of a stored Put, its durations (sorted): lock
+	// (the leaf's directories, open and flock), slot (the probe), count
+	// (journal and size file), write (the files, from count to return).
+	phases map[string][]time.Duration
 }
+
+// phaseNames are a Put's phases in order.
+var phaseNames = []string{"lock", "slot", "count", "write"}
 
 // runScale sets MaxSize to what the cache holds, runs the writers and
 // measures.
@@ -222,13 +235,16 @@ func runScale(b *testing.B, dir string, n, procs, puts int) scaleResult {
 		peak = max(peak, total)
 	}
 	b.StopTimer()
-	r := scaleResult{peak: float64(peak) / float64(maxSize)}
+	r := scaleResult{peak: float64(peak) / float64(maxSize), phases: map[string][]time.Duration{}}
 	var stepTime time.Duration
 	for p := range procs {
 		readScaleOut(b, filepath.Join(out, strconv.Itoa(p)), &r, &stepTime)
 	}
 	slices.Sort(r.put)
 	slices.Sort(r.hit)
+	for _, d := range r.phases {
+		slices.Sort(d)
+	}
 	if stepTime > 0 {
 		r.evictRate = float64(r.evicted) / stepTime.Seconds()
 	}
@@ -293,6 +309,8 @@ func readScaleOut(b *testing.B, path string, r *scaleResult, stepTime *time.Dura
 			*stepTime += time.Duration(v)
 		case "skipped":
 			r.skipped += v
+		default:
+			r.phases[kind] = append(r.phases[kind], time.Duration(v))
 		}
 	}
 }
@@ -312,13 +330,30 @@ func helperScalePut() error {
 	rng := rand.New(rand.NewPCG(uint64(base), 3))
 	var out strings.Builder
 	var skipped int
+	// The Put's phases, from the hook's points: only the Put's goroutine
+	// reaches a "put:" point, so the hook needs no lock for them.
+	var last time.Time
+	var counted bool
+	phases := map[string]string{"put:locked": "lock", "put:slot": "slot", "put:counted": "count"}
+	s.hook = func(point string) {
+		if name, ok := phases[point]; ok {
+			now := time.Now()
+			fmt.Fprintf(&out, "%s %d\n", name, now.Sub(last))
+			last, counted = now, name == "count"
+		}
+	}
 	for i := range envInt("KCACHE_DISK_N") {
 		k, bin := testKey(base+i), testBinary(base+i, scaleBinary)
 		t0 := time.Now()
+		last, counted = t0, false
 		if err := s.Put(ctx, k, kcache.Entry{Binary: bin}); err != nil {
 			return err
 		}
-		fmt.Fprintf(&out, "put %d\n", time.Since(t0))
+		end := time.Now()
+		fmt.Fprintf(&out, "put %d\n", end.Sub(t0))
+		if counted {
+			fmt.Fprintf(&out, "write %d\n", end.Sub(last))
+		}
 		if _, err := os.Lstat(srcPath(s.leafDir(s.digests(k)), 0)); err != nil {
 			skipped++
 		}
