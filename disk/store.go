@@ -98,7 +98,7 @@ func FromConfig(c kcache.Config) Options {
 // goroutines and processes.
 type Store struct {
 	root string // the cache root, Options.Dir
-	dir  string // root/v<FormatVersion>
+	dir  string // root/v<layoutVersion>
 	opts Options
 	now  func() time.Time
 	log  *slog.Logger
