@@ -79,9 +79,6 @@ func TestOldLayoutNotRead(t *testing.T) {
 	if err := os.Rename(leaf, old); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(ctx, testKey(1)); err != nil {
-		t.Fatal(err)
-	}
 	if isHit(t, s, 1, 100) {
 		t.Fatal("hit on an entry of layout version 1")
 	}
