@@ -2,12 +2,14 @@ package disk
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,6 +79,14 @@ func BenchmarkEvictionScale(b *testing.B) {
 					b.ReportMetric(r.lruHalf, "evicted-in-oldest-50%")
 					b.ReportMetric(float64(r.skipped), "not-stored")
 					b.ReportMetric(inodes, "inodes/entry")
+					if len(r.sched) > 0 {
+						cpu, runnable := schedShares(r.sched, 1)
+						b.ReportMetric(cpu, "put-oncore-share")
+						b.ReportMetric(runnable, "put-runnable-share")
+						cpu, runnable = schedShares(r.sched, 0.01)
+						b.ReportMetric(cpu, "slowest1%-oncore-share")
+						b.ReportMetric(runnable, "slowest1%-runnable-share")
+					}
 					for _, p := range phaseNames {
 						if d := r.phases[p]; len(d) > 0 {
 							b.ReportMetric(float64(d[len(d)/2].Microseconds()), p+"-p50-µs")
@@ -189,6 +199,29 @@ type scaleResult struct {
 	// (the leaf's directories, open and flock), slot (the probe), count
 	// (journal and size file), write (the files, from count to return).
 	phases map[string][]time.Duration
+	// sched holds, for each Put, its duration and how long its thread
+	// ran and waited for a core meanwhile (from the kernel's schedstat).
+	sched []putSched
+}
+
+// putSched is one Put's time, split by what its thread was doing.
+type putSched struct{ took, cpu, runnable time.Duration }
+
+// schedShares returns, for the slowest share of Puts (by took), the
+// fraction of their time their thread spent on a core and waiting for one.
+// The rest it spent blocked in the kernel or asleep.
+func schedShares(sched []putSched, slowest float64) (cpu, runnable float64) {
+	s := slices.Clone(sched)
+	slices.SortFunc(s, func(a, b putSched) int { return cmp.Compare(b.took, a.took) })
+	s = s[:max(1, int(float64(len(s))*slowest))]
+	var took, c, r time.Duration
+	for _, p := range s {
+		took, c, r = took+p.took, c+p.cpu, r+p.runnable
+	}
+	if took <= 0 {
+		return 0, 0
+	}
+	return float64(c) / float64(took), float64(r) / float64(took)
 }
 
 // phaseNames are a Put's phases in order.
@@ -295,6 +328,14 @@ func readScaleOut(b *testing.B, path string, r *scaleResult, stepTime *time.Dura
 	for sc.Scan() {
 		var kind string
 		var v int64
+		if strings.HasPrefix(sc.Text(), "sched ") {
+			var p putSched
+			if _, err := fmt.Sscan(sc.Text(), &kind, &p.took, &p.cpu, &p.runnable); err != nil {
+				b.Fatal(err)
+			}
+			r.sched = append(r.sched, p)
+			continue
+		}
 		if _, err := fmt.Sscan(sc.Text(), &kind, &v); err != nil {
 			b.Fatal(err)
 		}
@@ -342,8 +383,13 @@ func helperScalePut() error {
 			last, counted = now, name == "count"
 		}
 	}
+	// The Puts run on one thread, whose schedstat then says how long each
+	// Put ran on a core and how long it waited for one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	for i := range envInt("KCACHE_DISK_N") {
 		k, bin := testKey(base+i), testBinary(base+i, scaleBinary)
+		cpu0, wait0, schedOK := threadSched()
 		t0 := time.Now()
 		last, counted = t0, false
 		if err := s.Put(ctx, k, kcache.Entry{Binary: bin}); err != nil {
@@ -351,6 +397,9 @@ func helperScalePut() error {
 		}
 		end := time.Now()
 		fmt.Fprintf(&out, "put %d\n", end.Sub(t0))
+		if cpu1, wait1, ok := threadSched(); ok && schedOK {
+			fmt.Fprintf(&out, "sched %d %d %d\n", end.Sub(t0), cpu1-cpu0, wait1-wait0)
+		}
 		if counted {
 			fmt.Fprintf(&out, "write %d\n", end.Sub(last))
 		}
@@ -374,4 +423,18 @@ func helperScalePut() error {
 	}
 	fmt.Fprintf(&out, "evicted %d\nsteptime %d\nskipped %d\n", s.counts.evicted.Load(), s.counts.stepTime.Load(), skipped)
 	return os.WriteFile(os.Getenv("KCACHE_DISK_OUT"), []byte(out.String()), 0o600)
+}
+
+// threadSched reads the calling thread's schedstat: nanoseconds on a core
+// and waiting for one. ok is false where the kernel does not keep it.
+func threadSched() (cpu, wait time.Duration, ok bool) {
+	b, err := os.ReadFile("/proc/thread-self/schedstat")
+	if err != nil {
+		return 0, 0, false
+	}
+	var c, w int64
+	if _, err := fmt.Sscan(string(b), &c, &w); err != nil {
+		return 0, 0, false
+	}
+	return time.Duration(c), time.Duration(w), true
 }
