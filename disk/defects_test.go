@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -18,7 +19,7 @@ func TestEvictionSkipsUnreadable(t *testing.T) {
 	mustPut(t, s, 100, 1000)
 	per := entrySize(t, s, 100)
 	s.Delete(context.Background(), testKey(100))
-	for _, level := range []int{1, 2, 3} {
+	for _, level := range []int{1, 2, 3, 4} {
 		for _, kind := range []string{"file", "dangling symlink"} {
 			t.Run(kind+" at level "+string(rune('0'+level)), func(t *testing.T) {
 				clock := newClock()
@@ -29,7 +30,7 @@ func TestEvictionSkipsUnreadable(t *testing.T) {
 				for range levels - level {
 					dir = filepath.Dir(dir)
 				}
-				stray := filepath.Join(filepath.Dir(dir), "00000000000000000000000000000000")
+				stray := filepath.Join(filepath.Dir(dir), strings.Repeat("0", len(filepath.Base(dir))))
 				if kind == "file" {
 					writeRaw(t, stray, []byte("not a directory"))
 				} else if err := os.Symlink("/nonexistent/kcache", stray); err != nil {

@@ -4,11 +4,13 @@
 //
 // # Layout
 //
-//	<root>/v<FormatVersion>/<device>/<image>/<spec>/<options>/<n>.src
-//	                                                         /<n>.bin
+//	<root>/v2/<device>/<fan>/<image>/<spec>/<options>/<n>.src
+//	                                                 /<n>.bin
 //
 // Each level is named by 32 hex digits of its component digest
-// (kcache.Digests), as in the SYCL runtime's persistent cache. <n>.bin
+// (kcache.Digests), as in the SYCL runtime's persistent cache; <fan>, the
+// first two digits of <image>, keeps a device directory to 256 entries
+// (layout.go says why). v2 is the layout's version. <n>.bin
 // holds the binary; <n>.src holds the record (record.go): the full key in
 // its canonical encoding, the binary's size, SHA-256 and CRC-32C, and the
 // build time. The record is written last and is the commit marker. A lookup

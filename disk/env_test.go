@@ -39,8 +39,8 @@ func TestOpenUnsafeMode(t *testing.T) {
 			}
 			// The version directory is checked too.
 			os.Chmod(dir, 0o700)
-			os.Mkdir(filepath.Join(dir, "v1"), 0o700)
-			os.Chmod(filepath.Join(dir, "v1"), mode)
+			os.Mkdir(filepath.Join(dir, "v2"), 0o700)
+			os.Chmod(filepath.Join(dir, "v2"), mode)
 			if _, err := Open(Options{Dir: dir}); !errors.Is(err, ErrUnsafeDir) {
 				t.Fatalf("Open with an unsafe version directory: %v", err)
 			}
@@ -48,7 +48,7 @@ func TestOpenUnsafeMode(t *testing.T) {
 	}
 	for _, mode := range []os.FileMode{0o700, 0o750, 0o755, 0o500} {
 		dir := filepath.Join(t.TempDir(), "cache")
-		os.MkdirAll(filepath.Join(dir, "v1"), 0o700)
+		os.MkdirAll(filepath.Join(dir, "v2"), 0o700)
 		os.Chmod(dir, mode)
 		if _, err := Open(Options{Dir: dir}); err != nil {
 			t.Errorf("mode %v: %v", mode, err)

@@ -11,19 +11,32 @@ import (
 
 // On-disk layout, under the cache root:
 //
-//	v<FormatVersion>/
+//	v<layoutVersion>/
 //	  shards/       the shards' journals, totals and step locks (see shard.go)
 //	  trim.txt      Unix time of the last maintenance pass (see evict.go)
 //	  evict.lock    held by the one process running the maintenance pass
-//	  <device>/<image>/<spec>/<options>/    the key's leaf directory
+//	  <device>/<fan>/<image>/<spec>/<options>/    the key's leaf directory
 //	    <n>.src     key record, binary size and checksums (see record.go)
 //	    <n>.bin     the built binary
 //	    lock        the key's build lock (see lock.go)
 //	    .tmp-*      a write in progress, or left by a dead writer
 //
-// The version directory keeps entries of another format version apart: a
-// kcache of another version never opens them, and its size file and locks
-// are its own.
+// <fan> is the first fanHexLen hex digits of <image>'s name. Without it a
+// device directory holds one directory per image, 10^6 in a cache of 10^6
+// entries, and every Put that creates an entry and every eviction that
+// removes one changes that directory: the kernel serializes those changes
+// on its lock, so writers of one device queue there. With it they spread
+// over 256 directories.
+//
+// The version directory keeps entries of another layout apart: a kcache of
+// another version never opens them, and its size file and locks are its
+// own. Clear removes every version's tree.
+
+// layoutVersion is the version of the directory layout, which names the
+// version directory. Version 1 had no <fan> level. The formats of the
+// files inside carry their own versions (the key encoding's
+// kcache.FormatVersion, recordVersion, blobVersion).
+const layoutVersion = 2
 
 // digestHexLen is how many hex digits of each component digest name its
 // directory level: 128 bits. The name only spreads entries and makes
@@ -32,6 +45,20 @@ import (
 // bytes under the root instead of 270, which matters on deep roots and on
 // file systems that slow down with long names.
 const digestHexLen = 32
+
+// fanHexLen is how many hex digits of the image's name name its <fan>
+// directory: 256 of them under each device.
+const fanHexLen = 2
+
+// The directory levels below the version directory, by depth.
+const (
+	deviceLevel  = iota // <device>
+	fanLevel            // <fan>
+	imageLevel          // <image>
+	specLevel           // <spec>
+	optionsLevel        // <options>: the leaf
+	levels              // the depth of leaf directories
+)
 
 // maxSlots bounds the collision chain <n> in one leaf directory. Two keys
 // share a leaf only if all four 128-bit component names collide, which no
@@ -51,15 +78,16 @@ const (
 	binSuffix  = ".bin"
 )
 
-// versionDir returns the directory that holds this format version's tree.
+// versionDir returns the directory that holds this layout version's tree.
 func versionDir(root string) string {
-	return filepath.Join(root, "v"+strconv.Itoa(kcache.FormatVersion))
+	return filepath.Join(root, "v"+strconv.Itoa(layoutVersion))
 }
 
 // leafDir returns the leaf directory of a key with digests d.
 func (s *Store) leafDir(d kcache.Digests) string {
 	// Plain concatenation: the parts are clean, and this runs on every hit.
-	return s.dir + "/" + shortHex(d.Device) + "/" + shortHex(d.Image) + "/" +
+	image := shortHex(d.Image)
+	return s.dir + "/" + shortHex(d.Device) + "/" + image[:fanHexLen] + "/" + image + "/" +
 		shortHex(d.Spec) + "/" + shortHex(d.Options)
 }
 
@@ -68,11 +96,16 @@ func shortHex(d kcache.Digest) string {
 	return hex.EncodeToString(d[:digestHexLen/2])
 }
 
-// isLevelName reports whether name could be a directory level: exactly
-// digestHexLen lower-case hex digits. Anything else under the version
-// directory is not an entry.
-func isLevelName(name string) bool {
-	if len(name) != digestHexLen {
+// isLevelName reports whether name could be a directory of the given
+// level: exactly fanHexLen lower-case hex digits at the fan level,
+// digestHexLen at the others. Anything else under the version directory is
+// not an entry.
+func isLevelName(level int, name string) bool {
+	want := digestHexLen
+	if level == fanLevel {
+		want = fanHexLen
+	}
+	if len(name) != want {
 		return false
 	}
 	for i := 0; i < len(name); i++ {

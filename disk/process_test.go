@@ -597,8 +597,8 @@ func TestStrayDirectoryOfAnotherUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	device := filepath.Dir(filepath.Dir(filepath.Dir(s.leafDir(s.digests(testKey(999))))))
-	stray := filepath.Join(device, "0123456789abcdef0123456789abcdef")
+	fan := filepath.Dir(filepath.Dir(filepath.Dir(s.leafDir(s.digests(testKey(999))))))
+	stray := filepath.Join(fan, "0123456789abcdef0123456789abcdef")
 	if err := os.MkdirAll(filepath.Join(stray, "0123456789abcdef0123456789abcdef"), 0o700); err != nil {
 		t.Fatal(err)
 	}

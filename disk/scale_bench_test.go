@@ -2,12 +2,14 @@ package disk
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,6 +79,20 @@ func BenchmarkEvictionScale(b *testing.B) {
 					b.ReportMetric(r.lruHalf, "evicted-in-oldest-50%")
 					b.ReportMetric(float64(r.skipped), "not-stored")
 					b.ReportMetric(inodes, "inodes/entry")
+					if len(r.sched) > 0 {
+						cpu, runnable := schedShares(r.sched, 1)
+						b.ReportMetric(cpu, "put-oncore-share")
+						b.ReportMetric(runnable, "put-runnable-share")
+						cpu, runnable = schedShares(r.sched, 0.01)
+						b.ReportMetric(cpu, "slowest1%-oncore-share")
+						b.ReportMetric(runnable, "slowest1%-runnable-share")
+					}
+					for _, p := range phaseNames {
+						if d := r.phases[p]; len(d) > 0 {
+							b.ReportMetric(float64(d[len(d)/2].Microseconds()), p+"-p50-µs")
+							b.ReportMetric(float64(d[len(d)*99/100].Microseconds()), p+"-p99-µs")
+						}
+					}
 				}
 			})
 		}
@@ -179,7 +195,37 @@ type scaleResult struct {
 	lru       float64 // share of evicted fixture entries in the oldest tenth
 	lruHalf   float64 // share of evicted fixture entries in the oldest half
 	skipped   int64   // Puts not stored at the ceiling
+	// phases holds, by phase of a stored Put, its durations (sorted): lock
+	// (the leaf's directories, open and flock), slot (the probe), count
+	// (journal and size file), write (the files, from count to return).
+	phases map[string][]time.Duration
+	// sched holds, for each Put, its duration and how long its thread
+	// ran and waited for a core meanwhile (from the kernel's schedstat).
+	sched []putSched
 }
+
+// putSched is one Put's time, split by what its thread was doing.
+type putSched struct{ took, cpu, runnable time.Duration }
+
+// schedShares returns, for the slowest share of Puts (by took), the
+// fraction of their time their thread spent on a core and waiting for one.
+// The rest it spent blocked in the kernel or asleep.
+func schedShares(sched []putSched, slowest float64) (cpu, runnable float64) {
+	s := slices.Clone(sched)
+	slices.SortFunc(s, func(a, b putSched) int { return cmp.Compare(b.took, a.took) })
+	s = s[:max(1, int(float64(len(s))*slowest))]
+	var took, c, r time.Duration
+	for _, p := range s {
+		took, c, r = took+p.took, c+p.cpu, r+p.runnable
+	}
+	if took <= 0 {
+		return 0, 0
+	}
+	return float64(c) / float64(took), float64(r) / float64(took)
+}
+
+// phaseNames are a Put's phases in order.
+var phaseNames = []string{"lock", "slot", "count", "write"}
 
 // runScale sets MaxSize to what the cache holds, runs the writers and
 // measures.
@@ -222,13 +268,16 @@ func runScale(b *testing.B, dir string, n, procs, puts int) scaleResult {
 		peak = max(peak, total)
 	}
 	b.StopTimer()
-	r := scaleResult{peak: float64(peak) / float64(maxSize)}
+	r := scaleResult{peak: float64(peak) / float64(maxSize), phases: map[string][]time.Duration{}}
 	var stepTime time.Duration
 	for p := range procs {
 		readScaleOut(b, filepath.Join(out, strconv.Itoa(p)), &r, &stepTime)
 	}
 	slices.Sort(r.put)
 	slices.Sort(r.hit)
+	for _, d := range r.phases {
+		slices.Sort(d)
+	}
 	if stepTime > 0 {
 		r.evictRate = float64(r.evicted) / stepTime.Seconds()
 	}
@@ -279,6 +328,14 @@ func readScaleOut(b *testing.B, path string, r *scaleResult, stepTime *time.Dura
 	for sc.Scan() {
 		var kind string
 		var v int64
+		if strings.HasPrefix(sc.Text(), "sched ") {
+			var p putSched
+			if _, err := fmt.Sscan(sc.Text(), &kind, &p.took, &p.cpu, &p.runnable); err != nil {
+				b.Fatal(err)
+			}
+			r.sched = append(r.sched, p)
+			continue
+		}
 		if _, err := fmt.Sscan(sc.Text(), &kind, &v); err != nil {
 			b.Fatal(err)
 		}
@@ -293,6 +350,8 @@ func readScaleOut(b *testing.B, path string, r *scaleResult, stepTime *time.Dura
 			*stepTime += time.Duration(v)
 		case "skipped":
 			r.skipped += v
+		default:
+			r.phases[kind] = append(r.phases[kind], time.Duration(v))
 		}
 	}
 }
@@ -312,13 +371,38 @@ func helperScalePut() error {
 	rng := rand.New(rand.NewPCG(uint64(base), 3))
 	var out strings.Builder
 	var skipped int
+	// The Put's phases, from the hook's points: only the Put's goroutine
+	// reaches a "put:" point, so the hook needs no lock for them.
+	var last time.Time
+	var counted bool
+	phases := map[string]string{"put:locked": "lock", "put:slot": "slot", "put:counted": "count"}
+	s.hook = func(point string) {
+		if name, ok := phases[point]; ok {
+			now := time.Now()
+			fmt.Fprintf(&out, "%s %d\n", name, now.Sub(last))
+			last, counted = now, name == "count"
+		}
+	}
+	// The Puts run on one thread, whose schedstat then says how long each
+	// Put ran on a core and how long it waited for one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	for i := range envInt("KCACHE_DISK_N") {
 		k, bin := testKey(base+i), testBinary(base+i, scaleBinary)
+		cpu0, wait0, schedOK := threadSched()
 		t0 := time.Now()
+		last, counted = t0, false
 		if err := s.Put(ctx, k, kcache.Entry{Binary: bin}); err != nil {
 			return err
 		}
-		fmt.Fprintf(&out, "put %d\n", time.Since(t0))
+		end := time.Now()
+		fmt.Fprintf(&out, "put %d\n", end.Sub(t0))
+		if cpu1, wait1, ok := threadSched(); ok && schedOK {
+			fmt.Fprintf(&out, "sched %d %d %d\n", end.Sub(t0), cpu1-cpu0, wait1-wait0)
+		}
+		if counted {
+			fmt.Fprintf(&out, "write %d\n", end.Sub(last))
+		}
 		if _, err := os.Lstat(srcPath(s.leafDir(s.digests(k)), 0)); err != nil {
 			skipped++
 		}
@@ -339,4 +423,18 @@ func helperScalePut() error {
 	}
 	fmt.Fprintf(&out, "evicted %d\nsteptime %d\nskipped %d\n", s.counts.evicted.Load(), s.counts.stepTime.Load(), skipped)
 	return os.WriteFile(os.Getenv("KCACHE_DISK_OUT"), []byte(out.String()), 0o600)
+}
+
+// threadSched reads the calling thread's schedstat: nanoseconds on a core
+// and waiting for one. ok is false where the kernel does not keep it.
+func threadSched() (cpu, wait time.Duration, ok bool) {
+	b, err := os.ReadFile("/proc/thread-self/schedstat")
+	if err != nil {
+		return 0, 0, false
+	}
+	var c, w int64
+	if _, err := fmt.Sscan(string(b), &c, &w); err != nil {
+		return 0, 0, false
+	}
+	return time.Duration(c), time.Duration(w), true
 }

@@ -51,8 +51,8 @@ func (s *Store) WalkParallel(ctx context.Context, fn func(Info) error) error {
 	return ctx.Err()
 }
 
-// imageDirs lists the directories of the image level: two levels down,
-// as many as there are entries, so they split the work evenly.
+// imageDirs lists the directories of the image level, as many as there
+// are entries, so they split the work evenly.
 func (s *Store) imageDirs(ctx context.Context) ([]string, error) {
 	devices, err := readNames(s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -63,22 +63,25 @@ func (s *Store) imageDirs(ctx context.Context) ([]string, error) {
 	}
 	var images []string
 	for _, d := range devices {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		if !isLevelName(deviceLevel, d) {
+			continue
 		}
-		if isLevelName(d) {
-			images = appendLevel(images, s.dir+"/"+d)
+		for _, fan := range appendLevel(nil, s.dir+"/"+d, fanLevel) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			images = appendLevel(images, fan, imageLevel)
 		}
 	}
 	return images, nil
 }
 
-// appendLevel appends the level directories inside dir to dirs. A
-// directory that vanished or cannot be read holds nothing to walk.
-func appendLevel(dirs []string, dir string) []string {
+// appendLevel appends the directories of the given level inside dir to
+// dirs. A directory that vanished or cannot be read holds nothing to walk.
+func appendLevel(dirs []string, dir string, level int) []string {
 	names, _ := readNames(dir)
 	for _, n := range names {
-		if isLevelName(n) {
+		if isLevelName(level, n) {
 			dirs = append(dirs, dir+"/"+n)
 		}
 	}
@@ -87,8 +90,8 @@ func appendLevel(dirs []string, dir string) []string {
 
 // scanImage calls fn for every slot below one image directory.
 func (s *Store) scanImage(ctx context.Context, image string, fn func(Info) error) error {
-	for _, spec := range appendLevel(nil, image) {
-		for _, leaf := range appendLevel(nil, spec) {
+	for _, spec := range appendLevel(nil, image, specLevel) {
+		for _, leaf := range appendLevel(nil, spec, optionsLevel) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

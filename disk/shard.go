@@ -62,7 +62,8 @@ const (
 // leafID names a leaf: its four component names, 16 bytes each.
 type leafID [4 * digestHexLen / 2]byte
 
-// idOf returns the leaf directory name of a path under dir, if it is one.
+// idOf returns the leaf directory name of a path under dir, if it is one:
+// every level well named, and the fan the image name's first digits.
 func idOf(dir, leaf string) (leafID, bool) {
 	var id leafID
 	rel, ok := strings.CutPrefix(leaf, dir+"/")
@@ -73,10 +74,16 @@ func idOf(dir, leaf string) (leafID, bool) {
 	if len(parts) != levels {
 		return id, false
 	}
-	for i, p := range parts {
-		if !isLevelName(p) {
+	for level, p := range parts {
+		if !isLevelName(level, p) {
 			return id, false
 		}
+	}
+	if parts[fanLevel] != parts[imageLevel][:fanHexLen] {
+		return id, false
+	}
+	names := [...]string{parts[deviceLevel], parts[imageLevel], parts[specLevel], parts[optionsLevel]}
+	for i, p := range names {
 		if _, err := hex.Decode(id[i*digestHexLen/2:(i+1)*digestHexLen/2], []byte(p)); err != nil {
 			return id, false
 		}
@@ -94,7 +101,8 @@ func (id leafID) shard() int {
 // path returns the leaf's directory under the version directory dir.
 func (id leafID) path(dir string) string {
 	const w = digestHexLen / 2
-	return dir + "/" + hex.EncodeToString(id[:w]) + "/" + hex.EncodeToString(id[w:2*w]) + "/" +
+	image := hex.EncodeToString(id[w : 2*w])
+	return dir + "/" + hex.EncodeToString(id[:w]) + "/" + image[:fanHexLen] + "/" + image + "/" +
 		hex.EncodeToString(id[2*w:3*w]) + "/" + hex.EncodeToString(id[3*w:])
 }
 
@@ -308,7 +316,7 @@ func (s *Store) emptyTree() bool {
 		return false
 	}
 	for _, n := range names {
-		if isLevelName(n) {
+		if isLevelName(deviceLevel, n) {
 			return false
 		}
 	}

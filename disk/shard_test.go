@@ -2,6 +2,8 @@ package disk
 
 import (
 	"bytes"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -120,4 +122,45 @@ func FuzzParseTotals(f *testing.F) {
 			t.Fatal("totals do not survive a round trip")
 		}
 	})
+}
+
+// TestLeafNames checks that a leaf's path and its name convert both ways,
+// and that a path off the layout (a level missing or misnamed, an image
+// under another image's fan) names no leaf.
+func TestLeafNames(t *testing.T) {
+	dir := "/cache/v2"
+	id := idFor(testKey(1).Digests())
+	leaf := id.path(dir)
+	parts := strings.Split(strings.TrimPrefix(leaf, dir+"/"), "/")
+	if len(parts) != levels || parts[fanLevel] != parts[imageLevel][:fanHexLen] {
+		t.Fatalf("leaf path %s is off the layout", leaf)
+	}
+	s := &Store{dir: dir}
+	if got := s.leafDir(testKey(1).Digests()); got != leaf {
+		t.Fatalf("leafDir %s, id path %s", got, leaf)
+	}
+	if got, ok := idOf(dir, leaf); !ok || got != id {
+		t.Fatalf("idOf(%s) = %x, %v", leaf, got, ok)
+	}
+	otherFan := "00"
+	if parts[fanLevel] == otherFan {
+		otherFan = "01"
+	}
+	with := func(level int, name string) string {
+		p := slices.Clone(parts)
+		p[level] = name
+		return dir + "/" + strings.Join(p, "/")
+	}
+	for _, tc := range []struct{ name, path string }{
+		{"another image's fan", with(fanLevel, otherFan)},
+		{"fan of 3 digits", with(fanLevel, parts[imageLevel][:3])},
+		{"upper-case image", with(imageLevel, strings.ToUpper(parts[imageLevel]))},
+		{"no fan level", dir + "/" + strings.Join(slices.Delete(slices.Clone(parts), fanLevel, fanLevel+1), "/")},
+		{"outside the version directory", "/cache/v1/" + strings.Join(parts, "/")},
+		{"the image directory", filepath.Dir(filepath.Dir(leaf))},
+	} {
+		if got, ok := idOf(dir, tc.path); ok {
+			t.Errorf("%s: idOf(%s) = %x, want none", tc.name, tc.path, got)
+		}
+	}
 }

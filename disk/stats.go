@@ -49,7 +49,7 @@ func (s *Store) Summarize(ctx context.Context) (Summary, error) {
 			for i := next.Add(1) - 1; i < int64(len(images)) && ctx.Err() == nil; i = next.Add(1) - 1 {
 				entries, bytes, bad, sample := countImage(images[i])
 				damaged.Add(int64(bad))
-				dev := path.Dir(images[i])
+				dev := path.Dir(path.Dir(images[i])) // past the fan level
 				mu.Lock()
 				g := groups[dev]
 				if g == nil {
@@ -86,8 +86,8 @@ const maxSamples = 3
 // countImage counts the slots below an image directory by their files
 // alone, and returns the record path of one entry.
 func countImage(image string) (entries int, bytes int64, damaged int, sample string) {
-	for _, spec := range appendLevel(nil, image) {
-		for _, leaf := range appendLevel(nil, spec) {
+	for _, spec := range appendLevel(nil, image, specLevel) {
+		for _, leaf := range appendLevel(nil, spec, optionsLevel) {
 			c, err := listLeaf(leaf)
 			if err != nil {
 				continue

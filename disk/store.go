@@ -98,7 +98,7 @@ func FromConfig(c kcache.Config) Options {
 // goroutines and processes.
 type Store struct {
 	root string // the cache root, Options.Dir
-	dir  string // root/v<FormatVersion>
+	dir  string // root/v<layoutVersion>
 	opts Options
 	now  func() time.Time
 	log  *slog.Logger
@@ -122,7 +122,8 @@ type Store struct {
 	// bg runs eviction and maintenance off the callers' path (evict.go).
 	bg     background
 	counts workCounts
-	// hook, when set by a test, is called at named points of a step.
+	// hook, when set by a test, is called at named points of a step and
+	// of a Put (those start with "put:").
 	hook func(point string)
 }
 
@@ -415,10 +416,12 @@ func (s *Store) commit(ctx context.Context, id leafID, leaf string, key, src, bi
 		return 0, 0, err
 	}
 	defer unlock()
+	s.at("put:locked")
 	n, present, err := s.chooseSlot(leaf, key)
 	if err != nil || present {
 		return -1, 0, err
 	}
+	s.at("put:slot")
 	// Only a committed entry (one with a record) was ever counted: a binary
 	// a dead writer left without its record was not, and is not subtracted.
 	old := committedSize(leaf, n)
@@ -431,6 +434,7 @@ func (s *Store) commit(ctx context.Context, id leafID, leaf string, key, src, bi
 		ceiling = s.ceiling()
 	}
 	total, unknown, aerr := s.account(ctx, id, delta, ceiling)
+	s.at("put:counted")
 	if errors.Is(aerr, errOverCeiling) {
 		return total, unknown, aerr
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -36,7 +37,8 @@ func TestLayout(t *testing.T) {
 	s := openTest(t, Options{})
 	mustPut(t, s, 1, 10)
 	d := testKey(1).Digests()
-	leaf := filepath.Join(s.root, "v1", d.Device.String()[:32], d.Image.String()[:32], d.Spec.String()[:32], d.Options.String()[:32])
+	image := d.Image.String()[:32]
+	leaf := filepath.Join(s.root, "v2", d.Device.String()[:32], image[:2], image, d.Spec.String()[:32], d.Options.String()[:32])
 	for _, name := range []string{"0.src", "0.bin"} {
 		info, err := os.Stat(filepath.Join(leaf, name))
 		if err != nil {
@@ -57,6 +59,41 @@ func TestLayout(t *testing.T) {
 	}
 	if tmp := files(t, s.root, tempPrefix+"*"); len(tmp) != 0 {
 		t.Errorf("temporary files left: %v", tmp)
+	}
+}
+
+// TestOldLayoutNotRead: an entry in a tree of layout version 1, which had
+// no fan level, is never read, counted or evicted by this version; Clear
+// removes it.
+func TestOldLayoutNotRead(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{})
+	mustPut(t, s, 1, 100)
+	d := testKey(1).Digests()
+	leaf := s.leafDir(d)
+	// The same entry where version 1 put it, and nothing in version 2.
+	old := filepath.Join(s.root, "v1", d.Device.String()[:32], d.Image.String()[:32], d.Spec.String()[:32], d.Options.String()[:32])
+	if err := os.MkdirAll(filepath.Dir(old), dirPerm); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(leaf, old); err != nil {
+		t.Fatal(err)
+	}
+	if isHit(t, s, 1, 100) {
+		t.Fatal("hit on an entry of layout version 1")
+	}
+	var walked int
+	if err := s.Walk(ctx, func(Info) error { walked++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if walked != 0 {
+		t.Errorf("Walk found %d entries, want 0", walked)
+	}
+	if err := s.Clear(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(s.root, "v1")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("version 1 tree after Clear: %v", err)
 	}
 }
 

@@ -349,9 +349,6 @@ func (s *Store) eachLeaf(ctx context.Context, sk *skipped, fn func(leaf string) 
 	return eachLevel(ctx, s.dir, levels, sk, fn)
 }
 
-// levels is the depth of leaf directories below the version directory.
-const levels = 4
-
 // walkers is how many goroutines list directories in a pass. A pass is
 // almost all system calls (open, getdents, close, lstat: about 14 per
 // entry), which run in parallel in the kernel; on 2 cores 4 walkers halve
@@ -363,7 +360,7 @@ var walkers = max(4, 2*runtime.GOMAXPROCS(0))
 // level, the one with as many directories as entries.
 func (s *Store) eachLeafParallel(ctx context.Context, sk *skipped, fn func(leaf string) error) error {
 	var images []string
-	err := eachLevel(ctx, s.dir, levels-2, sk, func(dir string) error {
+	err := eachLevel(ctx, s.dir, imageLevel+1, sk, func(dir string) error {
 		images = append(images, dir)
 		return nil
 	})
@@ -379,7 +376,7 @@ func (s *Store) eachLeafParallel(ctx context.Context, sk *skipped, fn func(leaf 
 	for range min(walkers, len(images)) {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(len(images)); i = next.Add(1) - 1 {
-				if err := descend(ctx, images[i], 2, sk, fn, false); err != nil {
+				if err := descend(ctx, images[i], imageLevel+1, levels-imageLevel-1, sk, fn, false); err != nil {
 					once.Do(func() { firstErr = err })
 					return
 				}
@@ -390,16 +387,18 @@ func (s *Store) eachLeafParallel(ctx context.Context, sk *skipped, fn func(leaf 
 	return firstErr
 }
 
-// eachLevel descends depth directory levels below dir. Directories that
-// vanish meanwhile (another process evicting) are skipped; so is what
-// cannot be listed below dir (a directory left by another user, a file
+// eachLevel descends depth directory levels below the version directory
+// dir. Directories that vanish meanwhile (another process evicting) are
+// skipped; so is what cannot be listed below dir (a directory left by another user, a file
 // where a directory should be), which goes to sk: one stray must not stop
 // a pass over everything else. Only dir itself must be readable.
 func eachLevel(ctx context.Context, dir string, depth int, sk *skipped, fn func(string) error) error {
-	return descend(ctx, dir, depth, sk, fn, true)
+	return descend(ctx, dir, deviceLevel, depth, sk, fn, true)
 }
 
-func descend(ctx context.Context, dir string, depth int, sk *skipped, fn func(string) error, top bool) error {
+// descend calls fn for the directories depth levels below dir, whose
+// entries are of the given level.
+func descend(ctx context.Context, dir string, level, depth int, sk *skipped, fn func(string) error, top bool) error {
 	if depth == 0 {
 		return fn(dir)
 	}
@@ -412,13 +411,13 @@ func descend(ctx context.Context, dir string, depth int, sk *skipped, fn func(st
 		return nil
 	}
 	for _, name := range names {
-		if !isLevelName(name) {
+		if !isLevelName(level, name) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := descend(ctx, dir+"/"+name, depth-1, sk, fn, false); err != nil {
+		if err := descend(ctx, dir+"/"+name, level+1, depth-1, sk, fn, false); err != nil {
 			return err
 		}
 	}

@@ -102,7 +102,7 @@ func TestClear(t *testing.T) {
 		t.Fatal(err)
 	}
 	names, _ := readNames(s.root)
-	if len(names) != 2 || names[0] != "README" || names[1] != "v1" {
+	if len(names) != 2 || names[0] != "README" || names[1] != "v2" {
 		t.Fatalf("after Clear: %v", names)
 	}
 	if isHit(t, s, 1, 100) {
