@@ -84,10 +84,23 @@ func versionDir(root string) string {
 }
 
 // leafDir returns the leaf directory of a key with digests d.
-func (s *Store) leafDir(d kcache.Digests) string {
+func (s *Store) leafDir(d kcache.Digests) string { return leafIn(s.dir, d) }
+
+// EntryDir returns the directory that holds k's entry in the cache whose
+// root is root (Options.Dir): its record and binary are the files 0.src
+// and 0.bin there (slot 0), as Put writes them. It is for tools and
+// benchmarks that write a large cache straight into the layout; everything
+// else goes through Put, which also counts what it stores.
+func EntryDir(root string, k *kcache.Key) string {
+	return leafIn(versionDir(filepath.Clean(root)), k.Digests())
+}
+
+// leafIn returns the leaf directory of a key with digests d under the
+// version directory dir.
+func leafIn(dir string, d kcache.Digests) string {
 	// Plain concatenation: the parts are clean, and this runs on every hit.
 	image := shortHex(d.Image)
-	return s.dir + "/" + shortHex(d.Device) + "/" + image[:fanHexLen] + "/" + image + "/" +
+	return dir + "/" + shortHex(d.Device) + "/" + image[:fanHexLen] + "/" + image + "/" +
 		shortHex(d.Spec) + "/" + shortHex(d.Options)
 }
 

@@ -39,6 +39,9 @@ func TestLayout(t *testing.T) {
 	d := testKey(1).Digests()
 	image := d.Image.String()[:32]
 	leaf := filepath.Join(s.root, "v2", d.Device.String()[:32], image[:2], image, d.Spec.String()[:32], d.Options.String()[:32])
+	if got := EntryDir(s.root, testKey(1)); got != leaf {
+		t.Errorf("EntryDir = %s, want %s", got, leaf)
+	}
 	for _, name := range []string{"0.src", "0.bin"} {
 		info, err := os.Stat(filepath.Join(leaf, name))
 		if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"hash/crc32"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/disk"
 )
 
@@ -53,11 +51,7 @@ func writeTreeEntry(root string, i, binSize int, created time.Time) error {
 	if err != nil {
 		return err
 	}
-	d := k.Digests()
-	leaf := filepath.Join(root, "v"+strconv.Itoa(kcache.FormatVersion))
-	for _, part := range []kcache.Digest{d.Device, d.Image, d.Spec, d.Options} {
-		leaf = filepath.Join(leaf, hex.EncodeToString(part[:16]))
-	}
+	leaf := disk.EntryDir(root, k)
 	if err := os.MkdirAll(leaf, 0o700); err != nil {
 		return err
 	}
