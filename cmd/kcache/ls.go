@@ -5,10 +5,14 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -97,11 +101,7 @@ func runLs(ctx context.Context, io *streams, o lsOptions) error {
 		fmt.Fprintf(io.errOut, "kcache: %d damaged entries not listed; run kcache verify --repair\n", damaged)
 	}
 	if o.json {
-		list := make([]entryJSON, len(entries))
-		for i, in := range entries {
-			list[i] = newEntryJSON(in)
-		}
-		return json.NewEncoder(io.out).Encode(list)
+		return writeEntriesJSON(io.out, entries)
 	}
 	return printLs(io, entries, now)
 }
@@ -163,4 +163,36 @@ func cell(s string, tty bool) string {
 		return string(r[:maxCell-1]) + "…"
 	}
 	return s
+}
+
+// writeEntriesJSON writes entries as one JSON array, the bytes
+// json.Encoder would write for it. Encoding is most of the cost after the
+// walk (10^5 entries take tenths of a second), so the entries are encoded
+// on every processor and joined in order.
+func writeEntriesJSON(w io.Writer, entries []*disk.Info) error {
+	parts := make([][]byte, len(entries))
+	errs := make([]error, len(entries))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(entries)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(entries)); i = next.Add(1) - 1 {
+				parts[i], errs[i] = json.Marshal(newEntryJSON(entries[i]))
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	out := bufio.NewWriterSize(w, 64<<10)
+	out.WriteByte('[')
+	for i, p := range parts {
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		out.Write(p)
+	}
+	out.WriteString("]\n")
+	return out.Flush()
 }
