@@ -3,6 +3,7 @@ package kcache
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -154,7 +155,7 @@ func ConfigFromGetenv(getenv func(string) string) (Config, error) {
 			return
 		}
 		if err := parse(v); err != nil {
-			errs = append(errs, fmt.Errorf("kcache: %s=%q: %w", name, getenv(name), err))
+			errs = append(errs, fmt.Errorf("kcache: %s=%q: %w", name, shownValue(name, getenv(name)), err))
 		}
 	}
 	set(EnvDir, func(v string) error {
@@ -300,6 +301,24 @@ func ParseFraction(s string) (float64, error) {
 
 // remoteInto accepts the URL schemes of the remote tiers. The URL itself
 // is parsed by the tier, which knows its options.
+// shownValue is a variable's value as an error prints it: never the
+// remote secret, and never the password of a remote URL, which errors
+// reach logs with.
+func shownValue(name, v string) string {
+	switch name {
+	case EnvRemoteSecret:
+		return "(hidden)"
+	case EnvRemote:
+		// Only a URL with a host can say where its password is; anything
+		// else might be one.
+		if u, err := url.Parse(strings.TrimSpace(v)); err == nil && u.Host != "" {
+			return u.Redacted()
+		}
+		return "(hidden: not a URL with a host)"
+	}
+	return v
+}
+
 func remoteInto(dst *string) func(string) error {
 	return func(v string) error {
 		if !strings.HasPrefix(v, "redis://") && !strings.HasPrefix(v, "rediss://") {
