@@ -163,7 +163,7 @@ func apps(t *testing.T) []app {
 			normalize: func(s string) string { return s },
 		},
 		{
-			name: "hashcat", argv: []string{"hashcat", "-b", "-m", "0", "--runtime", "1", "--force"}, programs: 3,
+			name: "hashcat", argv: []string{"hashcat", "-b", "-m", "0", "--runtime", "1", "--force"}, programs: 6,
 			normalize: normalizeNumbers,
 		},
 	}

@@ -54,6 +54,9 @@ type program struct {
 	slots []*slot    // one per device of the cached build
 	timer *time.Timer
 	real  C.cl_program // the program the slots' binaries are read from
+	// ownRef: the layer holds a reference to real (a linked program, which
+	// has no handle of the layer's), released once its binaries are stored.
+	ownRef bool
 }
 
 // slot is one device's entry of a program.
@@ -286,6 +289,10 @@ func (l *layer) commit(ctx context.Context, p *program) {
 		pending.Commit(ctx, record{log: s.log, binary: bins[s.index]}.encode(), s.buildTime)
 		s.stored = len(bins[s.index])
 	}
+	if p.ownRef {
+		C.kc_t_release_program(p.real)
+		p.ownRef, p.dead = false, true
+	}
 }
 
 // upgrade stores a device's binary again if it has grown since it was
@@ -361,10 +368,36 @@ func (l *layer) flush(ctx context.Context) {
 	for _, p := range l.progs {
 		progs = append(progs, p)
 	}
+	links := slices.Clone(l.links)
 	l.mu.Unlock()
 	for _, p := range progs {
 		l.flush1(ctx, p)
 	}
+	for _, p := range links {
+		abandon(p)
+	}
+}
+
+// errExited aborts the pending entries of linked programs at exit.
+var errExited = errors.New("kcache layer: the process exited before the linked program's binary was stored")
+
+// abandon gives up storing a linked program at exit: the application may
+// have released it and its context by now, and the driver may be tearing
+// down, so its binary is not read. The build locks go, and the next
+// process that links the same programs stores the result.
+func abandon(p *program) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	for _, s := range p.slots {
+		if s.pending != nil {
+			s.pending.Abort(errExited)
+			s.pending = nil
+		}
+	}
+	p.dead = true
 }
 
 // cachedLog returns the stored build log of a program made from the cache.

@@ -34,21 +34,23 @@ func TestHandles(t *testing.T) {
 		t.Fatalf("without the layer:\n%s", base.stdout)
 	}
 	cache := t.TempDir()
-	// Four programs go through the cache: the built one, the rebuilt one
-	// (its first build; the second passes through), the compiled one, and
-	// the broken one (a miss whose build fails and stores nothing).
+	// Five programs go through the cache: the built one, the rebuilt one
+	// (its first build; the second passes through), the compiled one, its
+	// link, and the broken one (a miss whose build fails and stores
+	// nothing). The program compiled with an embedded header, and so its
+	// link, pass through.
 	cold := a.run(t, dir, cache)
 	if cold.err != nil {
 		t.Fatal(cold.err)
 	}
-	if cold.stdout != base.stdout || cold.misses != 4 || cold.hits != 0 {
+	if cold.stdout != base.stdout || cold.misses != 5 || cold.hits != 0 {
 		t.Errorf("cold: %d misses, %d hits; output:\n%s\nwant:\n%s", cold.misses, cold.hits, cold.stdout, base.stdout)
 	}
 	warm := a.run(t, dir, cache)
 	if warm.err != nil {
 		t.Fatal(warm.err)
 	}
-	if warm.stdout != base.stdout || warm.misses != 1 || warm.hits != 3 {
+	if warm.stdout != base.stdout || warm.misses != 1 || warm.hits != 4 {
 		t.Errorf("warm: %d misses, %d hits (the broken program is never stored); output:\n%s\nwant:\n%s", warm.misses, warm.hits, warm.stdout, base.stdout)
 	}
 }

@@ -251,6 +251,25 @@ static cl_program CL_API_CALL kc_clLinkProgram(cl_context ctx, cl_uint nd, const
 		}
 		return NULL;
 	}
+	if (kc_go() && np > 0 && ps != NULL && !(nd > 0 && devs == NULL) && !(notify == NULL && user_data != NULL)) {
+		// A link of compiled objects that came through the cache goes
+		// through it too, synchronously: the callback, if any, is called
+		// here with the linked program.
+		int handled = 0;
+		cl_int lerr = CL_SUCCESS;
+		cl_program out = kcGoLink(ctx, nd, (cl_device_id *)devs, (char *)options, np, (cl_program *)ps,
+		                          in ? in : (cl_program *)ps, &handled, &lerr);
+		if (handled) {
+			free(in);
+			if (err != NULL) {
+				*err = lerr;
+			}
+			if (notify != NULL && out != NULL) {
+				notify(out, user_data);
+			}
+			return out;
+		}
+	}
 	cl_program out = kc_target->clLinkProgram(ctx, nd, devs, options, np, in ? in : ps, notify, user_data, err);
 	free(in);
 	return out;
@@ -475,6 +494,11 @@ cl_program kc_t_create_program_with_binary(cl_context c, cl_uint nd, const cl_de
 }
 
 cl_int kc_t_release_program(cl_program p) { return kc_target->clReleaseProgram(p); }
+cl_int kc_t_retain_program(cl_program p) { return kc_target->clRetainProgram(p); }
+
+cl_program kc_t_link_program(cl_context c, cl_uint nd, const cl_device_id *devs, const char *options, cl_uint np, const cl_program *ps, cl_int *err) {
+	return kc_target->clLinkProgram(c, nd, devs, options, np, ps, NULL, NULL, err);
+}
 
 cl_int kc_t_get_device_info(cl_device_id d, cl_device_info param, size_t size, void *value, size_t *size_ret) {
 	return kc_target->clGetDeviceInfo(d, param, size, value, size_ret);

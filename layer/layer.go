@@ -45,8 +45,9 @@ type layer struct {
 	scan  scanner
 	delay time.Duration
 
-	mu    sync.Mutex // guards progs; never held across a driver call
+	mu    sync.Mutex // guards progs and links; never held across a driver call
 	progs map[*C.kc_program]*program
+	links []*program // linked programs whose binaries are still to store
 
 	warned sync.Map // warnings already given, by kind
 }

@@ -6,6 +6,7 @@
 #define CL_USE_DEPRECATED_OPENCL_2_2_APIS
 #include <CL/cl.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -242,6 +243,9 @@ int main(void) {
 	cl_kernel thrice = clCreateKernel(linked, "thrice", &err);
 	clSetKernelArg(thrice, 0, sizeof buf, &buf);
 	run(q, thrice, buf, 16, 6, "thrice from a compiled and linked program");
+	// Time for the layer's delayed commit of the linked program, which a
+	// process that exits sooner abandons.
+	usleep(1500 * 1000);
 	clReleaseKernel(thrice);
 	clReleaseProgram(ap);
 	clReleaseProgram(linked);

@@ -1,0 +1,191 @@
+package main
+
+/*
+#include <stdlib.h>
+#include "layer.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"runtime/debug"
+	"slices"
+	"time"
+	"unsafe"
+
+	"github.com/kcache/kcache"
+)
+
+// linkStep is clLinkProgram of compiled objects that came through the
+// cache. Its key is made of the inputs' keys, in order, and the link
+// options: an input's key holds its source, every header, its compile
+// options, the device, the compiler and its environment, so the link's
+// key changes whenever anything the linked program is made from changes.
+var linkStep = step{format: "opencl-c/layer-record/linked", kind: C.KC_CACHED_EXECUTABLE, finish: true, delayed: true}
+
+//export kcGoLink
+func kcGoLink(ctx C.cl_context, nd C.cl_uint, devs *C.cl_device_id, options *C.char, np C.cl_uint, ps *C.cl_program,
+	reals *C.cl_program, handled *C.int, errOut *C.cl_int) (out C.cl_program) {
+	*handled = 0
+	var list []C.cl_device_id
+	if nd > 0 {
+		list = slices.Clone(unsafe.Slice(devs, int(nd)))
+	}
+	opts := ""
+	if options != nil {
+		opts = C.GoString(options)
+	}
+	apps := slices.Clone(unsafe.Slice(ps, int(np)))
+	inputs := slices.Clone(unsafe.Slice(reals, int(np)))
+	// After a panic before the driver linked, the call passes through;
+	// after it, the application gets the driver's program.
+	var linked C.cl_program
+	defer func() {
+		if r := recover(); r != nil {
+			theLayer.warn("internal error in clLinkProgram", "panic", r, "stack", string(debug.Stack()))
+			*handled, out = 0, nil
+			if linked != nil {
+				*handled, *errOut, out = 1, C.CL_SUCCESS, linked
+			}
+		}
+	}()
+	return theLayer.link(context.Background(), ctx, list, opts, apps, inputs, handled, errOut, &linked)
+}
+
+// link answers clLinkProgram from the cache when every device's linked
+// binary is there, else links with the driver and stores the result. It
+// handles only links whose every input is a compiled object that went
+// through the cache, for the same devices; anything else passes through
+// (handled stays 0).
+func (l *layer) link(ctx context.Context, cctx C.cl_context, devs []C.cl_device_id, opts string,
+	apps, inputs []C.cl_program, handled *C.int, errOut *C.cl_int, linked *C.cl_program) C.cl_program {
+	slots, ok := l.linkSlots(devs, opts, apps)
+	if !ok {
+		return nil
+	}
+	*handled = 1
+	order := slices.Clone(slots)
+	slices.SortFunc(order, func(a, b *slot) int { d1, d2 := a.key.Digest(), b.key.Digest(); return bytes.Compare(d1[:], d2[:]) })
+	for _, s := range order {
+		l.lookupSlot(ctx, s)
+	}
+	all := make([]C.cl_device_id, len(slots))
+	for i, s := range slots {
+		all[i] = s.dev
+	}
+	if hitAll(slots) {
+		bins := make([][]byte, len(slots))
+		for i, s := range slots {
+			bins[i], s.bin = s.bin, nil
+		}
+		prog, err := programFromBinaries(cctx, all, bins, opts, true)
+		if err == nil {
+			*errOut = C.CL_SUCCESS
+			return prog
+		}
+		l.warn("the driver refused a cached linked binary; linking again", "err", err)
+		l.forget(ctx, slots)
+	}
+	start := time.Now()
+	prog := linkPrograms(cctx, devs, opts, inputs, errOut)
+	took := time.Since(start)
+	if *errOut == C.CL_SUCCESS {
+		*linked = prog
+	}
+	if prog == nil || *errOut != C.CL_SUCCESS {
+		for _, s := range slots {
+			if s.pending != nil {
+				s.pending.Abort(clError(*errOut))
+			}
+		}
+		return prog
+	}
+	// The layer holds a reference of its own until the binaries are
+	// stored: the application may release the program before that.
+	C.kc_t_retain_program(prog)
+	p := &program{src: prog, pid: os.Getpid(), ownRef: true}
+	l.mu.Lock()
+	l.links = slices.DeleteFunc(l.links, func(q *program) bool { q.mu.Lock(); defer q.mu.Unlock(); return q.dead })
+	l.links = append(l.links, p)
+	l.mu.Unlock()
+	l.built(ctx, p, linkStep, slots, took)
+	return prog
+}
+
+// linkSlots makes one slot a device for a link of the application's
+// programs apps, or reports that the link is not one the cache handles.
+func (l *layer) linkSlots(devs []C.cl_device_id, opts string, apps []C.cl_program) ([]*slot, bool) {
+	if len(apps) == 0 {
+		return nil, false
+	}
+	var inputs [][]*slot
+	for _, a := range apps {
+		w := C.kc_wrapper(a)
+		if w == nil {
+			return nil, false
+		}
+		l.mu.Lock()
+		p, ok := l.progs[w]
+		l.mu.Unlock()
+		if !ok {
+			return nil, false
+		}
+		p.mu.Lock()
+		in := slices.Clone(p.slots)
+		good := p.done && len(in) > 0 && !slices.ContainsFunc(in, func(s *slot) bool {
+			return s.key == nil || s.key.Image.Format != compileStep.format
+		})
+		p.mu.Unlock()
+		if !good {
+			return nil, false
+		}
+		inputs = append(inputs, in)
+	}
+	// Every input holds the same devices in the same order; the link is
+	// for all of them.
+	first := inputs[0]
+	for _, in := range inputs[1:] {
+		if len(in) != len(first) || slices.ContainsFunc(in, func(s *slot) bool { return first[s.index].dev != s.dev }) {
+			return nil, false
+		}
+	}
+	if len(devs) > 0 {
+		all := make([]C.cl_device_id, len(first))
+		for i, s := range first {
+			all[i] = s.dev
+		}
+		if !sameSet(devs, all) {
+			return nil, false
+		}
+	}
+	slots := make([]*slot, len(first))
+	for i, s := range first {
+		var src bytes.Buffer
+		for _, in := range inputs {
+			d := in[i].key.Digest()
+			src.Write(d[:])
+		}
+		key := *s.key
+		key.Image = kcache.Image{Format: linkStep.format, Source: src.Bytes()}
+		key.Options = kcache.BuildOptions{Link: opts, Env: s.key.Options.Env}
+		slots[i] = &slot{dev: s.dev, index: i, key: &key}
+	}
+	return slots, true
+}
+
+// linkPrograms is the driver's clLinkProgram, synchronous.
+func linkPrograms(cctx C.cl_context, devs []C.cl_device_id, opts string, inputs []C.cl_program, errOut *C.cl_int) C.cl_program {
+	copts := C.CString(opts)
+	defer C.free(unsafe.Pointer(copts))
+	var dp *C.cl_device_id
+	if len(devs) > 0 {
+		dp = cDevices(devs)
+		defer C.free(unsafe.Pointer(dp))
+	}
+	in := (*C.cl_program)(C.malloc(C.size_t(len(inputs)) * C.size_t(unsafe.Sizeof(inputs[0]))))
+	defer C.free(unsafe.Pointer(in))
+	copy(unsafe.Slice(in, len(inputs)), inputs)
+	return C.kc_t_link_program(cctx, C.cl_uint(len(devs)), dp, copts, C.cl_uint(len(inputs)), in, errOut)
+}
