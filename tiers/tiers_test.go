@@ -19,7 +19,7 @@ func TestOpenTakesRemoteFromConfig(t *testing.T) {
 		remoteErrors int64
 	}{
 		{"disk only", map[string]string{}, 0},
-		{"disk and remote", map[string]string{"KCACHE_REMOTE": "redis://127.0.0.1:1", "KCACHE_REMOTE_TIMEOUT": "50ms"}, 2}, // the lookup and the lease
+		{"disk and remote", map[string]string{"KCACHE_REMOTE": "redis://127.0.0.1:1", "KCACHE_REMOTE_TIMEOUT": "50ms"}, 2}, // the lookup and the lease (and the write, in the background)
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.env["KCACHE_DIR"] = t.TempDir()
@@ -33,9 +33,11 @@ func TestOpenTakesRemoteFromConfig(t *testing.T) {
 			if err != nil || r.Outcome != kcache.OutcomeBuilt {
 				t.Fatalf("%v, %v", r.Outcome, err)
 			}
+			// The build's write to the remote tier runs in the background:
+			// by now it may have failed too, or not yet.
 			s := c.Stats()
-			if s.Disk.Misses != 1 || s.Remote.Errors != tc.remoteErrors {
-				t.Errorf("stats %+v", s)
+			if s.Disk.Misses != 1 || s.Remote.Errors < tc.remoteErrors || s.Remote.Errors > tc.remoteErrors+min(tc.remoteErrors, 1) {
+				t.Errorf("stats %+v; want %d remote errors, or one more for the background write", s, tc.remoteErrors)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
