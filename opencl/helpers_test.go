@@ -1,14 +1,14 @@
 package opencl
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kcache/kcache/internal/casedata"
 )
 
 // requireOpenCL skips the test where no OpenCL runtime is installed, unless
@@ -105,12 +105,12 @@ func runSaxpy(ctx *Context, q *Queue, k *Kernel, n int, alpha float32) error {
 	for i := range n {
 		x[i], y[i] = float32(i), float32(2*i+1)
 	}
-	bx, err := ctx.NewBufferFrom(MemReadOnly, floatBytes(x))
+	bx, err := ctx.NewBufferFrom(MemReadOnly, casedata.F32Bytes(x))
 	if err != nil {
 		return err
 	}
 	defer bx.Release()
-	by, err := ctx.NewBufferFrom(MemReadOnly, floatBytes(y))
+	by, err := ctx.NewBufferFrom(MemReadOnly, casedata.F32Bytes(y))
 	if err != nil {
 		return err
 	}
@@ -137,44 +137,12 @@ func runSaxpy(ctx *Context, q *Queue, k *Kernel, n int, alpha float32) error {
 	if err := q.Read(out, 0, got); err != nil {
 		return err
 	}
-	for i, v := range bytesFloats(got) {
+	for i, v := range casedata.F32s(got) {
 		if want := alpha*x[i] + y[i]; v != want {
 			return fmt.Errorf("saxpy[%d] = %v, want %v", i, v, want)
 		}
 	}
 	return nil
-}
-
-func floatBytes(fs []float32) []byte {
-	b := make([]byte, 0, 4*len(fs))
-	for _, f := range fs {
-		b = binary.NativeEndian.AppendUint32(b, math.Float32bits(f))
-	}
-	return b
-}
-
-func bytesFloats(b []byte) []float32 {
-	fs := make([]float32, len(b)/4)
-	for i := range fs {
-		fs[i] = math.Float32frombits(binary.NativeEndian.Uint32(b[4*i:]))
-	}
-	return fs
-}
-
-func intBytes(is []int32) []byte {
-	b := make([]byte, 0, 4*len(is))
-	for _, v := range is {
-		b = binary.NativeEndian.AppendUint32(b, uint32(v))
-	}
-	return b
-}
-
-func bytesInts(b []byte) []int32 {
-	is := make([]int32, len(b)/4)
-	for i := range is {
-		is[i] = int32(binary.NativeEndian.Uint32(b[4*i:]))
-	}
-	return is
 }
 
 // TestMain gives the test process a private PoCL kernel cache, so that the

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/kcache/kcache/internal/casedata"
 )
 
 // TestLocalAndScalarArgs sums blocks of 16 ints in __local memory and
@@ -17,7 +19,7 @@ func TestLocalAndScalarArgs(t *testing.T) {
 	for i := range in {
 		in[i] = int32(i)
 	}
-	bin, err := e.ctx.NewBufferFrom(MemReadOnly, intBytes(in))
+	bin, err := e.ctx.NewBufferFrom(MemReadOnly, casedata.I32Bytes(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,7 @@ func TestLocalAndScalarArgs(t *testing.T) {
 		}
 		want = append(want, s*2-7)
 	}
-	if g := bytesInts(got); !slices.Equal(g, want) {
+	if g := casedata.I32s(got); !slices.Equal(g, want) {
 		t.Errorf("blocksum = %v, want %v", g, want)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kcache/kcache/internal/casedata"
 )
 
 func TestPlatformsAndDevices(t *testing.T) {
@@ -224,7 +226,7 @@ __kernel void scale(__global int* a) { size_t i = get_global_id(0); a[i] = scale
 		t.Fatal(err)
 	}
 	defer k.Release()
-	buf, err := e.ctx.NewBufferFrom(MemReadWrite, intBytes([]int32{1, 2, 3, 4}))
+	buf, err := e.ctx.NewBufferFrom(MemReadWrite, casedata.I32Bytes([]int32{1, 2, 3, 4}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +236,7 @@ __kernel void scale(__global int* a) { size_t i = get_global_id(0); a[i] = scale
 	if err := e.q.Read(buf, 0, got); err != nil {
 		t.Fatal(err)
 	}
-	if g := bytesInts(got); !slices.Equal(g, []int32{3, 6, 9, 12}) {
+	if g := casedata.I32s(got); !slices.Equal(g, []int32{3, 6, 9, 12}) {
 		t.Errorf("scale = %v", g)
 	}
 }
