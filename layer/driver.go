@@ -106,13 +106,15 @@ func buildLog(p C.cl_program, d C.cl_device_id) string {
 }
 
 // binaries returns p's binary for each of its devices, in CL_PROGRAM_DEVICES
-// order. The application's threads may be launching p's kernels meanwhile,
-// which on PoCL grows the binaries between the size query and the copy:
-// internal/binread reads them safely.
+// order. The driver may copy more than the size it reported when the
+// application's threads query or launch the program meanwhile:
+// internal/binread reads the binaries safely, through the layer's
+// serialized program queries.
 func binaries(p C.cl_program, ndev int) ([][]byte, error) {
 	sizes := func() ([]uintptr, error) {
 		sizes := make([]C.size_t, ndev)
-		if err := check(C.kc_t_get_program_binaries(p, C.cl_uint(ndev), &sizes[0], nil)); err != nil {
+		n := C.size_t(ndev) * C.size_t(unsafe.Sizeof(sizes[0]))
+		if err := check(C.kc_t_get_program_info(p, C.CL_PROGRAM_BINARY_SIZES, n, unsafe.Pointer(&sizes[0]), nil)); err != nil {
 			return nil, err
 		}
 		out := make([]uintptr, ndev)
@@ -124,11 +126,11 @@ func binaries(p C.cl_program, ndev int) ([][]byte, error) {
 	copyOut := func(ptrs []unsafe.Pointer) error {
 		// The driver keeps no pointer past the call, but cgo forbids
 		// passing Go memory that holds pointers: copy the array to C.
-		arr := (*unsafe.Pointer)(C.calloc(C.size_t(ndev), C.size_t(unsafe.Sizeof(unsafe.Pointer(nil)))))
+		n := C.size_t(ndev) * C.size_t(unsafe.Sizeof(unsafe.Pointer(nil)))
+		arr := (*unsafe.Pointer)(C.malloc(n))
 		defer C.free(unsafe.Pointer(arr))
 		copy(unsafe.Slice(arr, ndev), ptrs)
-		sizes := make([]C.size_t, ndev)
-		return check(C.kc_t_get_program_binaries(p, C.cl_uint(ndev), &sizes[0], (**C.uchar)(unsafe.Pointer(arr))))
+		return check(C.kc_t_get_program_info(p, C.CL_PROGRAM_BINARIES, n, unsafe.Pointer(arr), nil))
 	}
 	return binread.Read(binread.Funcs{Sizes: sizes, Copy: copyOut})
 }

@@ -508,10 +508,3 @@ cl_int kc_t_get_platform_info(cl_platform_id p, cl_platform_info param, size_t s
 	return kc_target->clGetPlatformInfo(p, param, size, value, size_ret);
 }
 
-cl_int kc_t_get_program_binaries(cl_program p, cl_uint n, size_t *sizes, unsigned char **bins) {
-	cl_int err = kc_program_info(p, CL_PROGRAM_BINARY_SIZES, n * sizeof *sizes, sizes, NULL);
-	if (err != CL_SUCCESS || bins == NULL) {
-		return err;
-	}
-	return kc_program_info(p, CL_PROGRAM_BINARIES, n * sizeof *bins, bins, NULL);
-}

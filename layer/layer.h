@@ -59,6 +59,5 @@ cl_int kc_t_retain_program(cl_program p);
 cl_program kc_t_link_program(cl_context c, cl_uint nd, const cl_device_id *devs, const char *options, cl_uint np, const cl_program *ps, cl_int *err);
 cl_int kc_t_get_device_info(cl_device_id d, cl_device_info param, size_t size, void *value, size_t *size_ret);
 cl_int kc_t_get_platform_info(cl_platform_id p, cl_platform_info param, size_t size, void *value, size_t *size_ret);
-cl_int kc_t_get_program_binaries(cl_program p, cl_uint n, size_t *sizes, unsigned char **bins);
 
 #endif
