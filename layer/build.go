@@ -144,9 +144,7 @@ func hitAll(slots []*slot) bool {
 	return !slices.ContainsFunc(slots, func(s *slot) bool { return !s.hit })
 }
 
-// lookup computes each device's key and looks it up. Misses come back
-// holding the key's build lock, taken in digest order so that processes
-// building for several devices cannot deadlock on each other's locks.
+// lookup computes each device's key and looks it up (lookupSlots).
 func (l *layer) lookup(ctx context.Context, src C.cl_program, st step, devs []C.cl_device_id, opts string) ([]*slot, error) {
 	all, err := programDevices(src)
 	if err != nil {
@@ -183,6 +181,14 @@ func (l *layer) lookup(ctx context.Context, src C.cl_program, st step, devs []C.
 			Options:  kcache.BuildOptions{Compile: opts, Env: l.env},
 		}}
 	}
+	l.lookupSlots(ctx, slots)
+	return slots, nil
+}
+
+// lookupSlots looks every slot's key up. Misses come back holding the
+// key's build lock, taken in digest order so that processes building for
+// several devices cannot deadlock on each other's locks.
+func (l *layer) lookupSlots(ctx context.Context, slots []*slot) {
 	order := slices.Clone(slots)
 	digests := map[*slot]kcache.Digest{}
 	for _, s := range order {
@@ -192,7 +198,6 @@ func (l *layer) lookup(ctx context.Context, src C.cl_program, st step, devs []C.
 	for _, s := range order {
 		l.lookupSlot(ctx, s)
 	}
-	return slots, nil
 }
 
 // lookupSlot looks one key up; a hit's record is decoded here, and one

@@ -66,11 +66,7 @@ func (l *layer) link(ctx context.Context, cctx C.cl_context, devs []C.cl_device_
 		return nil
 	}
 	*handled = 1
-	order := slices.Clone(slots)
-	slices.SortFunc(order, func(a, b *slot) int { d1, d2 := a.key.Digest(), b.key.Digest(); return bytes.Compare(d1[:], d2[:]) })
-	for _, s := range order {
-		l.lookupSlot(ctx, s)
-	}
+	l.lookupSlots(ctx, slots)
 	all := make([]C.cl_device_id, len(slots))
 	for i, s := range slots {
 		all[i] = s.dev
