@@ -12,14 +12,21 @@ const (
 	dIncludeNext // #include_next: the search goes on past the includer's own place
 	dEmbed       // #embed: a file read as data
 	dHasInclude  // __has_include in a conditional: existence matters
+	// dCondition is an #if or #elif expression kept as text: a macro
+	// whose body holds __has_include may be called in it, and then it
+	// tests for a file (see macro.hasInclude).
+	dCondition
 )
 
 // directive is one parsed directive. Parsed directives are what the file
 // cache keeps for each file, so a warm scan never reads or lexes a file.
 type directive struct {
 	kind  dirKind
-	name  string // header name of a literal include; macro name of #define/#undef
+	name  string // header name of a literal include; macro name of #define/#undef; dCondition's expression
 	angle bool   // <name> rather than "name"
+	// next marks __has_include_next, which tests every place after the
+	// includer's own, as #include_next searches.
+	next bool
 	// operand holds a computed include's tokens, to expand at scan time.
 	operand []token
 	macro   *macro // #define
@@ -35,6 +42,11 @@ func parseDirectives(src []byte) []directive {
 		case "define":
 			if m := parseDefine(rest); m != nil {
 				out = append(out, directive{kind: dDefine, name: m.name, macro: m})
+				// A __has_include in a macro's body tests for a file
+				// wherever the macro is expanded in a conditional: a
+				// literal operand is keyed here, once and for all, and
+				// the macro's calls are followed (macro.hasInclude).
+				out = append(out, m.literalHasIncludes()...)
 			}
 		case "undef":
 			if ts := tokenize(rest); len(ts) > 0 && ts[0].kind == tIdent {
@@ -47,7 +59,8 @@ func parseDirectives(src []byte) []directive {
 				out = append(out, d)
 			}
 		case "if", "elif":
-			out = append(out, hasIncludes(rest)...)
+			out = append(out, hasIncludes(tokenize(rest))...)
+			out = append(out, directive{kind: dCondition, name: rest})
 		}
 	}
 	return out
@@ -95,9 +108,8 @@ func literalHeaderName(s string) (name string, angle, ok bool) {
 // hasIncludes returns a dHasInclude directive for each __has_include (and
 // __has_include_next, __has_embed) of a conditional's expression: whether
 // the file exists decides which branch is compiled.
-func hasIncludes(expr string) []directive {
+func hasIncludes(ts []token) []directive {
 	var out []directive
-	ts := tokenize(expr)
 	for i := 0; i < len(ts); i++ {
 		switch ts[i].text {
 		case "__has_include", "__has_include_next", "__has_embed":
@@ -118,7 +130,9 @@ func hasIncludes(expr string) []directive {
 			}
 		}
 		operand := ts[i+2 : min(j, len(ts))]
-		out = append(out, hasIncludeDirective(operand))
+		d := hasIncludeDirective(operand)
+		d.next = ts[i].text == "__has_include_next"
+		out = append(out, d)
 		i = j
 	}
 	return out

@@ -11,16 +11,20 @@ import (
 	"github.com/kcache/kcache"
 )
 
-// tooNew is how recent a modification must be for a file's identity not
-// to be trusted: a file written twice within one timestamp tick keeps its
-// size and mtime. ccache re-reads such "too new" files; so does deps.
+// tooNew is how recent a change must be for a file's identity not to be
+// trusted: a file written twice within one timestamp tick keeps its size,
+// mtime and ctime (file systems with 1 s or 2 s timestamps exist). ccache
+// re-reads such "too new" files; so does deps.
 const tooNew = 2 * time.Second
 
 // identity is what a stat says about a file's content: equal identities
-// mean unchanged content, unless the mtime is too new.
+// mean unchanged content, provided the file was not too new when it was
+// read (see settled). The ctime catches a same-length edit whose mtime
+// was set back.
 type identity struct {
 	size  int64
 	mtime time.Time
+	ctime time.Time
 	inode uint64
 	dev   uint64
 }
@@ -29,14 +33,22 @@ func identityOf(fi fs.FileInfo) identity {
 	id := identity{size: fi.Size(), mtime: fi.ModTime()}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		id.inode, id.dev = st.Ino, uint64(st.Dev)
+		id.ctime = time.Unix(st.Ctim.Unix())
 	}
 	return id
 }
 
-// trusted reports whether a cached entry of identity was may stand for a
-// file whose stat now says is.
-func (was identity) trusted(is identity, now time.Time) bool {
-	return was == is && now.Sub(is.mtime) > tooNew
+// settled reports whether a file of this identity, read or listed at
+// time at, could not have changed again within the same timestamp tick:
+// its last change was more than tooNew before. What was read while not
+// settled is never trusted later by stat alone, however long ago that
+// was: the file may have been rewritten within the tick after the read.
+func (id identity) settled(at time.Time) bool {
+	last := id.mtime
+	if id.ctime.After(last) {
+		last = id.ctime
+	}
+	return at.Sub(last) > tooNew
 }
 
 // maxFileEntries bounds the files remembered: a million headers' digests
@@ -45,10 +57,18 @@ const maxFileEntries = 200_000
 
 // fileEntry is what the cache knows of one file.
 type fileEntry struct {
-	id         identity
-	digest     kcache.Digest
-	directives []directive
-	computed   bool // has a directive whose operand must be expanded
+	id     identity
+	digest kcache.Digest
+	parsedFile
+	// settled says the file was settled when it was read: only then may
+	// a later stat with the same identity stand for the content.
+	settled bool
+}
+
+// fileKey names a file's entry: its parse depends on the trigraph mode.
+type fileKey struct {
+	path string
+	tri  Trigraphs
 }
 
 // fileCache maps absolute paths to their last seen identity, digest and
@@ -56,36 +76,34 @@ type fileEntry struct {
 // stat per file.
 type fileCache struct {
 	mu      sync.Mutex
-	entries map[string]*fileEntry // guarded by mu; entries are immutable
+	entries map[fileKey]*fileEntry // guarded by mu; entries are immutable
 }
 
-func newFileCache() *fileCache { return &fileCache{entries: map[string]*fileEntry{}} }
+func newFileCache() *fileCache { return &fileCache{entries: map[fileKey]*fileEntry{}} }
 
 // get returns the entry of path, whose stat is fi, reading the file only
-// when it is new or changed.
-func (c *fileCache) get(fsys *fileSystem, path string, fi fs.FileInfo) (*fileEntry, error) {
+// when it is new, changed, or was not settled when last read.
+func (c *fileCache) get(fsys *fileSystem, path string, fi fs.FileInfo, tri Trigraphs) (*fileEntry, error) {
 	id := identityOf(fi)
+	k := fileKey{path, tri}
 	c.mu.Lock()
-	e := c.entries[path]
+	e := c.entries[k]
 	c.mu.Unlock()
-	if e != nil && e.id.trusted(id, fsys.now()) {
+	if e != nil && e.settled && e.id == id {
 		return e, nil
 	}
 	content, err := fsys.readFile(path)
 	if err != nil {
 		return nil, err
 	}
-	e = &fileEntry{id: id, digest: sha256.Sum256(content), directives: parseDirectives(content)}
-	for _, d := range e.directives {
-		e.computed = e.computed || d.operand != nil
-	}
+	e = &fileEntry{id: id, digest: sha256.Sum256(content), parsedFile: parseFile(content, tri), settled: id.settled(fsys.now())}
 	c.mu.Lock()
 	if len(c.entries) >= maxFileEntries {
 		// Forgetting costs one read per file on the next scan; holding
 		// every file ever seen would grow without bound.
 		clear(c.entries)
 	}
-	c.entries[path] = e
+	c.entries[k] = e
 	c.mu.Unlock()
 	return e, nil
 }

@@ -29,7 +29,7 @@ func FuzzDirectives(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		dirs := parseDirectives(data)
+		dirs := parseFile(data, TrigraphsUnknown).directives
 		table := newMacroTable()
 		for _, d := range dirs {
 			switch d.kind {
@@ -40,6 +40,8 @@ func FuzzDirectives(f *testing.F) {
 				table.define(d.macro)
 			case dUndef:
 				table.undef(d.name)
+			case dCondition:
+				hasIncludes(tokenize(d.name))
 			default:
 				if d.operand == nil {
 					if strings.ContainsAny(d.name, "\n") {

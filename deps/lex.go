@@ -28,10 +28,10 @@ type token struct {
 	hide  []string
 }
 
-// directiveLines returns the preprocessing directives of src, one logical
-// line each, without the leading '#': continuation lines are joined and
-// comments replaced by a space, as translation phases 1 to 3 do. A
-// comment that spans lines joins them, as it does for the compiler.
+// directiveLines returns the preprocessing directives of src, normalized
+// by normalize, one logical line each, without the leading '#': comments
+// are replaced by a space, as translation phase 3 does. A comment that
+// spans lines joins them, as it does for the compiler.
 func directiveLines(src []byte) []string {
 	var (
 		out       []string
@@ -51,7 +51,6 @@ func directiveLines(src []byte) []string {
 			line.WriteByte(b)
 		}
 	}
-	src = splice(src)
 	n := len(src)
 	for i := 0; i < n; i++ {
 		c := src[i]
@@ -94,27 +93,95 @@ func directiveLines(src []byte) []string {
 	return out
 }
 
-// splice removes every backslash-newline (translation phase 2), so that
-// nothing after it, literals and comments included, sees them.
-func splice(src []byte) []byte {
-	if !bytes.Contains(src, []byte("\\\n")) && !bytes.Contains(src, []byte("\\\r\n")) {
+// Trigraphs says whether the compiler replaces trigraphs (??= for #, ??/
+// for a backslash, ...) in translation phase 1, which decides what a
+// directive is: "??=include" is an include where they are replaced.
+type Trigraphs uint8
+
+const (
+	// TrigraphsUnknown means the scan cannot tell. A file whose
+	// directives differ with and without replacement is then beyond the
+	// scanner, and the source is uncacheable.
+	TrigraphsUnknown Trigraphs = iota
+	// TrigraphsOn: the compiler replaces trigraphs (clang does for
+	// OpenCL C, and for C before C23 in strict modes).
+	TrigraphsOn
+	// TrigraphsOff: the compiler leaves them (C++17 and later, GNU modes).
+	TrigraphsOff
+)
+
+// byteOrderMark is UTF-8's, which clang skips at the start of a file.
+var byteOrderMark = []byte{0xEF, 0xBB, 0xBF}
+
+// trigraphFor maps the third character of a trigraph to what it stands for.
+var trigraphFor = map[byte]byte{'=': '#', '/': '\\', '\'': '^', '(': '[', ')': ']', '!': '|', '<': '{', '>': '}', '-': '~'}
+
+// normalize applies translation phases 1 and 2 as clang does: it drops a
+// leading byte order mark, replaces trigraphs if trigraphs is set, makes
+// every line end (LF, CRLF or a lone CR) an LF, and removes every line
+// splice: a backslash, any blanks, then a line end. Nothing after it,
+// literals and comments included, sees the originals.
+func normalize(src []byte, trigraphs bool) []byte {
+	src = bytes.TrimPrefix(src, byteOrderMark)
+	if bytes.IndexByte(src, '\r') < 0 && bytes.IndexByte(src, '\\') < 0 && !(trigraphs && bytes.Contains(src, []byte("??"))) {
 		return src
 	}
 	out := make([]byte, 0, len(src))
 	for i := 0; i < len(src); i++ {
-		if src[i] == '\\' {
-			if i+1 < len(src) && src[i+1] == '\n' {
-				i++
+		c := src[i]
+		if trigraphs && c == '?' && i+2 < len(src) && src[i+1] == '?' {
+			if r, ok := trigraphFor[src[i+2]]; ok {
+				out = append(out, r)
+				i += 2
 				continue
 			}
-			if i+2 < len(src) && src[i+1] == '\r' && src[i+2] == '\n' {
-				i += 2
+		}
+		if c == '\r' {
+			c = '\n'
+			if i+1 < len(src) && src[i+1] == '\n' {
+				i++
+			}
+		}
+		out = append(out, c)
+	}
+	return splice(out)
+}
+
+// splice removes every line splice from src, whose line ends are all LF:
+// a backslash followed by blanks before the newline splices too (clang
+// warns, and splices).
+func splice(src []byte) []byte {
+	out := src[:0]
+	for i := 0; i < len(src); i++ {
+		if src[i] == '\\' {
+			j := i + 1
+			for j < len(src) && (src[j] == ' ' || src[j] == '\t' || src[j] == '\v' || src[j] == '\f') {
+				j++
+			}
+			if j < len(src) && src[j] == '\n' {
+				i = j
 				continue
 			}
 		}
 		out = append(out, src[i])
 	}
 	return out
+}
+
+// hasTrigraph reports whether src holds a sequence that is a trigraph
+// where trigraphs are replaced.
+func hasTrigraph(src []byte) bool {
+	for i := bytes.Index(src, []byte("??")); i >= 0 && i+2 < len(src); {
+		if _, ok := trigraphFor[src[i+2]]; ok {
+			return true
+		}
+		j := bytes.Index(src[i+1:], []byte("??"))
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
+	}
+	return false
 }
 
 func next(src []byte, i int) byte {

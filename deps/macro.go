@@ -16,6 +16,31 @@ type macro struct {
 	// vaOpt marks a body using __VA_OPT__, which the expander does not
 	// implement: expanding it makes the include unknowable.
 	vaOpt bool
+	// hasInclude marks a body holding __has_include, __has_include_next
+	// or __has_embed: a conditional that expands the macro tests for a
+	// file, whose name may come from the call's arguments.
+	hasInclude bool
+}
+
+// isHasInclude reports whether an identifier tests for a file in a
+// conditional.
+func isHasInclude(name string) bool {
+	return name == "__has_include" || name == "__has_include_next" || name == "__has_embed"
+}
+
+// literalHasIncludes returns a dHasInclude directive for each literal
+// operand of a __has_include in m's body.
+func (m *macro) literalHasIncludes() []directive {
+	if !m.hasInclude {
+		return nil
+	}
+	var out []directive
+	for _, d := range hasIncludes(m.body) {
+		if d.operand == nil {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // parseDefine parses the text after #define (or NAME[(params)]=VALUE of a
@@ -42,9 +67,8 @@ func parseDefine(rest string) *macro {
 		m.body[0].space = false
 	}
 	for _, t := range m.body {
-		if t.text == "__VA_OPT__" {
-			m.vaOpt = true
-		}
+		m.vaOpt = m.vaOpt || t.text == "__VA_OPT__"
+		m.hasInclude = m.hasInclude || isHasInclude(t.text)
 	}
 	return m
 }
@@ -117,6 +141,9 @@ func (m *macro) same(o *macro) bool {
 type macroTable struct {
 	defs map[string]*candidates
 	gen  uint64 // grows with every new candidate, so a rescan can tell whether it could differ
+	// consulted, when set, is told every name an expansion looks up, so
+	// a scan knows which names its computed includes depended on.
+	consulted func(name string)
 	// fallback returns the macros of the compiler's built-in headers,
 	// each a candidate beside "undefined" for a name defined nowhere
 	// else; nil for none.
@@ -162,6 +189,20 @@ func (t *macroTable) undef(name string) {
 	}
 }
 
+// version counts the candidates of name: definitions only ever join a
+// name's candidates, so an unchanged version means an unchanged set.
+func (t *macroTable) version(name string) int {
+	c := t.defs[name]
+	if c == nil {
+		return 0
+	}
+	v := 2 * len(c.defs)
+	if c.undef {
+		v++
+	}
+	return v + 1
+}
+
 // applyOptions applies -D and -U options in order. Options are not
 // branches: a later one replaces an earlier one exactly.
 func (t *macroTable) applyOptions(opts []optMacro) {
@@ -187,6 +228,9 @@ func (t *macroTable) applyOptions(opts []optMacro) {
 // "undefined" when it may be undefined. known is false for a name neither
 // defined nor undefined anywhere the scan saw.
 func (t *macroTable) options(name string) (opts []*macro, known bool) {
+	if t.consulted != nil {
+		t.consulted(name)
+	}
 	c := t.defs[name]
 	if c == nil && t.fallback != nil {
 		if b := t.fallback().defs[name]; b != nil {

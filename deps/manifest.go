@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strconv"
 	"sync"
 	"syscall"
 )
@@ -34,8 +33,8 @@ func (sc *scan) manifest() error {
 		return nil
 	}
 	w := &walk{sc: sc, visited: map[[2]uint64]bool{}}
-	for i, root := range sc.roots {
-		if err := w.root(root, "manifest:"+strconv.Itoa(i)); err != nil {
+	for _, root := range sc.roots {
+		if err := w.root(root); err != nil {
 			return err
 		}
 	}
@@ -44,7 +43,7 @@ func (sc *scan) manifest() error {
 	}
 	for _, it := range w.items {
 		if it.fi != nil {
-			e, err := sc.s.files.get(sc.s.fs, it.dep.Path, it.fi)
+			e, err := sc.s.files.get(sc.s.fs, it.dep.Path, it.fi, TrigraphsOff)
 			if err != nil {
 				return fmt.Errorf("%w: %s: %w", ErrUncacheable, it.dep.Path, err)
 			}
@@ -71,22 +70,22 @@ type walkItem struct {
 	fi  fs.FileInfo
 }
 
-func (w *walk) root(dir, label string) error {
+func (w *walk) root(dir string) error {
 	fi, err := w.sc.stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		// Nothing to search yet; creating the directory changes the key.
-		w.items = append(w.items, walkItem{dep: Dependency{Path: dir, Name: label, Rule: RuleAbsent}})
+		w.items = append(w.items, walkItem{dep: Dependency{Path: dir, Name: w.sc.location(dir), Rule: RuleAbsent}})
 		return nil
 	case err != nil:
 		return fmt.Errorf("%w: search directory %s: %w", ErrUncacheable, dir, err)
 	case !fi.IsDir():
 		return nil // the compiler searches directories only
 	}
-	return w.dir(dir, label, fi, 0)
+	return w.dir(dir, fi, 0)
 }
 
-func (w *walk) dir(dir, label string, fi fs.FileInfo, depth int) error {
+func (w *walk) dir(dir string, fi fs.FileInfo, depth int) error {
 	if depth > maxManifestDepth {
 		return fmt.Errorf("%w: %s is nested deeper than %d directories", ErrUncacheable, dir, maxManifestDepth)
 	}
@@ -100,14 +99,15 @@ func (w *walk) dir(dir, label string, fi fs.FileInfo, depth int) error {
 		return fmt.Errorf("%w: search directory %s: %w", ErrUncacheable, dir, err)
 	}
 	for _, name := range names {
-		if err := w.entry(dir+"/"+name, label+"/"+name, depth); err != nil {
+		if err := w.entry(dir+"/"+name, depth); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (w *walk) entry(path, label string, depth int) error {
+func (w *walk) entry(path string, depth int) error {
+	label := w.sc.location(path)
 	fi, err := w.sc.stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -117,7 +117,7 @@ func (w *walk) entry(path, label string, depth int) error {
 	case err != nil:
 		return fmt.Errorf("%w: %s: %w", ErrUncacheable, path, err)
 	case fi.IsDir():
-		return w.dir(path, label, fi, depth+1)
+		return w.dir(path, fi, depth+1)
 	case !fi.Mode().IsRegular():
 		return nil // devices, sockets and pipes are not headers
 	}
@@ -137,8 +137,9 @@ type dirCache struct {
 }
 
 type dirEntry struct {
-	id    identity
-	names []string
+	id      identity
+	names   []string
+	settled bool // the directory was settled when listed
 }
 
 func newDirCache() *dirCache { return &dirCache{entries: map[string]dirEntry{}} }
@@ -149,14 +150,14 @@ func (c *dirCache) list(fsys *fileSystem, dir string, fi fs.FileInfo) ([]string,
 	c.mu.Lock()
 	e, ok := c.entries[dir]
 	c.mu.Unlock()
-	if ok && e.id.trusted(id, fsys.now()) {
+	if ok && e.settled && e.id == id {
 		return e.names, nil
 	}
 	ents, err := fsys.readDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	e = dirEntry{id: id, names: make([]string, len(ents))}
+	e = dirEntry{id: id, names: make([]string, len(ents)), settled: id.settled(fsys.now())}
 	for i, d := range ents {
 		e.names[i] = d.Name()
 	}

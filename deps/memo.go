@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/kcache/kcache"
 )
@@ -23,6 +24,9 @@ type observation struct {
 	path  string
 	state statState
 	id    identity // for files and directories
+	// settled says a file or directory was settled when observed: an
+	// observation of something too new pins nothing.
+	settled bool
 }
 
 type statState uint8
@@ -35,7 +39,7 @@ const (
 	stateError // any other error: compared by kind only
 )
 
-func observe(path string, fi fs.FileInfo, err error) observation {
+func observe(path string, fi fs.FileInfo, err error, now time.Time) observation {
 	o := observation{path: path}
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
@@ -49,6 +53,7 @@ func observe(path string, fi fs.FileInfo, err error) observation {
 	default:
 		o.state = stateOther
 	}
+	o.settled = o.id.settled(now)
 	return o
 }
 
@@ -57,6 +62,8 @@ type memo struct {
 	seen    []observation
 	headers []kcache.Header
 	trace   []Dependency
+	// date says the sources expand __DATE__: the key holds the day.
+	date bool
 }
 
 // memoCache holds the last scan of each input.
@@ -85,17 +92,17 @@ func (c *memoCache) put(k kcache.Digest, m *memo) {
 	c.m[k] = m
 }
 
-// valid reports whether every stat of m answers as it did, with no
-// identity too recent to trust.
+// valid reports whether every stat of m answers as it did, and every
+// file and directory it pins was settled when the scan saw it.
 func (m *memo) valid(fsys *fileSystem) bool {
 	now := fsys.now()
 	for _, o := range m.seen {
 		fi, err := fsys.stat(o.path)
-		n := observe(o.path, fi, err)
+		n := observe(o.path, fi, err, now)
 		if n.state != o.state {
 			return false
 		}
-		if (o.state == stateFile || o.state == stateDir) && !o.id.trusted(n.id, now) {
+		if (o.state == stateFile || o.state == stateDir) && (!o.settled || o.id != n.id) {
 			return false
 		}
 	}
@@ -126,6 +133,7 @@ func inputDigest(in Input, wd string) kcache.Digest {
 	list(in.Builtins)
 	list(in.SystemDirs)
 	var flags uint
+	count(int(in.Trigraphs))
 	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate} {
 		if f {
 			flags |= 1 << i
@@ -142,7 +150,7 @@ func (sc *scan) stat(path string) (fs.FileInfo, error) {
 	fi, err := sc.s.fs.stat(path)
 	if !sc.observed[path] {
 		sc.observed[path] = true
-		sc.seen = append(sc.seen, observe(path, fi, err))
+		sc.seen = append(sc.seen, observe(path, fi, err, sc.s.fs.now()))
 	}
 	return fi, err
 }

@@ -27,10 +27,21 @@ type scan struct {
 	table  *macroTable
 	trace  []Dependency
 	listed map[Dependency]bool
-	// scanned holds the macro table's generation when each file was last
-	// scanned: a file with computed includes is scanned again when new
-	// definitions could change what they name.
-	scanned map[string]uint64
+	// scanned holds, for each file followed, what its subtree's
+	// expansions depended on: the file is followed again when any of it
+	// changed (see scanState).
+	scanned map[string]*scanState
+	// consulted collects the names expansions looked up, in order; a
+	// file's subtree owns the part appended while it was followed.
+	consulted []string
+	// hasIncludeMacros names the macros whose bodies hold __has_include
+	// (directly, or through another such macro): conditionals that
+	// expand one of them test for a file.
+	hasIncludeMacros map[string]bool
+	// refused says why no key can be trusted ("" while one can).
+	refused string
+	// date says a source expands __DATE__.
+	date bool
 	// roots are the directories whose every file the key must hold,
 	// because an include there could not be resolved exactly.
 	roots []string
@@ -52,19 +63,24 @@ func newScan(ctx context.Context, s *Scanner, in Input, wd string) *scan {
 		inv:      parseArgs(in.Args, wd, in.SearchWorkDir, in.SystemDirs...),
 		table:    newMacroTable(),
 		listed:   map[Dependency]bool{},
-		scanned:  map[string]uint64{},
-		observed: map[string]bool{},
+		scanned:          map[string]*scanState{},
+		observed:         map[string]bool{},
+		hasIncludeMacros: map[string]bool{},
 	}
 }
 
 func (sc *scan) run() error {
 	sc.table.applyOptions(sc.inv.macros)
+	sc.table.consulted = func(name string) { sc.consulted = append(sc.consulted, name) }
 	mainDir := ""
 	switch {
 	case sc.in.SearchWorkDir:
 		mainDir = sc.wd
 	case sc.in.Path != "":
-		mainDir = filepath.Dir(sc.abs(sc.in.Path))
+		mainDir = includerDir(sc.abs(sc.in.Path))
+	}
+	if sc.in.MainDir != "" {
+		mainDir = sc.abs(sc.in.MainDir)
 	}
 	// A -include file is searched first in the working directory, then
 	// as a quoted include of the main source.
@@ -73,7 +89,9 @@ func (sc *scan) run() error {
 			return err
 		}
 	}
-	if err := sc.process(parseDirectives(sc.in.Source), mainDir, 0); err != nil {
+	main := parseFile(sc.in.Source, sc.in.Trigraphs)
+	sc.facts(sc.sourceName(), &main)
+	if err := sc.process(main.directives, mainDir, 0); err != nil {
 		return err
 	}
 	for _, d := range sc.in.Depends {
@@ -81,7 +99,49 @@ func (sc *scan) run() error {
 			return err
 		}
 	}
-	return sc.manifest()
+	if err := sc.manifest(); err != nil {
+		return err
+	}
+	if sc.refused != "" {
+		return fmt.Errorf("%w: %s", ErrUncacheable, sc.refused)
+	}
+	return nil
+}
+
+// facts applies what the parse of a file says beyond its directives:
+// text the scanner cannot model, and the clock macros.
+func (sc *scan) facts(path string, p *parsedFile) {
+	switch {
+	case p.unsure != "":
+		sc.refuse(path + ": " + p.unsure)
+	case p.clock == "__DATE__":
+		sc.date = true
+	case p.clock != "":
+		sc.refuse(path + " expands " + p.clock + ", which no key can follow")
+	}
+}
+
+// refuse records why the source is uncacheable; the first reason is kept.
+func (sc *scan) refuse(reason string) {
+	if sc.refused == "" {
+		sc.refused = reason
+		sc.s.report(sc.sourceName(), "uncacheable: "+reason)
+	}
+}
+
+// includerDir returns the directory the compiler searches first for a
+// quoted include of the file at path: the path as opened, less its last
+// element, not cleaned, since the kernel resolves a ".." after a
+// symbolic link physically, as the compiler's open does.
+func includerDir(path string) string {
+	i := strings.LastIndexByte(path, '/')
+	switch {
+	case i < 0:
+		return "."
+	case i == 0:
+		return "/"
+	}
+	return path[:i]
 }
 
 func (sc *scan) abs(p string) string {
@@ -101,9 +161,11 @@ func (sc *scan) process(dirs []directive, includerDir string, depth int) error {
 		var err error
 		switch d.kind {
 		case dDefine:
-			sc.table.define(d.macro)
+			sc.define(d.macro)
 		case dUndef:
 			sc.table.undef(d.name)
+		case dCondition:
+			err = sc.condition(d.name, includerDir, depth)
 		default:
 			err = sc.directive(d, includerDir, depth)
 		}
@@ -139,8 +201,12 @@ func (sc *scan) directive(d directive, includerDir string, depth int) error {
 			return nil
 		}
 	}
+	kind := d.kind
+	if d.next {
+		kind = dIncludeNext // __has_include_next tests the places #include_next searches
+	}
 	for _, r := range refs {
-		if err := sc.include(r.name, r.angle, includerDir, rule, d.kind, depth); err != nil {
+		if err := sc.include(r.name, r.angle, includerDir, rule, kind, depth); err != nil {
 			return err
 		}
 	}
@@ -153,7 +219,9 @@ func (sc *scan) expand(operand []token, includerDir string) ([]headerRef, bool) 
 	sc.table.fallback = sc.builtinMacros
 	variants, err := sc.table.expandVariants(operand, sc.unknown)
 	if err != nil {
-		sc.widen(includerDir, "computed include cannot be expanded", "operand", spell(operand), "reason", err)
+		// Widening to the search directories is not enough: the
+		// name may hold "..", or be absolute.
+		sc.refuse(fmt.Sprintf("computed include %s cannot be expanded (%v)", spell(operand), err))
 		return nil, false
 	}
 	var refs []headerRef
@@ -169,7 +237,8 @@ func (sc *scan) expand(operand []token, includerDir string) ([]headerRef, bool) 
 		}
 	}
 	if len(refs) == 0 {
-		sc.widen(includerDir, "computed include expands to no header name", "operand", spell(operand))
+		// The compiler rejects such an include wherever it is live.
+		sc.s.report(sc.sourceName(), "computed include expands to no header name", "operand", spell(operand))
 		return nil, false
 	}
 	return refs, true
@@ -183,6 +252,7 @@ func (sc *scan) expand(operand []token, includerDir string) ([]headerRef, bool) 
 // any name at all once an include was not found (its header may define
 // anything).
 func (sc *scan) unknown(name string) bool {
+	sc.consulted = append(sc.consulted, unseenName)
 	if sc.unseen || strings.HasPrefix(name, "__") || (len(name) > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z') {
 		return true
 	}
@@ -200,7 +270,7 @@ func (sc *scan) unknown(name string) bool {
 
 // predefinedPrefixes start the unreserved names OpenCL compilers define on
 // their own.
-var predefinedPrefixes = []string{"CL_", "cl_", "FP_FAST_FMA"}
+var predefinedPrefixes = []string{"CL_", "cl_", "FP_FAST_FMA", "POCL_"}
 
 // builtinMacros learns the macros of Input.Builtins when a computed
 // include first needs them. The table is kept by the Scanner under the
@@ -219,13 +289,13 @@ func (sc *scan) builtinMacros() *macroTable {
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		e, err := sc.s.files.get(sc.s.fs, p, fi)
+		e, err := sc.s.files.get(sc.s.fs, p, fi, TrigraphsOff)
 		if err != nil {
 			continue
 		}
 		files = append(files, e)
 		fmt.Fprintf(&ids, "%s\x00%x\x00", p, e.digest)
-		trusted = trusted && e.id.trusted(e.id, sc.s.fs.now())
+		trusted = trusted && e.settled
 	}
 	sc.builtins = sc.s.builtins.get(ids.String(), trusted, func() *macroTable {
 		t := newMacroTable()
@@ -248,25 +318,29 @@ func (sc *scan) builtinMacros() *macroTable {
 // superset of the one the compiler picks.
 func (sc *scan) include(name string, angle bool, includerDir, rule string, kind dirKind, depth int) error {
 	found := false
+	// #include_next (and __has_include_next) go on from the place after
+	// the includer's, which the scan does not track: every place on the
+	// path is keyed, found or absent.
+	every := kind == dIncludeNext || sc.in.EveryCandidate
 	for _, c := range sc.candidates(name, angle, includerDir) {
 		fi, err := sc.stat(c)
 		if err == nil && fi.Mode().IsRegular() {
-			if err := sc.file(c, fi, name, rule, kind, depth); err != nil {
+			if err := sc.file(c, fi, rule, kind, depth); err != nil {
 				return err
 			}
 			found = true
-			if kind == dIncludeNext || sc.in.EveryCandidate {
+			if every {
 				continue
 			}
 			return nil
 		}
 		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			// Neither the scan nor, probably, the compiler can look
-			// there; which one wins is a guess, so the key widens.
-			sc.widen(filepath.Dir(c), "include candidate cannot be examined", "path", c, "error", err)
+			// there; which one wins is a guess.
+			sc.refuse(fmt.Sprintf("include candidate %s cannot be examined: %v", c, err))
 		}
-		if !found {
-			sc.add(Dependency{Path: c, Name: name, Rule: RuleAbsent})
+		if !found || every {
+			sc.add(Dependency{Path: c, Name: sc.location(c), Rule: RuleAbsent})
 		}
 	}
 	switch {
@@ -277,6 +351,7 @@ func (sc *scan) include(name string, angle bool, includerDir, rule string, kind 
 	default:
 		sc.missing = append(sc.missing, name)
 		sc.unseen = true
+		sc.table.gen++
 		sc.s.report(sc.sourceName(), "include found nowhere: the compiler's own directories may hold it, so computed includes that follow trust no undefined name", "name", name)
 	}
 	return nil
@@ -307,24 +382,30 @@ func (sc *scan) candidates(name string, angle bool, includerDir string) []string
 }
 
 // file records a found header and follows its own includes.
-func (sc *scan) file(path string, fi fs.FileInfo, name, rule string, kind dirKind, depth int) error {
-	e, err := sc.s.files.get(sc.s.fs, path, fi)
+func (sc *scan) file(path string, fi fs.FileInfo, rule string, kind dirKind, depth int) error {
+	e, err := sc.s.files.get(sc.s.fs, path, fi, sc.in.Trigraphs)
 	if err != nil {
 		return fmt.Errorf("deps: header %s: %w", path, err)
 	}
-	sc.add(Dependency{Path: path, Name: name, Digest: e.digest, Rule: rule})
+	sc.add(Dependency{Path: path, Name: sc.location(path), Digest: e.digest, Rule: rule})
 	if kind == dEmbed || kind == dHasInclude {
 		return nil // read as data, or only tested for existence
 	}
 	if depth+1 > maxIncludeDepth {
-		sc.widen(filepath.Dir(path), "includes nested too deep", "path", path)
+		sc.refuse("includes nested deeper than the compiler allows: " + path)
 		return nil
 	}
-	if gen, ok := sc.scanned[path]; ok && (!e.computed || gen == sc.table.gen) {
+	if st := sc.scanned[path]; st != nil && !sc.changed(st) {
+		sc.consulted = append(sc.consulted, st.names...)
 		return nil
 	}
-	sc.scanned[path] = sc.table.gen
-	return sc.process(e.directives, filepath.Dir(path), depth+1)
+	sc.facts(path, &e.parsedFile)
+	st := &scanState{inProgress: true}
+	sc.scanned[path] = st
+	from := len(sc.consulted)
+	err = sc.process(e.directives, includerDir(path), depth+1)
+	sc.record(st, sc.consulted[from:])
+	return err
 }
 
 // declared records a dependency the caller named; a missing one is an
@@ -332,15 +413,22 @@ func (sc *scan) file(path string, fi fs.FileInfo, name, rule string, kind dirKin
 func (sc *scan) declared(name string) error {
 	path := sc.abs(name)
 	fi, err := sc.stat(path)
-	if err != nil || !fi.Mode().IsRegular() {
-		sc.add(Dependency{Path: path, Name: name, Rule: RuleAbsent})
+	switch {
+	case err == nil && fi.IsDir():
+		// Every file under it, bounded as a widened search directory.
+		sc.roots = appendNew(sc.roots, path)
+		return nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("deps: declared dependency %s: %w", path, err)
+	case err != nil || !fi.Mode().IsRegular():
+		sc.add(Dependency{Path: path, Name: sc.location(path), Rule: RuleAbsent})
 		return nil
 	}
-	e, err := sc.s.files.get(sc.s.fs, path, fi)
+	e, err := sc.s.files.get(sc.s.fs, path, fi, TrigraphsOff)
 	if err != nil {
 		return fmt.Errorf("deps: declared dependency %s: %w", path, err)
 	}
-	sc.add(Dependency{Path: path, Name: name, Digest: e.digest, Rule: RuleDeclared})
+	sc.add(Dependency{Path: path, Name: sc.location(path), Digest: e.digest, Rule: RuleDeclared})
 	return nil
 }
 
@@ -352,16 +440,25 @@ func (sc *scan) add(d Dependency) {
 	}
 }
 
-// widen records that every directory the compiler could search from
-// includerDir must enter the key, and says why once.
-func (sc *scan) widen(includerDir, reason string, attrs ...any) {
-	sc.s.report(sc.sourceName(), reason+": the key holds every file of the search directories", attrs...)
-	dirs := append([]string{includerDir}, sc.inv.quoteDirs...)
-	for _, d := range append(dirs, sc.inv.angledDirs...) {
-		if d != "" && !slices.Contains(sc.roots, d) {
-			sc.roots = append(sc.roots, d)
-		}
+// appendNew appends s to l unless l holds it.
+func appendNew(l []string, s string) []string {
+	if slices.Contains(l, s) {
+		return l
 	}
+	return append(l, s)
+}
+
+// location is the name a dependency at path holds in the key: the path
+// as the compiler opens it, relative to the working directory when it is
+// under it (so that checkouts in different places share keys), absolute
+// otherwise. Two headers of equal content in different places have
+// different locations: a header is where it was found, since its place
+// decides its own quoted includes and its __FILE__.
+func (sc *scan) location(path string) string {
+	if rel, ok := strings.CutPrefix(path, sc.wd+"/"); ok && sc.wd != "/" {
+		return rel
+	}
+	return path
 }
 
 // sourceName names the source in log messages: its path, or a digest

@@ -18,12 +18,14 @@ package deps
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/kcache/kcache"
 )
@@ -48,6 +50,9 @@ const (
 	// RuleManifest is a file of a search directory, keyed because the
 	// exact dependencies could not be known.
 	RuleManifest = "search-dir manifest"
+	// RuleClock is the day, for a source that expands __DATE__: its
+	// Path holds the day as the compiler writes it.
+	RuleClock = "clock"
 	// RuleAbsent is a place the compiler looks before the file it finds
 	// (or instead of a file it never finds): creating a file there would
 	// change what it compiles. Absent places have no digest; a scan stats
@@ -86,6 +91,15 @@ type Input struct {
 	// scanner can see (a file the program reads at build time, a header
 	// handed to the compiler through an API).
 	Depends []string
+	// MainDir, when set, is the directory the compiler searches first
+	// for a quoted include of the main source, in place of Path's: PoCL
+	// compiles program text from a temporary file in its cache
+	// directory, so a header there shadows every other.
+	MainDir string
+	// Trigraphs says whether the compiler replaces trigraphs; the zero
+	// value, TrigraphsUnknown, makes a source uncacheable where the
+	// answer would change its directives.
+	Trigraphs Trigraphs
 	// SearchWorkDir says the compiler searches the working directory
 	// first for every include, quoted or angled, from any file, as if
 	// "-I." came first. PoCL does: it compiles program text under a
@@ -121,9 +135,10 @@ type Input struct {
 type Dependency struct {
 	// Path is the absolute path of the file or of the empty place.
 	Path string
-	// Name is the name the key holds: the include's name as written (or
-	// as expanded), so keys stay equal across checkouts in different
-	// places; the digest pins the content.
+	// Name is the name the key holds: where the file was found, as the
+	// compiler opens it, relative to the working directory when under it
+	// (so keys stay equal across checkouts in different places) and
+	// absolute otherwise; the digest pins the content.
 	Name string
 	// Digest is the SHA-256 of the file's content; zero for RuleAbsent.
 	Digest kcache.Digest
@@ -178,7 +193,7 @@ func (s *Scanner) Scan(ctx context.Context, in Input) (headers []kcache.Header, 
 	}
 	key := inputDigest(in, wd)
 	if m := s.memos.get(key); m != nil && m.valid(s.fs) {
-		return slices.Clone(m.headers), slices.Clone(m.trace), nil
+		return m.result(s.fs.now())
 	}
 	sc := newScan(ctx, s, in, wd)
 	if err := sc.run(); err != nil {
@@ -189,8 +204,43 @@ func (s *Scanner) Scan(ctx context.Context, in Input) (headers []kcache.Header, 
 			headers = append(headers, kcache.Header{Name: d.Name, Digest: d.Digest})
 		}
 	}
-	s.memos.put(key, &memo{seen: sc.seen, headers: slices.Clone(headers), trace: slices.Clone(sc.trace)})
-	return headers, sc.trace, nil
+	m := &memo{seen: sc.seen, headers: headers, trace: sc.trace, date: sc.date}
+	s.memos.put(key, m)
+	return m.result(s.fs.now())
+}
+
+// Unchanged reports whether every file and directory the last Scan of in
+// looked at is as it was then, and was settled then (not changed within
+// a timestamp tick of the scan). A caller checks it after building from
+// the scan's key: when false, a file may have changed while the compiler
+// read it, and the binary must be used but not stored under that key.
+func (s *Scanner) Unchanged(in Input) bool {
+	wd := in.WorkDir
+	if wd == "" {
+		var err error
+		if wd, err = os.Getwd(); err != nil {
+			return false
+		}
+	}
+	m := s.memos.get(inputDigest(in, wd))
+	return m != nil && m.valid(s.fs)
+}
+
+// DateHeader is the name of the key's header that holds the day a source
+// expanding __DATE__ is built on: the compiler writes the day into the
+// binary.
+const DateHeader = "<__DATE__>"
+
+// result returns a copy of the memo's headers and trace, with the day
+// where the sources expand __DATE__ (as clang writes it, "Mmm dd yyyy").
+func (m *memo) result(now time.Time) ([]kcache.Header, []Dependency, error) {
+	headers, trace := slices.Clone(m.headers), slices.Clone(m.trace)
+	if m.date {
+		day := now.Format("Jan _2 2006")
+		headers = append(headers, kcache.Header{Name: DateHeader, Digest: sha256.Sum256([]byte(day))})
+		trace = append(trace, Dependency{Name: DateHeader, Path: day, Digest: sha256.Sum256([]byte(day)), Rule: RuleClock})
+	}
+	return headers, trace, nil
 }
 
 // report logs why a key was widened, once per source and reason: a build

@@ -1,0 +1,58 @@
+package deps
+
+import (
+	"bytes"
+	"reflect"
+)
+
+// parsedFile is what the scanner keeps of one file's text: its directives
+// and the facts about it that decide whether a key can hold it.
+type parsedFile struct {
+	directives []directive
+	// computed says a directive's operand must be expanded at scan time
+	// (a computed include or __has_include), so the file's dependencies
+	// may differ from one inclusion to the next.
+	computed bool
+	// clock names the first predefined macro of the text that the
+	// compiler expands to the time of the build ("" for none).
+	clock string
+	// unsure says why the scanner cannot model the text exactly ("" when
+	// it can): a source that reads it is uncacheable.
+	unsure string
+}
+
+// clockMacros are the predefined macros that expand to the time of the
+// build or of a file. __DATE__ enters a key as the date; the others make
+// a program uncacheable, since no key could change with them.
+var clockMacros = []string{"__TIME__", "__TIMESTAMP__", "__DATE__"}
+
+// parseFile parses src as the compiler's translation phases 1 to 4 see
+// it, with trigraphs replaced as tri says.
+func parseFile(src []byte, tri Trigraphs) parsedFile {
+	if tri != TrigraphsUnknown {
+		return parseText(normalize(src, tri == TrigraphsOn))
+	}
+	p := parseText(normalize(src, false))
+	if hasTrigraph(src) && !reflect.DeepEqual(p, parseText(normalize(src, true))) {
+		p.unsure = "its directives differ with and without trigraphs, and whether the compiler replaces them is not known"
+	}
+	return p
+}
+
+// parseText parses normalized text.
+func parseText(text []byte) parsedFile {
+	p := parsedFile{directives: parseDirectives(text)}
+	for _, d := range p.directives {
+		p.computed = p.computed || d.operand != nil || d.kind == dCondition
+	}
+	// The text is searched, not its tokens: a mention in a comment costs
+	// a needless refusal at worst, a use the tokens hid would cost a
+	// stale binary.
+	for _, m := range clockMacros {
+		if bytes.Contains(text, []byte(m)) {
+			p.clock = m
+			break
+		}
+	}
+	return p
+}

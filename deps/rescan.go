@@ -1,0 +1,144 @@
+package deps
+
+import (
+	"fmt"
+	"slices"
+)
+
+// A header is followed again when it is included again, unless nothing its
+// subtree's expansions depended on has changed since: a header that holds
+// no computed include, or includes one only through headers that expand
+// names which have gained no definition since, names the same files every
+// time. The scanner takes every branch of a conditional as live, so the
+// macro table only grows, and a name's version (macroTable.version) tells
+// whether its candidates changed.
+
+// unseenName stands, among the names a subtree consulted, for whether an
+// include was found nowhere, which makes every unknown name suspicious.
+const unseenName = "\x00unseen"
+
+// hasIncludeName stands for the set of macros whose bodies test for a
+// file: a conditional that expands none of them today may expand one
+// tomorrow.
+const hasIncludeName = "\x00has-include"
+
+// scanState is what a followed file's subtree depended on.
+type scanState struct {
+	// inProgress marks a file whose subtree is being followed: an
+	// include cycle reaching it again follows it again only when its
+	// inputs changed since it started (at most maxIncludeDepth deep).
+	inProgress bool
+	names      []string // names the subtree's expansions looked up
+	versions   []int    // their versions then
+}
+
+// changed reports whether following the file again could find other
+// files.
+func (sc *scan) changed(st *scanState) bool {
+	if st.inProgress {
+		return false
+	}
+	for i, name := range st.names {
+		if sc.version(name) != st.versions[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// record stores what a subtree consulted, each name once.
+func (sc *scan) record(st *scanState, consulted []string) {
+	st.inProgress = false
+	for _, name := range consulted {
+		if !slices.Contains(st.names, name) {
+			st.names = append(st.names, name)
+			st.versions = append(st.versions, sc.version(name))
+		}
+	}
+}
+
+// version is a name's version, including the scan's own pseudo-names.
+func (sc *scan) version(name string) int {
+	switch name {
+	case unseenName:
+		if sc.unseen {
+			return 1
+		}
+		return 0
+	case hasIncludeName:
+		return len(sc.hasIncludeMacros)
+	}
+	return sc.table.version(name)
+}
+
+// define adds a definition, and learns whether the macro tests for a file:
+// its body holds __has_include, or a call of another macro that does. A
+// macro defined before the one it calls is found when that one is.
+func (sc *scan) define(m *macro) {
+	sc.table.define(m)
+	if sc.hasIncludeMacros[m.name] || !(m.hasInclude || sc.callsHasInclude(m)) {
+		return
+	}
+	sc.hasIncludeMacros[m.name] = true
+	for changed := true; changed; {
+		changed = false
+		for name, c := range sc.table.defs {
+			if sc.hasIncludeMacros[name] {
+				continue
+			}
+			if slices.ContainsFunc(c.defs, sc.callsHasInclude) {
+				sc.hasIncludeMacros[name] = true
+				changed = true
+			}
+		}
+	}
+}
+
+// callsHasInclude reports whether m's body names a macro known to test
+// for a file.
+func (sc *scan) callsHasInclude(m *macro) bool {
+	for _, t := range m.body {
+		if t.kind == tIdent && sc.hasIncludeMacros[t.text] {
+			return true
+		}
+	}
+	return false
+}
+
+// condition follows the __has_include tests an #if or #elif expression
+// makes through macros. Only an expression naming a macro that tests for
+// a file is expanded; each test found is keyed like a literal one.
+func (sc *scan) condition(expr, includerDir string, depth int) error {
+	sc.consulted = append(sc.consulted, hasIncludeName)
+	if len(sc.hasIncludeMacros) == 0 {
+		return nil
+	}
+	ts := tokenize(expr)
+	if !slices.ContainsFunc(ts, func(t token) bool { return t.kind == tIdent && sc.hasIncludeMacros[t.text] }) {
+		return nil
+	}
+	sc.table.fallback = sc.builtinMacros
+	// An identifier nobody defined stays an identifier: compilers
+	// predefine no macro that tests for a file. Only a header the scan
+	// could not find could define one.
+	variants, err := sc.table.expandVariants(ts, func(string) bool {
+		sc.consulted = append(sc.consulted, unseenName)
+		return sc.unseen
+	})
+	if err != nil {
+		sc.refuse(fmt.Sprintf("conditional %q tests for a file through macros that cannot be expanded (%v)", expr, err))
+		return nil
+	}
+	for _, v := range variants {
+		for _, d := range hasIncludes(v) {
+			if d.operand != nil {
+				sc.refuse(fmt.Sprintf("conditional %q tests for a file whose name is not known", expr))
+				continue
+			}
+			if err := sc.directive(d, includerDir, depth); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
