@@ -232,8 +232,8 @@ func (c *Cache) lookup(ctx context.Context, key *Key, digest Digest) (Result, *P
 	return Result{Digest: digest}, &Pending{c: c, key: key, digest: digest, unlock: unlock, start: time.Now()}, nil
 }
 
-// Pending is a build in progress after a miss. Exactly one of Commit and
-// Abort must be called; later calls do nothing.
+// Pending is a build in progress after a miss. Exactly one of Commit,
+// Drop and Abort must be called; later calls do nothing.
 type Pending struct {
 	c      *Cache
 	key    *Key
@@ -270,6 +270,21 @@ func (p *Pending) Abort(err error) {
 		p.c.stats.failed.Add(1)
 		p.c.stats.buildNanos.Add(int64(time.Since(p.start)))
 		p.c.debug("build failed", "key", p.digest, "err", err)
+	})
+}
+
+// Drop records a build that succeeded but must not be stored, and
+// releases the build lock: an input the key was computed from changed
+// while the compiler ran (or was too new to trust), so the binary may
+// not be what the key names. The caller uses the binary; processes
+// waiting on the lock find no entry and build for themselves.
+func (p *Pending) Drop(reason string) {
+	p.once.Do(func() {
+		defer p.unlock()
+		p.c.stats.builds.Add(1)
+		p.c.stats.unstored.Add(1)
+		p.c.stats.buildNanos.Add(int64(time.Since(p.start)))
+		p.c.debug("built, not stored", "key", p.digest, "reason", reason)
 	})
 }
 

@@ -43,14 +43,17 @@ func (t *TierStats) add(o TierStats) {
 
 // Stats is a snapshot of a cache's counters.
 type Stats struct {
-	Memory       TierStats     `json:"memory"`
-	Disk         TierStats     `json:"disk"`
-	Remote       TierStats     `json:"remote"`
-	Builds       int64         `json:"builds"`        // compiler runs that succeeded
-	FailedBuilds int64         `json:"failed_builds"` // compiler runs that failed
-	Waited       int64         `json:"waited"`        // entries another process built while this one waited
-	BuildTime    time.Duration `json:"build_time_ns"` // time spent in successful and failed builds
-	SavedTime    time.Duration `json:"saved_time_ns"` // build time avoided by hits, less the time the hits took
+	Memory       TierStats `json:"memory"`
+	Disk         TierStats `json:"disk"`
+	Remote       TierStats `json:"remote"`
+	Builds       int64     `json:"builds"`        // compiler runs that succeeded
+	FailedBuilds int64     `json:"failed_builds"` // compiler runs that failed
+	Waited       int64     `json:"waited"`        // entries another process built while this one waited
+	// Unstored counts builds whose binary was used but not stored: an
+	// input changed while the compiler ran (Pending.Drop).
+	Unstored  int64         `json:"unstored,omitempty"`
+	BuildTime time.Duration `json:"build_time_ns"` // time spent in successful and failed builds
+	SavedTime time.Duration `json:"saved_time_ns"` // build time avoided by hits, less the time the hits took
 }
 
 // tierCounters are the live counters behind TierStats.
@@ -69,7 +72,7 @@ func (t *tierCounters) snapshot() TierStats {
 type counters struct {
 	memory, disk, remote tierCounters
 	builds, failed       atomic.Int64
-	waited               atomic.Int64
+	waited, unstored     atomic.Int64
 	buildNanos           atomic.Int64
 	savedNanos           atomic.Int64
 }
@@ -105,6 +108,7 @@ func (c *counters) snapshot() Stats {
 		Builds:       c.builds.Load(),
 		FailedBuilds: c.failed.Load(),
 		Waited:       c.waited.Load(),
+		Unstored:     c.unstored.Load(),
 		BuildTime:    time.Duration(c.buildNanos.Load()),
 		SavedTime:    time.Duration(c.savedNanos.Load()),
 	}
@@ -198,6 +202,7 @@ func (s Stats) sub(o Stats) Stats {
 		Builds:       s.Builds - o.Builds,
 		FailedBuilds: s.FailedBuilds - o.FailedBuilds,
 		Waited:       s.Waited - o.Waited,
+		Unstored:     s.Unstored - o.Unstored,
 		BuildTime:    s.BuildTime - o.BuildTime,
 		SavedTime:    s.SavedTime - o.SavedTime,
 	}

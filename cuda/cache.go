@@ -129,16 +129,10 @@ func (c *Cache) Key(ctx context.Context, src Source) (*kcache.Key, error) {
 // path's directory first, then the -I directories.
 func (c *Cache) headers(ctx context.Context, src Source, p plan) ([]kcache.Header, error) {
 	var out []kcache.Header
-	texts := [][]byte{src.Code}
 	for _, h := range src.Headers {
 		out = append(out, kcache.HeaderOf("memory:"+h.Name, h.Content))
-		texts = append(texts, h.Content)
 	}
-	for i, text := range texts {
-		in := deps.Input{Source: text, Args: p.options}
-		if i == 0 {
-			in.Path, in.Depends = src.Path, src.Depends
-		}
+	for _, in := range scanInputs(src, p) {
 		found, _, err := c.scanner.Scan(ctx, in)
 		if err != nil {
 			return nil, err
@@ -146,6 +140,28 @@ func (c *Cache) headers(ctx context.Context, src Source, p plan) ([]kcache.Heade
 		out = append(out, found...)
 	}
 	return out, nil
+}
+
+// scanInputs returns the dependency scanner's inputs for src: the program,
+// then each header held in memory.
+func scanInputs(src Source, p plan) []deps.Input {
+	ins := []deps.Input{{Source: src.Code, Args: p.options, Path: src.Path, Depends: src.Depends}}
+	for _, h := range src.Headers {
+		ins = append(ins, deps.Input{Source: h.Content, Args: p.options})
+	}
+	return ins
+}
+
+// inputsUnchanged reports whether every file src's key was computed from
+// is as the scan saw it, and was settled then: only then may an image
+// compiled after the scan be stored under that key.
+func (c *Cache) inputsUnchanged(src Source, p plan) bool {
+	for _, in := range scanInputs(src, p) {
+		if !c.scanner.Unchanged(in) {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Cache) key(ctx context.Context, src Source, p plan) (*kcache.Key, error) {
@@ -280,7 +296,11 @@ func (c *Cache) compile(ctx context.Context, src Source, p plan, digest kcache.D
 		return nil, c.classify(err)
 	}
 	blob := im.encode()
-	if pending != nil {
+	switch {
+	case pending == nil:
+	case !c.inputsUnchanged(src, p):
+		pending.Drop("a file the key was computed from changed during the compile, or was too new to trust")
+	default:
 		pending.Commit(ctx, blob, took)
 	}
 	m, err := c.ctx.LoadModule(im.code, c.jit)

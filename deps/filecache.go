@@ -48,8 +48,19 @@ func (id identity) settled(at time.Time) bool {
 	if id.ctime.After(last) {
 		last = id.ctime
 	}
-	return at.Sub(last) > tooNew
+	window := tooNew
+	if id.mtime.Nanosecond() != 0 && id.ctime.Nanosecond() != 0 {
+		// Timestamps finer than a second come from the kernel's coarse
+		// clock, whose tick is at most 10 ms; a whole second in either
+		// may be a file system that keeps seconds (or two).
+		window = fineTooNew
+	}
+	return at.Sub(last) > window
 }
+
+// fineTooNew is tooNew on a file system whose timestamps are finer than a
+// second: twice the longest tick of the kernel's coarse clock (HZ=100).
+const fineTooNew = 20 * time.Millisecond
 
 // maxFileEntries bounds the files remembered: a million headers' digests
 // and directives would hold hundreds of megabytes.

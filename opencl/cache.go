@@ -203,7 +203,9 @@ func (c *Cache) load(ctx context.Context, dev Device, src Source, key *kcache.Ke
 		if c.delay >= 0 && lacksLaunchCode(r.Binary) && c.claimRebuild(ctx, key) {
 			e, err := c.fromSource(ctx, dev, src, r.Digest, nil)
 			if err == nil {
-				e.arm(c.delay, &rebuild{bins: c.bins, key: key, old: len(r.Binary)})
+				if c.inputsUnchanged(dev, src) {
+					e.arm(c.delay, &rebuild{bins: c.bins, key: key, old: len(r.Binary)})
+				}
 				return e, nil
 			}
 			c.bins.Logger().Warn("kcache: rebuilding an entry that lacks launch-time code failed; loading it", "key", r.Digest, "err", err)
@@ -245,6 +247,10 @@ func (c *Cache) fromSource(ctx context.Context, dev Device, src Source, digest k
 		}
 		return nil, c.classify(err)
 	}
+	if pending != nil && !c.inputsUnchanged(dev, src) {
+		pending.Drop("a file the key was computed from changed during the build, or was too new to trust")
+		pending = nil
+	}
 	e := &programEntry{prog: p, device: dev.Handle(), digest: digest, outcome: kcache.OutcomeBuilt, pending: pending,
 		buildTime: took, size: int64(len(src.Code))}
 	if pending != nil {
@@ -261,6 +267,10 @@ func (c *Cache) fromSource(ctx context.Context, dev Device, src Source, digest k
 // returned nor failed: a panic or runtime.Goexit inside it.
 var errCompileInterrupted = errors.New("opencl: the compile panicked or its goroutine exited")
 
+// testHookBeforeCompile, when set by a test, runs after the key was
+// computed and before the compiler reads the sources.
+var testHookBeforeCompile func()
+
 // compile builds src from source for dev. If the compile panics or its
 // goroutine exits, pending is aborted on the way out, so that the build
 // lock it holds (other processes wait on it) goes with it.
@@ -272,6 +282,9 @@ func (c *Cache) compile(dev Device, src Source, pending *kcache.Pending) (p *Pro
 				pending.Abort(errCompileInterrupted)
 			}
 		}()
+	}
+	if testHookBeforeCompile != nil {
+		testHookBeforeCompile()
 	}
 	p, err = c.cl.ProgramWithSource(string(src.Code))
 	if err == nil {

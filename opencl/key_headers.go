@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/deps"
 	"github.com/kcache/kcache/internal/keyparts"
 )
 
@@ -13,9 +14,7 @@ import (
 // named platform searches for them (keyparts.OpenCLScan). With
 // KCACHE_TRACE set, every dependency and the rule that found it is logged.
 func (c *Cache) dependencies(platform string, src Source) ([]kcache.Header, error) {
-	in := keyparts.OpenCLScan(src.Code, src.Options, platform)
-	in.Path, in.Depends = src.Path, src.Depends
-	headers, trace, err := c.headers.Scan(context.Background(), in)
+	headers, trace, err := c.headers.Scan(context.Background(), scanInput(platform, src))
 	if err != nil {
 		return nil, err
 	}
@@ -25,6 +24,22 @@ func (c *Cache) dependencies(platform string, src Source) ([]kcache.Header, erro
 		}
 	}
 	return headers, nil
+}
+
+// scanInput is the dependency scanner's input for src on the platform
+// named platform.
+func scanInput(platform string, src Source) deps.Input {
+	in := keyparts.OpenCLScan(src.Code, src.Options, platform)
+	in.Path, in.Depends = src.Path, src.Depends
+	return in
+}
+
+// inputsUnchanged reports whether every file src's key was computed from
+// is as the scan saw it, and was settled then: only then may a binary
+// built after the scan be stored under that key (a header saved during
+// the build would otherwise be served, stale, once the edit is reverted).
+func (c *Cache) inputsUnchanged(dev Device, src Source) bool {
+	return c.headers.Unchanged(scanInput(c.identity(dev).dev.Platform, src))
 }
 
 // uncached builds src for dev without the binary tiers, for a source

@@ -126,8 +126,13 @@ const PoCL = "Portable Computing Language"
 // may or may not search the working directory, so every file an include
 // could name is keyed. The caller adds what it knows of the source's
 // place: its Path, WorkDir and Depends.
+//
+// PoCL compiles the text from a temporary file in its cache directory,
+// which its compiler therefore searches first for the source's quoted
+// includes (MainDir). Its clang replaces trigraphs in OpenCL C; whether
+// another driver does is not known.
 func OpenCLScan(src []byte, options, platform string) deps.Input {
-	return deps.Input{
+	in := deps.Input{
 		Source:             src,
 		Args:               deps.SplitOptions(options),
 		SearchWorkDir:      true,
@@ -135,6 +140,25 @@ func OpenCLScan(src []byte, options, platform string) deps.Input {
 		CompleteSearchPath: platform == PoCL,
 		EveryCandidate:     platform != PoCL,
 	}
+	if platform == PoCL {
+		in.MainDir = PoCLTempDir(os.Getenv)
+		in.Trigraphs = deps.TrigraphsOn
+	}
+	return in
+}
+
+// PoCLTempDir returns the directory PoCL writes a program's text to
+// before compiling it: POCL_CACHE_DIR, else $XDG_CACHE_HOME/pocl/kcache,
+// else $HOME/.cache/pocl/kcache (PoCL's cache directory, used for its
+// temporary files even with its cache off).
+func PoCLTempDir(getenv func(string) string) string {
+	if d := getenv("POCL_CACHE_DIR"); d != "" {
+		return d
+	}
+	if d := getenv("XDG_CACHE_HOME"); d != "" {
+		return d + "/pocl/kcache"
+	}
+	return getenv("HOME") + "/.cache/pocl/kcache"
 }
 
 // builtinHeaders lists the headers OpenCL compilers include on their own

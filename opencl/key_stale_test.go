@@ -1,0 +1,82 @@
+package opencl
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/internal/keyparts"
+)
+
+// The key-exactness review's attacks through real PoCL: each hides the
+// include of scale.h from a lexer that is not clang's, then edits
+// scale.h; a new process must rebuild and compute with the new SCALE.
+func TestStaleLexerThroughPoCL(t *testing.T) {
+	_, body, _ := strings.Cut(headerSource, "\n")
+	for name, include := range map[string]string{
+		"lone CR":            "// a comment\r#include \"scale.h\"\r",
+		"byte order mark":    "\xEF\xBB\xBF#include \"scale.h\"\n",
+		"trigraph":           "??=include \"scale.h\"\n",
+		"trigraph splice":    "#??/\ninclude \"scale.h\"\n",
+		"splice with blanks": "#\\  \ninclude \"scale.h\"\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			wd := t.TempDir()
+			t.Chdir(wd)
+			writeFile(t, filepath.Join(wd, "scale.h"), "#define SCALE 1.0f\n", time.Hour)
+			staleCheck(t, Source{Code: []byte(include + body)}, 1, 2, func() {
+				writeFile(t, filepath.Join(wd, "scale.h"), "#define SCALE 2.0f\n", time.Minute)
+			})
+		})
+	}
+}
+
+// TestStalePoCLTempDir: PoCL compiles the text from a file in its cache
+// directory, so a quoted include is looked up there first.
+func TestStalePoCLTempDir(t *testing.T) {
+	wd := t.TempDir()
+	t.Chdir(wd)
+	writeFile(t, filepath.Join(wd, "scale.h"), "#define SCALE 1.0f\n", time.Hour)
+	dir := keyparts.PoCLTempDir(os.Getenv)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	shadow := filepath.Join(dir, "scale.h")
+	t.Cleanup(func() { os.Remove(shadow) })
+	staleCheck(t, Source{Code: []byte(headerSource)}, 1, 6, func() {
+		writeFile(t, shadow, "#define SCALE 6.0f\n", time.Minute)
+	})
+}
+
+// TestStaleHeaderSavedDuringBuild: a header edited after the key was
+// computed and before the compiler read it. The program is the one the
+// compiler built, and is not stored under the old header's key: after
+// the edit is reverted, a new process must not be served it.
+func TestStaleHeaderSavedDuringBuild(t *testing.T) {
+	wd := t.TempDir()
+	t.Chdir(wd)
+	header := filepath.Join(wd, "scale.h")
+	writeFile(t, header, "#define SCALE 1.0f\n", time.Hour)
+	cache := t.TempDir()
+	first := newTierSet(t, cache)
+	testHookBeforeCompile = func() { writeFile(t, header, "#define SCALE 7.0f\n", time.Hour) }
+	p := first.program(t, Source{Code: []byte(headerSource)})
+	testHookBeforeCompile = nil
+	first.saxpy(t, p, 7)
+	if n := len(binFiles(t, cache)); n != 0 {
+		t.Fatalf("%d binaries stored from a build whose header changed under it", n)
+	}
+	if s := first.bins.Stats(); s.Unstored != 1 {
+		t.Errorf("Unstored = %d, want 1", s.Unstored)
+	}
+	writeFile(t, header, "#define SCALE 1.0f\n", time.Hour) // reverted
+	second := newTierSet(t, cache)
+	q := second.program(t, Source{Code: []byte(headerSource)})
+	if q.Outcome != kcache.OutcomeBuilt {
+		t.Fatalf("after the revert: outcome %v, want built", q.Outcome)
+	}
+	second.saxpy(t, q, 1)
+}
