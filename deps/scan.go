@@ -60,9 +60,9 @@ type scan struct {
 func newScan(ctx context.Context, s *Scanner, in Input, wd string) *scan {
 	return &scan{
 		ctx: ctx, s: s, in: in, wd: wd,
-		inv:      parseArgs(in.Args, wd, in.SearchWorkDir, in.SystemDirs...),
-		table:    newMacroTable(),
-		listed:   map[Dependency]bool{},
+		inv:              parseArgs(in.Args, wd, in.SearchWorkDir, in.SystemDirs...),
+		table:            newMacroTable(),
+		listed:           map[Dependency]bool{},
 		scanned:          map[string]*scanState{},
 		observed:         map[string]bool{},
 		hasIncludeMacros: map[string]bool{},
