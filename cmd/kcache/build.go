@@ -43,7 +43,8 @@ func newBuildCmd() *cobra.Command {
 		Long: `Build each OpenCL C file through the cache for the selected device and report,
 per file, where the binary came from (built, memory, disk, remote, or waited
 when another process built it), the time taken and the key digest.
-Every --depends FILE enters each file's key, so editing it causes a rebuild.
+Every --depends FILE enters each file's key, so editing it causes a rebuild;
+a directory stands for every file under it (at most 10,000).
 The exit status is 1 if any file failed to build.
 
 Nothing is launched, so on PoCL each binary holds only the generic
@@ -72,7 +73,7 @@ offset zero) and -smallgrid, e.g. "64-1-1-goffs0-smallgrid,16-16-1-goffs0".`,
 		},
 	}
 	cmd.Flags().StringArrayVarP(&includes, "include", "I", nil, "add `DIR` to the header search path (repeatable)")
-	cmd.Flags().StringArrayVar(&depends, "depends", nil, "declare `FILE` a dependency of every file built (repeatable)")
+	cmd.Flags().StringArrayVar(&depends, "depends", nil, "declare `FILE` (or every file under a directory) a dependency of every file built (repeatable)")
 	cmd.Flags().StringVar(&options, "options", "", "OpenCL build `OPTIONS`, e.g. \"-DN=4 -cl-fast-relaxed-math\"")
 	cmd.Flags().IntVar(&device, "device", 0, "index `N` of the OpenCL device, in platform order")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per file per line")

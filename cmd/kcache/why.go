@@ -37,12 +37,15 @@ const maxNearest = 3
 func newWhyCmd() *cobra.Command {
 	var (
 		includes []string
+		depends  []string
 		options  string
 		device   int
 		asJSON   bool
+		backend  string
+		special  string
 	)
 	cmd := &cobra.Command{
-		Use:   "why [-I DIR]... [--options \"...\"] [--device N] [--json] FILE",
+		Use:   "why [-I DIR]... [--depends FILE]... [--options \"...\"] [--device N] [--specialize LIST] [--json] FILE",
 		Short: "Explain whether FILE's build would come from the cache, and why not",
 		Long: `Compute the key FILE would have now, with the same flags as kcache build, and
 explain the outcome: a hit, or the nearest entries (built from the same source
@@ -51,18 +54,32 @@ a header, a specialization constant or an environment variable. This is the
 answer to "why did my kernel recompile?".`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			opts := strings.TrimSpace(options + includeOptions(includes))
-			return runWhy(cmd.Context(), newStreams(cmd), a[0], opts, device, asJSON)
+			// --specialize is accepted so that a build's command line can
+			// be repeated here: it does not enter the key.
+			if err := checkSpecializations(special); err != nil {
+				return usageError{err}
+			}
+			if err := checkBackend(backend); err != nil {
+				return usageError{err}
+			}
+			if backend == "cuda" {
+				return usagef("why explains OpenCL builds only; --backend cuda is not supported here yet")
+			}
+			in := buildInput{options: strings.TrimSpace(options + includeOptions(includes)), depends: depends}
+			return runWhy(cmd.Context(), newStreams(cmd), a[0], in, device, asJSON)
 		},
 	}
 	cmd.Flags().StringArrayVarP(&includes, "include", "I", nil, "add `DIR` to the header search path (repeatable)")
+	cmd.Flags().StringArrayVar(&depends, "depends", nil, "declare `FILE` (or every file under a directory) a dependency, as given to kcache build")
+	cmd.Flags().StringVar(&backend, "backend", "opencl", "`opencl`, as given to kcache build")
+	cmd.Flags().StringVar(&special, "specialize", "", "accepted as given to kcache build (`LIST`); it does not enter the key")
 	cmd.Flags().StringVar(&options, "options", "", "OpenCL build `OPTIONS`, as given to kcache build")
 	cmd.Flags().IntVar(&device, "device", 0, "index `N` of the OpenCL device, in platform order")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
 }
 
-func runWhy(ctx context.Context, io *streams, file, options string, device int, asJSON bool) error {
+func runWhy(ctx context.Context, io *streams, file string, in buildInput, device int, asJSON bool) error {
 	code, err := os.ReadFile(file)
 	if err != nil {
 		return fmt.Errorf("%w; give the path of an OpenCL C file", err)
@@ -76,7 +93,7 @@ func runWhy(ctx context.Context, io *streams, file, options string, device int, 
 		return err
 	}
 	defer sess.Close()
-	key, err := sess.cache.Key(sess.dev, opencl.Source{Code: code, Path: file, Options: options})
+	key, err := sess.cache.Key(sess.dev, opencl.Source{Code: code, Path: file, Options: in.options, Depends: in.depends})
 	if err != nil {
 		return fmt.Errorf("computing the key of %s: %w; check its #include lines and -I directories", file, err)
 	}

@@ -54,9 +54,9 @@ func TestWhy(t *testing.T) {
 		defer os.WriteFile(hdr, []byte("#define FACTOR 2\n"), 0o644)
 		var w whyJSON
 		runJSONOut(t, dir, &w, "why", "--json", "-I", dir, "--options", "-DX=1", src)
-		onlyChange(t, w, "header", "factor.h")
+		onlyChange(t, w, "header", hdr) // a header is named by where it was found
 		r := run(t, dir, "why", "-I", dir, "--options", "-DX=1", src)
-		if r.code != 0 || !contains(r.stdout, "miss", "header factor.h") {
+		if r.code != 0 || !contains(r.stdout, "miss", "header "+hdr) {
 			t.Errorf("human why: %+v", r)
 		}
 	})
@@ -111,4 +111,29 @@ func contains(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestWhyDependsDirectory: why takes build's --depends, and a directory
+// declared as a dependency stands for every file under it.
+func TestWhyDependsDirectory(t *testing.T) {
+	requireOpenCL(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "k.cl")
+	data := filepath.Join(dir, "tables")
+	os.WriteFile(src, []byte("__kernel void k(__global int* v) { v[0] = 1; }\n"), 0o644)
+	os.MkdirAll(filepath.Join(data, "sub"), 0o755)
+	os.WriteFile(filepath.Join(data, "sub", "t.bin"), []byte("1"), 0o644)
+	if r := run(t, dir, "build", "--depends", data, src); r.code != 0 {
+		t.Fatalf("build: %+v", r)
+	}
+	var w whyJSON
+	runJSONOut(t, dir, &w, "why", "--json", "--depends", data, src)
+	if w.Outcome != "hit" {
+		t.Fatalf("why with build's --depends: %+v", w)
+	}
+	os.WriteFile(filepath.Join(data, "sub", "t.bin"), []byte("2"), 0o644)
+	runJSONOut(t, dir, &w, "why", "--json", "--depends", data, src)
+	if w.Outcome != "miss" || len(w.Nearest) != 1 || len(w.Nearest[0].Changes) != 1 || w.Nearest[0].Changes[0].Name != filepath.Join(data, "sub", "t.bin") {
+		t.Fatalf("a file under a declared directory edited: %+v", w)
+	}
 }
