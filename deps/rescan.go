@@ -117,6 +117,7 @@ func (sc *scan) condition(expr, includerDir string, depth int) error {
 	if !slices.ContainsFunc(ts, func(t token) bool { return t.kind == tIdent && sc.hasIncludeMacros[t.text] }) {
 		return nil
 	}
+	ts = dropDefined(ts)
 	sc.table.fallback = sc.builtinMacros
 	// An identifier nobody defined stays an identifier: compilers
 	// predefine no macro that tests for a file. Only a header the scan
@@ -141,4 +142,26 @@ func (sc *scan) condition(expr, includerDir string, depth int) error {
 		}
 	}
 	return nil
+}
+
+// dropDefined replaces each "defined NAME" and "defined ( NAME )" of a
+// conditional with 0: the preprocessor does not expand NAME there, so it
+// can name no file.
+func dropDefined(ts []token) []token {
+	out := make([]token, 0, len(ts))
+	for i := 0; i < len(ts); i++ {
+		if ts[i].kind != tIdent || ts[i].text != "defined" {
+			out = append(out, ts[i])
+			continue
+		}
+		zero := token{kind: tNumber, text: "0", space: ts[i].space}
+		switch {
+		case i+3 < len(ts) && ts[i+1].text == "(" && ts[i+2].kind == tIdent && ts[i+3].text == ")":
+			i += 3
+		case i+1 < len(ts) && ts[i+1].kind == tIdent:
+			i++
+		}
+		out = append(out, zero)
+	}
+	return out
 }
