@@ -1,6 +1,7 @@
 package keyparts
 
 import (
+	"debug/elf"
 	"os"
 	"path/filepath"
 	"slices"
@@ -140,8 +141,8 @@ func fakeDriver(t *testing.T) (prefix string, maps []Mapping) {
 		filepath.Join(prefix, "lib/x86_64-linux-gnu/drv/libdrv-devices-a.so"): "plugin a",
 		filepath.Join(prefix, "lib/x86_64-linux-gnu/drv/libdrv-devices-b.so"): "plugin b",
 		filepath.Join(prefix, "lib/x86_64-linux-gnu/libapp.so"):               "app",
-		filepath.Join(prefix, "share/drv/include/_kernel.h"):                   "#define K 1",
-		filepath.Join(prefix, "share/drv/kernel-x86_64.bc"):                    "bitcode",
+		filepath.Join(prefix, "share/drv/include/_kernel.h"):                  "#define K 1",
+		filepath.Join(prefix, "share/drv/kernel-x86_64.bc"):                   "bitcode",
 	}
 	for p, c := range files {
 		writeLib(t, p, c, time.Unix(1700000000, 0))
@@ -317,5 +318,26 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDynStrings checks the reader of dynamic entries against debug/elf's
+// on real libraries, 64-bit and (where installed) 32-bit.
+func TestDynStrings(t *testing.T) {
+	const dir = "/usr/lib/x86_64-linux-gnu/"
+	requireReal(t, dir+"libpocl.so.2", dir+"libstdc++.so.6")
+	for _, lib := range []string{dir + "libpocl.so.2", dir + "libstdc++.so.6", dir + "libLLVM-15.so.1", "/usr/lib32/libc.so.6"} {
+		f, err := elf.Open(lib)
+		if err != nil {
+			continue
+		}
+		for _, tag := range []elf.DynTag{elf.DT_NEEDED, elf.DT_SONAME} {
+			want, err1 := f.DynString(tag)
+			got, err2 := dynStrings(f, tag)
+			if err1 != nil || err2 != nil || !slices.Equal(got, want) {
+				t.Errorf("%s %v: %q, %v; debug/elf reads %q, %v", lib, tag, got, err2, want, err1)
+			}
+		}
+		f.Close()
 	}
 }

@@ -1,7 +1,9 @@
 package keyparts
 
 import (
+	"bytes"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -49,7 +51,7 @@ func neededLibraries(path string) ([]string, error) {
 		return nil, fmt.Errorf("reading the libraries %s needs: %w", path, err)
 	}
 	defer f.Close()
-	return f.ImportedLibraries()
+	return dynStrings(f, elf.DT_NEEDED)
 }
 
 // providesName reports whether the library at path is the one the loader
@@ -81,9 +83,81 @@ func soname(path string) string {
 		return ""
 	}
 	defer f.Close()
-	names, err := f.DynString(elf.DT_SONAME)
+	names, err := dynStrings(f, elf.DT_SONAME)
 	if err != nil || len(names) == 0 {
 		return ""
 	}
 	return names[0]
+}
+
+// dynStrings returns the strings of f's dynamic entries tagged tag, as
+// elf.File.DynString does, but reading each string where it lies instead
+// of the whole string table: libLLVM's holds megabytes of symbol names,
+// and reading them was most of the cost of finding a driver's closure.
+func dynStrings(f *elf.File, tag elf.DynTag) ([]string, error) {
+	dyn := f.SectionByType(elf.SHT_DYNAMIC)
+	if dyn == nil {
+		return nil, nil
+	}
+	if int(dyn.Link) >= len(f.Sections) {
+		return nil, errors.New("dynamic section links to no string table")
+	}
+	strtab := f.Sections[dyn.Link]
+	d, err := dyn.Data()
+	if err != nil {
+		return nil, fmt.Errorf("reading the dynamic section: %w", err)
+	}
+	var out []string
+	for _, off := range dynValues(f, d, tag) {
+		s, err := cString(strtab, off)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// dynValues returns the values of the entries tagged tag in the dynamic
+// section's data d, up to DT_NULL.
+func dynValues(f *elf.File, d []byte, tag elf.DynTag) []uint64 {
+	size := 16
+	entry := func(b []byte) (elf.DynTag, uint64) {
+		return elf.DynTag(f.ByteOrder.Uint64(b)), f.ByteOrder.Uint64(b[8:])
+	}
+	if f.Class == elf.ELFCLASS32 {
+		size = 8
+		entry = func(b []byte) (elf.DynTag, uint64) {
+			return elf.DynTag(int32(f.ByteOrder.Uint32(b))), uint64(f.ByteOrder.Uint32(b[4:]))
+		}
+	}
+	var out []uint64
+	for ; len(d) >= size; d = d[size:] {
+		t, v := entry(d)
+		if t == elf.DT_NULL {
+			break
+		}
+		if t == tag {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// cString reads the NUL-terminated string at off in sec.
+func cString(sec *elf.Section, off uint64) (string, error) {
+	var out []byte
+	buf := make([]byte, 64)
+	for off < sec.Size {
+		n, err := sec.ReadAt(buf, int64(off))
+		if i := bytes.IndexByte(buf[:n], 0); i >= 0 {
+			return string(append(out, buf[:i]...)), nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading a dynamic string: %w", err)
+		}
+		out = append(out, buf[:n]...)
+		off += uint64(n)
+	}
+	return "", errors.New("dynamic string runs past its table")
 }
