@@ -13,7 +13,10 @@ import (
 // named platform searches for them (keyparts.OpenCLScan). With
 // KCACHE_TRACE set, every dependency and the rule that found it is logged.
 func (c *Cache) dependencies(platform string, src Source) ([]kcache.Header, error) {
-	in := keyparts.OpenCLScan(src.Code, src.Options, platform)
+	in, err := keyparts.OpenCLScan(src.Code, src.Options, platform)
+	if err != nil {
+		return nil, err
+	}
 	in.Path, in.Depends = src.Path, src.Depends
 	headers, trace, err := c.headers.Scan(context.Background(), in)
 	if err != nil {

@@ -1,6 +1,7 @@
 package keyparts
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,24 +159,37 @@ var OpenCLEnv = EnvRule{
 const PoCL = "Portable Computing Language"
 
 // OpenCLScan returns the dependency scanner's input for OpenCL C source
-// src built with options on the platform named platform. A driver is
-// given program text, not a path, so the working directory is searched
-// first, as PoCL searches it (it compiles with "-I." ahead of the build
-// options). PoCL searches no include directory of its own (its headers
-// come in by -include), so its search path is complete; another driver,
-// whose search order is not known, may search directories of its own and
-// may or may not search the working directory, so every file an include
-// could name is keyed. The caller adds what it knows of the source's
-// place: its Path, WorkDir and Depends.
-func OpenCLScan(src []byte, options, platform string) deps.Input {
+// src built with options on the platform named platform. The options are
+// split as the platform's driver splits them (deps.SplitDriverOptions):
+// exactly for PoCL; for another driver, whose split is not known, only
+// where no quote or backslash makes it uncertain, and otherwise an error
+// wrapping deps.ErrUncacheable, so the program is built and not stored.
+//
+// A driver is given program text, not a path, so the working directory
+// is searched first, as PoCL searches it (it compiles with "-I." ahead of
+// the build options). PoCL searches no include directory of its own (its
+// headers come in by -include), so its search path is complete; another
+// driver, whose search order is not known, may search directories of its
+// own and may or may not search the working directory, so every file an
+// include could name is keyed. The caller adds what it knows of the
+// source's place: its Path, WorkDir and Depends.
+func OpenCLScan(src []byte, options, platform string) (deps.Input, error) {
+	driver := deps.DriverUnknown
+	if platform == PoCL {
+		driver = deps.DriverPoCL
+	}
+	args, err := deps.SplitDriverOptions(driver, options)
+	if err != nil {
+		return deps.Input{}, fmt.Errorf("build options for %q: %w", platform, err)
+	}
 	return deps.Input{
 		Source:             src,
-		Args:               deps.SplitOptions(options),
+		Args:               args,
 		SearchWorkDir:      true,
 		Builtins:           builtinHeaders(),
 		CompleteSearchPath: platform == PoCL,
 		EveryCandidate:     platform != PoCL,
-	}
+	}, nil
 }
 
 // builtinHeaders lists the headers OpenCL compilers include on their own

@@ -1,10 +1,12 @@
 package keyparts
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/deps"
 )
 
 // TestOpenCLIdentity pins where each reported string goes in the key:
@@ -58,7 +60,10 @@ func TestOpenCLScan(t *testing.T) {
 		{"NVIDIA CUDA", false, true},
 		{"", false, true},
 	} {
-		in := OpenCLScan([]byte("kernel void k() {}"), `-I inc -D "A=1"`, tc.platform)
+		in, err := OpenCLScan([]byte("kernel void k() {}"), "-I inc -D A=1", tc.platform)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !in.SearchWorkDir || in.CompleteSearchPath != tc.complete || in.EveryCandidate != tc.each {
 			t.Errorf("%q: SearchWorkDir %v, CompleteSearchPath %v, EveryCandidate %v", tc.platform, in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate)
 		}
@@ -68,5 +73,19 @@ func TestOpenCLScan(t *testing.T) {
 		if string(in.Source) != "kernel void k() {}" || in.Path != "" || in.WorkDir != "" || in.Depends != nil {
 			t.Errorf("input carries more than it was given: %+v", in)
 		}
+	}
+}
+
+// TestOpenCLScanSplitsAsTheDriver checks that options are split as each
+// platform's driver splits them: PoCL's way for PoCL, and for a driver
+// whose split is not known, no guess where quotes could split otherwise.
+func TestOpenCLScanSplitsAsTheDriver(t *testing.T) {
+	const opts = `-I'inc' -D "X(a)=#a"`
+	in, err := OpenCLScan(nil, opts, PoCL)
+	if want := []string{"-I'inc'", "-D", " X(a)=#a "}; err != nil || !slices.Equal(in.Args, want) {
+		t.Errorf("PoCL: Args = %q, %v; want %q", in.Args, err, want)
+	}
+	if _, err := OpenCLScan(nil, opts, "NVIDIA CUDA"); !errors.Is(err, deps.ErrUncacheable) {
+		t.Errorf("NVIDIA with quotes: %v, want deps.ErrUncacheable", err)
 	}
 }
