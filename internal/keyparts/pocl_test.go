@@ -1,12 +1,15 @@
 package keyparts_test
 
 import (
+	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kcache/kcache/deps"
 	"github.com/kcache/kcache/internal/keyparts"
 	"github.com/kcache/kcache/opencl"
 )
@@ -84,4 +87,130 @@ func BenchmarkOpenCLDriver(b *testing.B) {
 		keyparts.ResetOpenCLDriver()
 		keyparts.OpenCLDriver()
 	}
+}
+
+// TestPoCLSplitsAsTheScanner builds, through PoCL, a kernel whose output
+// says which headers and macros PoCL's compiler saw, with options whose
+// split differs between PoCL and a shell: -I'inc' (PoCL searches a
+// directory named 'inc', quotes and all), -I "sub dir" (PoCL searches
+// " sub dir ", blanks and all) and -D "PICK(a, b)=b" (a quoted blank).
+// The scanner, given the options split as OpenCLScan splits them for
+// PoCL, must find the very headers the kernel reports, and a shell's
+// split must not (or the test proves nothing).
+func TestPoCLSplitsAsTheScanner(t *testing.T) {
+	dev := pocl(t)
+	wd := t.TempDir()
+	t.Chdir(wd)
+	files := map[string]string{
+		"'inc'/h.h":      "#define V 1\n",
+		"inc/h.h":        "#define V 2\n",
+		" sub dir /h3.h": "#define U 100\n",
+		"sub dir/h3.h":   "#define U 200\n",
+		"h1.h":           "#define W 10\n",
+		"h2.h":           "#define W 20\n",
+	}
+	for name, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(wd, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(wd, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const src = `#include "h.h"
+#include "h3.h"
+#include PICK("h1.h", "h2.h")
+kernel void k(global int *out) { out[0] = V; out[1] = U; out[2] = W; }
+`
+	const options = `-I'inc' -I "sub dir" -D "PICK(a, b)=b"`
+	got := runPoCL(t, dev, src, options)
+	if want := []int32{1, 100, 20}; !slices.Equal(got, want) {
+		t.Fatalf("PoCL's kernel gives %v, want %v: PoCL no longer splits options as keyparts models it", got, want)
+	}
+	in, err := keyparts.OpenCLScan([]byte(src), options, keyparts.PoCL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(wd, "'inc'/h.h"), filepath.Join(wd, " sub dir /h3.h"), filepath.Join(wd, "h2.h")}
+	if found := scanned(t, in, wd); !sameFiles(found, want) {
+		t.Errorf("the scanner found %q; PoCL compiled %q", found, want)
+	}
+	in.Args = deps.SplitOptions(options)
+	if found := scanned(t, in, wd); sameFiles(found, want) {
+		t.Errorf("a shell's split finds the same files %q: the test tells the splits apart no more", found)
+	}
+}
+
+// scanned returns the files the scanner keys for in, run in wd.
+func scanned(t *testing.T, in deps.Input, wd string) []string {
+	t.Helper()
+	in.WorkDir = wd
+	_, trace, err := deps.NewScanner(nil).Scan(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range trace {
+		if d.Rule != deps.RuleAbsent {
+			out = append(out, d.Path)
+		}
+	}
+	return out
+}
+
+func sameFiles(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// runPoCL builds src with options for dev, runs its kernel k on one
+// work-item and returns the three ints it writes.
+func runPoCL(t *testing.T, dev opencl.Device, src, options string) []int32 {
+	t.Helper()
+	ctx, err := opencl.NewContext(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Release()
+	prog, err := ctx.ProgramWithSource(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Release()
+	if err := prog.Build(nil, options); err != nil {
+		t.Fatalf("build: %v\n%s", err, prog.BuildLog(dev))
+	}
+	k, err := prog.NewKernel("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Release()
+	out, err := ctx.NewBuffer(opencl.MemWriteOnly, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Release()
+	if err := k.SetArg(0, out); err != nil {
+		t.Fatal(err)
+	}
+	q, err := ctx.NewQueue(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Release()
+	ev, err := q.Run(k, []int{1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Release()
+	if err := ev.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 12)
+	if err := q.Read(out, 0, b); err != nil {
+		t.Fatal(err)
+	}
+	return []int32{int32(binary.LittleEndian.Uint32(b)), int32(binary.LittleEndian.Uint32(b[4:])), int32(binary.LittleEndian.Uint32(b[8:]))}
 }
