@@ -238,3 +238,41 @@ func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
 }
+
+// LibraryFiles returns the files a library loaded in this process is made
+// of: the file at path as mapped (or as found on disk where it is not
+// mapped), the libraries it needs (its DT_NEEDED closure, as mapped), and
+// the files of its directory that match the companions patterns
+// (filepath.Match): libraries it opens only when first used, such as
+// NVRTC's libnvrtc-builtins.so.*, which the map cannot show yet.
+func LibraryFiles(path string, companions ...string) Files {
+	return libraryFiles(path, ReadMaps(), companions)
+}
+
+func libraryFiles(path string, mapped []Mapping, companions []string) Files {
+	root := icdMappings([]string{path}, mapped, nil)
+	var out Files
+	if len(root) == 0 {
+		id, err := StatFile(path)
+		if err != nil {
+			id.Path += " (unreadable)"
+		}
+		out = append(out, id)
+	}
+	for _, m := range closure(root, mapped) {
+		out = append(out, mappedID(m))
+	}
+	dir := filepath.Dir(path)
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		dir = filepath.Dir(real)
+	}
+	for _, pattern := range companions {
+		matches, _ := filepath.Glob(filepath.Join(dir, pattern))
+		for _, m := range matches {
+			if id, err := StatFile(m); err == nil {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}

@@ -341,3 +341,21 @@ func TestDynStrings(t *testing.T) {
 		f.Close()
 	}
 }
+
+// TestLibraryFiles checks a single library's files: itself as mapped,
+// what it needs, and its companions on disk; and the file alone where it
+// is not mapped.
+func TestLibraryFiles(t *testing.T) {
+	const dir = "/usr/lib/x86_64-linux-gnu/"
+	requireReal(t, dir+"libpocl.so.2")
+	maps := mapped(t, dir+"libpocl.so.2", dir+"libc.so.6", dir+"libOpenCL.so.1")
+	got := filePaths(libraryFiles(dir+"libpocl.so.2", maps, []string{"pocl/libpocl-devices-*.so"}))
+	want := []string{maps[0].Path, maps[1].Path, dir + "pocl/libpocl-devices-basic.so", dir + "pocl/libpocl-devices-pthread.so"}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("libraryFiles = %q\nwant %q", got, want)
+	}
+	if got := filePaths(libraryFiles(dir+"libpocl.so.2", nil, nil)); !slices.Equal(got, []string{maps[0].Path}) {
+		t.Errorf("libraryFiles of an unmapped library = %q, want %q", got, maps[0].Path)
+	}
+}
