@@ -159,8 +159,9 @@ var OpenCLEnv = EnvRule{
 const PoCL = "Portable Computing Language"
 
 // OpenCLScan returns the dependency scanner's input for OpenCL C source
-// src built with options on the platform named platform. The options are
-// split as the platform's driver splits them (deps.SplitDriverOptions):
+// src built with options on the platform named platform. The options
+// (for PoCL, followed by POCL_EXTRA_BUILD_FLAGS) are split as the
+// platform's driver splits them (deps.SplitDriverOptions):
 // exactly for PoCL; for another driver, whose split is not known, only
 // where no quote or backslash makes it uncertain, and otherwise an error
 // wrapping deps.ErrUncacheable, so the program is built and not stored.
@@ -177,6 +178,7 @@ func OpenCLScan(src []byte, options, platform string) (deps.Input, error) {
 	driver := deps.DriverUnknown
 	if platform == PoCL {
 		driver = deps.DriverPoCL
+		options = withPoCLExtraFlags(options, os.Getenv("POCL_EXTRA_BUILD_FLAGS"))
 	}
 	args, err := deps.SplitDriverOptions(driver, options)
 	if err != nil {
@@ -190,6 +192,19 @@ func OpenCLScan(src []byte, options, platform string) (deps.Input, error) {
 		CompleteSearchPath: platform == PoCL,
 		EveryCandidate:     platform != PoCL,
 	}, nil
+}
+
+// withPoCLExtraFlags returns the options PoCL compiles with: the build
+// options and then POCL_EXTRA_BUILD_FLAGS, joined by a blank
+// (lib/CL/pocl_build.c compile_and_link_program), whose -I and -D the
+// scanner must follow like the program's own. PoCL reads the variable
+// from its process's environment, whatever environment a cache's keys
+// are told about.
+func withPoCLExtraFlags(options, extra string) string {
+	if extra == "" {
+		return options
+	}
+	return options + " " + extra
 }
 
 // builtinHeaders lists the headers OpenCL compilers include on their own

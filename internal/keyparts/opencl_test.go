@@ -89,3 +89,18 @@ func TestOpenCLScanSplitsAsTheDriver(t *testing.T) {
 		t.Errorf("NVIDIA with quotes: %v, want deps.ErrUncacheable", err)
 	}
 }
+
+// TestOpenCLScanPoCLExtraFlags checks that PoCL's POCL_EXTRA_BUILD_FLAGS,
+// which PoCL appends to every program's options, are scanned after them,
+// and only for PoCL.
+func TestOpenCLScanPoCLExtraFlags(t *testing.T) {
+	t.Setenv("POCL_EXTRA_BUILD_FLAGS", "-I /extra -DE=1")
+	in, err := OpenCLScan(nil, "-I inc", PoCL)
+	if want := []string{"-I", "inc", "-I", "/extra", "-DE=1"}; err != nil || !slices.Equal(in.Args, want) {
+		t.Errorf("PoCL: Args = %q, %v; want %q", in.Args, err, want)
+	}
+	in, err = OpenCLScan(nil, "-I inc", "NVIDIA CUDA")
+	if want := []string{"-I", "inc"}; err != nil || !slices.Equal(in.Args, want) {
+		t.Errorf("NVIDIA: Args = %q, %v; want %q", in.Args, err, want)
+	}
+}

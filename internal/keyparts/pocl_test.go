@@ -214,3 +214,32 @@ func runPoCL(t *testing.T, dev opencl.Device, src, options string) []int32 {
 	}
 	return []int32{int32(binary.LittleEndian.Uint32(b)), int32(binary.LittleEndian.Uint32(b[4:])), int32(binary.LittleEndian.Uint32(b[8:]))}
 }
+
+// TestPoCLExtraFlagsScanned checks, through PoCL, that the -I of
+// POCL_EXTRA_BUILD_FLAGS is searched after the program's options, and
+// that the scanner finds the header PoCL compiled.
+func TestPoCLExtraFlagsScanned(t *testing.T) {
+	dev := pocl(t)
+	wd := t.TempDir()
+	t.Chdir(wd)
+	for name, content := range map[string]string{"a/x.h": "#define X 1\n", "extra/x.h": "#define X 2\n", "extra/y.h": "#define Y 30\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(wd, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(wd, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("POCL_EXTRA_BUILD_FLAGS", "-I extra -DZ=400")
+	const src = "#include \"x.h\"\n#include \"y.h\"\nkernel void k(global int *out) { out[0] = X; out[1] = Y; out[2] = Z; }\n"
+	if got, want := runPoCL(t, dev, src, "-I a"), []int32{1, 30, 400}; !slices.Equal(got, want) {
+		t.Fatalf("PoCL's kernel gives %v, want %v", got, want)
+	}
+	in, err := keyparts.OpenCLScan([]byte(src), "-I a", keyparts.PoCL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found, want := scanned(t, in, wd), []string{filepath.Join(wd, "a/x.h"), filepath.Join(wd, "extra/y.h")}; !sameFiles(found, want) {
+		t.Errorf("the scanner found %q; PoCL compiled %q", found, want)
+	}
+}
