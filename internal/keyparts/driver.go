@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -63,7 +64,7 @@ func openCLDriver(names []string, mapped []Mapping, search []string) Driver {
 		return Driver{}
 	}
 	var d Driver
-	roots := icd
+	roots := slices.Clone(icd)
 	var data []string
 	for _, m := range icd {
 		d.ICD = append(d.ICD, mappedID(m))
