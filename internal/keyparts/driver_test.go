@@ -359,3 +359,65 @@ func TestLibraryFiles(t *testing.T) {
 		t.Errorf("libraryFiles of an unmapped library = %q, want %q", got, maps[0].Path)
 	}
 }
+
+// TestICDNames checks where driver library names are read: every place
+// either ICD loader reads them, so that no loaded driver goes unkeyed.
+func TestICDNames(t *testing.T) {
+	vendors, other := t.TempDir(), t.TempDir()
+	writeLib(t, filepath.Join(vendors, "a.icd"), "libdrva.so.2\n", time.Now())
+	writeLib(t, filepath.Join(vendors, "b.icd"), "/opt/b/libdrvb.so", time.Now())
+	writeLib(t, filepath.Join(vendors, "c.txt"), "libnot.so", time.Now())
+	writeLib(t, filepath.Join(other, "d.icd"), "libdrvd.so", time.Now())
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"vendor directory", map[string]string{"OCL_ICD_VENDORS": vendors}, []string{"libdrva.so.2", "/opt/b/libdrvb.so"}},
+		{"one vendor file", map[string]string{"OCL_ICD_VENDORS": filepath.Join(other, "d.icd")}, []string{"libdrvd.so"}},
+		{"a library", map[string]string{"OCL_ICD_VENDORS": "libx.so"}, []string{"libx.so"}},
+		{"file names and the Khronos path", map[string]string{"OCL_ICD_FILENAMES": "/a/liba.so:libb.so", "OPENCL_VENDOR_PATH": other},
+			[]string{"/a/liba.so", "libb.so", "libdrvd.so"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := icdNames(func(k string) string { return tc.env[k] })
+			defaults := vendorDirNames("/etc/OpenCL/vendors")
+			if !slices.Equal(got, append(slices.Clone(tc.want), defaults...)) {
+				t.Errorf("icdNames = %q, want %q then the defaults %q", got, tc.want, defaults)
+			}
+		})
+	}
+}
+
+// TestVendorFileNamingALink runs the whole search on a fake installation:
+// a vendor file names a soname that is a link (as NVIDIA's names
+// libnvidia-opencl.so.1), found through LD_LIBRARY_PATH, and the driver's
+// files are keyed.
+func TestVendorFileNamingALink(t *testing.T) {
+	prefix, maps := fakeDriver(t)
+	vendors := t.TempDir()
+	writeLib(t, filepath.Join(vendors, "drv.icd"), "libdrv.so.2\n", time.Now())
+	names := icdNames(func(k string) string { return map[string]string{"OCL_ICD_VENDORS": vendors}[k] })
+	d := openCLDriver(names, maps, librarySearchPath(filepath.Join(prefix, "lib/x86_64-linux-gnu")))
+	if len(d.ICD) != 1 || d.ICD[0].Path != maps[1].Path || len(d.Files) != 5 {
+		t.Errorf("driver = %+v, want %s and its 5 files", d, maps[1].Path)
+	}
+}
+
+// TestLibrarySearchPath checks the loader's directories: LD_LIBRARY_PATH
+// first, then ld.so.conf's, then the defaults.
+func TestLibrarySearchPath(t *testing.T) {
+	got := librarySearchPath("/x:/y")
+	if len(got) < 6 || got[0] != "/x" || got[1] != "/y" || !slices.Equal(got[len(got)-4:], []string{"/lib", "/usr/lib", "/lib64", "/usr/lib64"}) {
+		t.Errorf("librarySearchPath = %q", got)
+	}
+	dir := t.TempDir()
+	writeLib(t, filepath.Join(dir, "ld.so.conf"), "include conf.d/*.conf\n/top # a comment\n", time.Now())
+	if err := os.Mkdir(filepath.Join(dir, "conf.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeLib(t, filepath.Join(dir, "conf.d", "a.conf"), "# multiarch\n/usr/lib/a\n\n", time.Now())
+	if got := ldSoConf(filepath.Join(dir, "ld.so.conf"), 0); !slices.Equal(got, []string{"/usr/lib/a", "/top"}) {
+		t.Errorf("ldSoConf = %q", got)
+	}
+}
