@@ -39,15 +39,11 @@ func (k *Key) UnmarshalBinary(data []byte) error {
 	var out Key
 	out.Device = Device{Platform: d.str(), Name: d.str(), Version: d.str(), Driver: d.str()}
 	out.Compiler = Compiler{Name: d.str(), Version: d.str(), Library: d.str(), LibrarySize: d.varint(), LibraryTime: d.varint()}
+	out.Compiler.Files = d.digest("bad compiler files digest")
 	out.Image.Format = d.str()
 	out.Image.Source = d.bytes()
 	for n := d.count(); n > 0 && d.err == nil; n-- {
-		h := Header{Name: d.str()}
-		if b := d.bytes(); len(b) == len(h.Digest) {
-			copy(h.Digest[:], b)
-		} else {
-			d.fail("bad header digest")
-		}
+		h := Header{Name: d.str(), Digest: d.digest("bad header digest")}
 		out.Image.Headers = append(out.Image.Headers, h)
 	}
 	for n := d.count(); n > 0 && d.err == nil; n-- {
@@ -83,6 +79,7 @@ func (k *Key) appendDevice(b []byte) []byte {
 	e.str(k.Compiler.Library)
 	e.varint(k.Compiler.LibrarySize)
 	e.varint(k.Compiler.LibraryTime)
+	e.bytes(k.Compiler.Files[:])
 	return e.buf
 }
 
@@ -195,3 +192,15 @@ func (d *decoder) bytes() []byte {
 }
 
 func (d *decoder) str() string { return string(d.bytes()) }
+
+// digest reads a Digest written by encoder.bytes; any other length fails
+// with reason.
+func (d *decoder) digest(reason string) Digest {
+	var out Digest
+	if b := d.bytes(); len(b) == len(out) {
+		copy(out[:], b)
+	} else {
+		d.fail(reason)
+	}
+	return out
+}

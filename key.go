@@ -11,7 +11,7 @@ import (
 // FormatVersion is the version of the key encoding and of every format
 // derived from it (digests, the on-disk layout). Bump it whenever the encoding
 // changes: old entries then live under a different root and are never misread.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // Key is the complete description of one build: everything that can change
 // the binary a JIT compiler produces. Two keys with equal digests describe
@@ -40,13 +40,19 @@ type Device struct {
 
 // Compiler identifies the JIT compiler. A compiler shipped as a library is
 // also identified by its file's size and modification time, which change
-// when it is replaced even if its version string does not.
+// when it is replaced even if its version string does not, and by Files:
+// a compiler is more than one library (PoCL is libpocl, the LLVM and clang
+// libraries it links, the device plugins it opens, and the headers and
+// bitcode it reads), and replacing any of them must change the key.
 type Compiler struct {
 	Name        string // e.g. "pocl", "nvrtc"
 	Version     string
 	Library     string // path of the compiler library, if any
 	LibrarySize int64
 	LibraryTime int64 // modification time, Unix nanoseconds
+	// Files is the digest of the identities of every file the compiler
+	// is made of (see keyparts.Files); zero where none are known.
+	Files Digest
 }
 
 // Image is the device code fed to the compiler, with every header it

@@ -15,8 +15,9 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // any field shows in the golden files.
 func sampleKey() *Key {
 	return &Key{
-		Device:   Device{Platform: "Portable Computing Language", Name: "cpu-x86-64", Version: "OpenCL 3.0 PoCL", Driver: "6.0"},
-		Compiler: Compiler{Name: "pocl", Version: "6.0+debian", Library: "/usr/lib/libpocl.so.2", LibrarySize: 1234567, LibraryTime: 1700000000123456789},
+		Device: Device{Platform: "Portable Computing Language", Name: "cpu-x86-64", Version: "OpenCL 3.0 PoCL", Driver: "6.0"},
+		Compiler: Compiler{Name: "pocl", Version: "6.0+debian", Library: "/usr/lib/libpocl.so.2", LibrarySize: 1234567, LibraryTime: 1700000000123456789,
+			Files: Digest{1, 2, 3}},
 		Image: Image{Format: "opencl-c", Source: []byte("#include \"a.h\"\n__kernel void k(){}"), Headers: []Header{
 			HeaderOf("b.h", []byte("#define B 2")),
 			HeaderOf("a.h", []byte("#include \"b.h\"")),
@@ -56,7 +57,7 @@ func TestGoldenEncoding(t *testing.T) {
 }
 
 func TestEmptyKeyGoldenDigest(t *testing.T) {
-	const want = "f2aaa57cce6b51e7a25f67e4aab73a9e95a64910bde25d92e6f3465425a23096"
+	const want = "4c22b6ddd8c53c568c47ff313f4554bcd523d3d92dcbcaacd59c6739a89d60bb"
 	if got := (&Key{}).Digest().String(); got != want {
 		t.Errorf("empty key digest = %s, want %s", got, want)
 	}
@@ -97,6 +98,7 @@ func TestEveryComponentChangesDigest(t *testing.T) {
 		{"compiler library", dev, func(k *Key) { k.Compiler.Library += "x" }},
 		{"compiler size", dev, func(k *Key) { k.Compiler.LibrarySize++ }},
 		{"compiler mtime", dev, func(k *Key) { k.Compiler.LibraryTime++ }},
+		{"compiler files", dev, func(k *Key) { k.Compiler.Files[0]++ }},
 		{"image format", img, func(k *Key) { k.Image.Format = "spirv" }},
 		{"source", img, func(k *Key) { k.Image.Source = append(k.Image.Source, ' ') }},
 		{"header content", img, func(k *Key) { k.Image.Headers[1] = HeaderOf(k.Image.Headers[1].Name, []byte("#define B 3")) }},
@@ -174,10 +176,10 @@ func TestUnmarshalRejectsDamage(t *testing.T) {
 	bad := map[string][]byte{
 		"empty":     nil,
 		"magic":     append([]byte("XCKEY"), enc[5:]...),
-		"version":   append(append([]byte(keyMagic), 2), enc[6:]...),
+		"version":   append(append([]byte(keyMagic), FormatVersion+1), enc[6:]...),
 		"truncated": enc[:len(enc)-1],
 		"trailing":  append(bytes.Clone(enc), 0),
-		"huge len":  append(append([]byte(keyMagic), 1), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f),
+		"huge len":  append(append([]byte(keyMagic), FormatVersion), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f),
 	}
 	for name, b := range bad {
 		var k Key

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +45,23 @@ func TestDeviceIdentity(t *testing.T) {
 	t.Logf("%s %s, driver %d (%s), NVRTC %d.%d (%s), lazy loading %v", name, arch, drv, DriverLibrary(), ma, mi, NVRTCLibrary(), lazy)
 	if !filepath.IsAbs(DriverLibrary()) || !filepath.IsAbs(NVRTCLibrary()) {
 		t.Errorf("library paths not resolved: %q, %q", DriverLibrary(), NVRTCLibrary())
+	}
+}
+
+// TestCompilerFiles checks the files that stand for the compiler in a key:
+// NVRTC and its builtins library, the driver and its PTX compiler, and
+// what they link (libc at least), each once.
+func TestCompilerFiles(t *testing.T) {
+	requireGPU(t)
+	var paths []string
+	for _, f := range compilerFiles() {
+		paths = append(paths, f.Path)
+	}
+	t.Logf("%d files: %q", len(paths), paths)
+	for _, want := range []string{"libnvrtc.so", "libnvrtc-builtins.so", "libcuda.so", "libnvidia-ptxjitcompiler.so", "libc.so.6"} {
+		if !slices.ContainsFunc(paths, func(p string) bool { return strings.Contains(filepath.Base(p), want) }) {
+			t.Errorf("no %s among the compiler's files", want)
+		}
 	}
 }
 

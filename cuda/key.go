@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/internal/keyparts"
@@ -120,6 +121,19 @@ type identity struct {
 	reason string // why builds fall back to PTX, when ptx
 }
 
+// compilerFiles returns the files that compile a program, found once per
+// process, after both libraries are loaded: NVRTC, what it links, and the
+// builtins library it opens at its first compile; the driver, what it
+// links, and the JIT compilers it opens for PTX (a build that falls back
+// to PTX is compiled by them). Each library is one file of many: a key
+// that held only libnvrtc and libcuda would not change when the builtins
+// or the PTX compiler were replaced.
+var compilerFiles = sync.OnceValue(func() keyparts.Files {
+	files := keyparts.LibraryFiles(NVRTCLibrary(), "libnvrtc-builtins.so*")
+	return append(files, keyparts.LibraryFiles(DriverLibrary(),
+		"libnvidia-ptxjitcompiler.so*", "libnvidia-nvvm.so*", "libnvidia-gpucomp.so*")...)
+})
+
 // deviceIdentity reads what a key needs about dev, the driver and NVRTC.
 func deviceIdentity(dev Device) (identity, error) {
 	name, err := dev.Name()
@@ -154,7 +168,7 @@ func deviceIdentity(dev Device) (identity, error) {
 	}
 	nv, _ := keyparts.StatLibrary(NVRTCLibrary())
 	id.comp = kcache.Compiler{Name: "nvrtc", Version: fmt.Sprintf("%d.%d", nvMajor, nvMinor),
-		Library: nv.Path, LibrarySize: nv.Size, LibraryTime: nv.MTime}
+		Library: nv.Path, LibrarySize: nv.Size, LibraryTime: nv.MTime, Files: compilerFiles().Digest()}
 	id.ptx, id.reason = ptxFallback(id.cc, archs, nvMajor, nvMinor)
 	return id, nil
 }

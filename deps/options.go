@@ -1,6 +1,7 @@
 package deps
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 )
@@ -55,6 +56,126 @@ func SplitOptions(options string) []string {
 		out = append(out, cur.String())
 	}
 	return out
+}
+
+// Driver says how an OpenCL driver splits a build options string into the
+// arguments its compiler parses. Drivers differ: PoCL keeps single quotes
+// and backslashes and turns double quotes into blanks, where a shell
+// would remove them all, so a split that is not the driver's may search
+// other directories and define other macros than the compiler does.
+type Driver int
+
+const (
+	// DriverShell splits as a POSIX shell does (SplitOptions): for
+	// options that kcache itself is given on a command line, which become
+	// an argument vector (NVRTC's).
+	DriverShell Driver = iota
+	// DriverPoCL splits as PoCL 3.1 does (see splitPoCL).
+	DriverPoCL
+	// DriverUnknown splits on blanks, for a driver whose treatment of
+	// quotes and backslashes is not known (NVIDIA's OpenCL driver, whose
+	// source is not public, and any other): options that hold any of them
+	// have no known split.
+	DriverUnknown
+)
+
+// SplitDriverOptions splits options as the driver d does. Where the split
+// is not known exactly (DriverUnknown with quotes or backslashes, PoCL
+// with an unbalanced double quote), it fails with an error wrapping
+// ErrUncacheable: the caller builds without storing, since a key made
+// from a guessed split could miss the headers and macros the compiler
+// sees.
+func SplitDriverOptions(d Driver, options string) ([]string, error) {
+	switch d {
+	case DriverShell:
+		return SplitOptions(options), nil
+	case DriverPoCL:
+		return splitPoCL(options)
+	}
+	if strings.ContainsAny(options, `"'\`) {
+		return nil, fmt.Errorf("%w: how the driver splits the quotes or backslashes of %q is not known", ErrUncacheable, options)
+	}
+	return strings.FieldsFunc(options, isCSpace), nil
+}
+
+// splitPoCL splits options as PoCL 3.1 does. clBuildProgram's options
+// pass through two splits (lib/CL/pocl_build.c process_options, then
+// lib/CL/pocl_llvm_build.cc, after PoCL's own options are put around
+// them), each of which first replaces the blanks (' ' only) between
+// double quotes by a byte the string does not hold
+// (pocl_escape_quoted_whitespace), splits, and puts the blanks back. The
+// first splits at ' ' and joins the pieces with ' ' again, which changes
+// nothing the second split sees; the second splits at every C isspace
+// byte (std::istringstream), so a tab or newline splits even between
+// double quotes, and then turns every double quote into a blank. Single
+// quotes and backslashes are kept as they are: -I'inc' searches a
+// directory named 'inc', quotes included, and -D "X(a)=#a" defines
+// " X(a)=#a ", which clang reads as X(a) defined as #a.
+func splitPoCL(options string) ([]string, error) {
+	if strings.Count(options, `"`)%2 != 0 {
+		// The open quote runs on into the options PoCL appends, which
+		// differ between devices: the last argument is not known.
+		return nil, fmt.Errorf("%w: PoCL build options with an unbalanced double quote: %q", ErrUncacheable, options)
+	}
+	if quotedBlank(options) && !hasUnusedByte(options) {
+		return nil, fmt.Errorf("%w: PoCL rejects options that use every byte it could put for a quoted blank", ErrUncacheable)
+	}
+	var (
+		out     []string
+		cur     []byte
+		inArg   bool
+		inQuote bool
+	)
+	for i := 0; i < len(options); i++ {
+		switch c := options[i]; {
+		case c == '"':
+			inQuote = !inQuote
+			cur, inArg = append(cur, ' '), true
+		case c == ' ' && inQuote:
+			cur = append(cur, ' ')
+		case isCSpace(rune(c)):
+			if inArg {
+				out, cur, inArg = append(out, string(cur)), cur[:0], false
+			}
+		default:
+			cur, inArg = append(cur, c), true
+		}
+	}
+	if inArg {
+		out = append(out, string(cur))
+	}
+	return out, nil
+}
+
+// quotedBlank reports whether s has a ' ' between double quotes.
+func quotedBlank(s string) bool {
+	in := false
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '"':
+			in = !in
+		case s[i] == ' ' && in:
+			return true
+		}
+	}
+	return false
+}
+
+// hasUnusedByte reports whether a byte from '#' to DEL is missing from s:
+// PoCL replaces quoted blanks by the first such byte
+// (pocl_find_unused_char) and fails the build where there is none.
+func hasUnusedByte(s string) bool {
+	for c := byte(35); c < 128; c++ {
+		if strings.IndexByte(s, c) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// isCSpace reports whether c is a blank to C's isspace in the "C" locale.
+func isCSpace(c rune) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
 
 // invocation is what the compiler options say about preprocessing.

@@ -52,6 +52,7 @@ func CompareKeys(a, b *kcache.Key) []Change {
 	add("compiler", "library", a.Compiler.Library, b.Compiler.Library)
 	add("compiler", "library size", itoa(a.Compiler.LibrarySize), itoa(b.Compiler.LibrarySize))
 	add("compiler", "library time", itoa(a.Compiler.LibraryTime), itoa(b.Compiler.LibraryTime))
+	add("compiler", "files", a.Compiler.Files.String()[:shortDigest], b.Compiler.Files.String()[:shortDigest])
 	add("format", "", a.Image.Format, b.Image.Format)
 	if !bytes.Equal(a.Image.Source, b.Image.Source) {
 		add("source", "", sourceDigest(a.Image.Source), sourceDigest(b.Image.Source))

@@ -27,7 +27,10 @@ type depsScanner struct {
 }
 
 func (d depsScanner) headers(ctx context.Context, src []byte, options, cwd, platform string) ([]kcache.Header, error) {
-	in := keyparts.OpenCLScan(src, options, platform)
+	in, err := keyparts.OpenCLScan(src, options, platform)
+	if err != nil {
+		return nil, err
+	}
 	in.WorkDir = cwd
 	headers, trace, err := d.s.Scan(ctx, in)
 	if err != nil {

@@ -14,7 +14,11 @@ import (
 // named platform searches for them (keyparts.OpenCLScan). With
 // KCACHE_TRACE set, every dependency and the rule that found it is logged.
 func (c *Cache) dependencies(platform string, src Source) ([]kcache.Header, error) {
-	headers, trace, err := c.headers.Scan(context.Background(), scanInput(platform, src))
+	in, err := scanInput(platform, src)
+	if err != nil {
+		return nil, err
+	}
+	headers, trace, err := c.headers.Scan(context.Background(), in)
 	if err != nil {
 		return nil, err
 	}
@@ -28,10 +32,10 @@ func (c *Cache) dependencies(platform string, src Source) ([]kcache.Header, erro
 
 // scanInput is the dependency scanner's input for src on the platform
 // named platform.
-func scanInput(platform string, src Source) deps.Input {
-	in := keyparts.OpenCLScan(src.Code, src.Options, platform)
+func scanInput(platform string, src Source) (deps.Input, error) {
+	in, err := keyparts.OpenCLScan(src.Code, src.Options, platform)
 	in.Path, in.Depends = src.Path, src.Depends
-	return in
+	return in, err
 }
 
 // inputsUnchanged reports whether every file src's key was computed from
@@ -39,7 +43,8 @@ func scanInput(platform string, src Source) deps.Input {
 // built after the scan be stored under that key (a header saved during
 // the build would otherwise be served, stale, once the edit is reverted).
 func (c *Cache) inputsUnchanged(dev Device, src Source) bool {
-	return c.headers.Unchanged(scanInput(c.identity(dev).dev.Platform, src))
+	in, err := scanInput(c.identity(dev).dev.Platform, src)
+	return err == nil && c.headers.Unchanged(in)
 }
 
 // uncached builds src for dev without the binary tiers, for a source

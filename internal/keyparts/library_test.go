@@ -33,36 +33,6 @@ func TestStatLibrary(t *testing.T) {
 	}
 }
 
-// TestICDLibraries checks which mapped files count as the driver and how
-// several drivers' identities are joined.
-func TestICDLibraries(t *testing.T) {
-	vendors, libs := t.TempDir(), t.TempDir()
-	writeLib(t, filepath.Join(vendors, "a.icd"), "libdrva.so.2\n", time.Now())
-	writeLib(t, filepath.Join(vendors, "b.icd"), "/opt/b/lib/libdrvb.so", time.Now())
-	writeLib(t, filepath.Join(vendors, "c.txt"), "libother.so", time.Now())
-	a, b := filepath.Join(libs, "libdrva.so.2"), filepath.Join(libs, "libdrvb.so")
-	ta, tb := time.Unix(1700000000, 1), time.Unix(1600000000, 7)
-	writeLib(t, a, "aaa", ta)
-	writeLib(t, b, "bbbbbbb", tb)
-	writeLib(t, filepath.Join(libs, "libother.so"), "o", ta)
-	for _, tc := range []struct {
-		name   string
-		mapped []string
-		want   Library
-	}{
-		{"none", []string{"/usr/bin/app", filepath.Join(libs, "libother.so")}, Library{}},
-		{"one", []string{"/usr/bin/app", a}, Library{Path: a, Size: 3, MTime: ta.UnixNano()}},
-		{"two, joined in map order", []string{b, a}, Library{Path: b + ":" + a, Size: 10, MTime: tb.UnixNano() ^ ta.UnixNano()}},
-		{"a named library gone from disk", []string{filepath.Join(t.TempDir(), "libdrva.so.2"), b}, Library{Path: b, Size: 7, MTime: tb.UnixNano()}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := icdLibraries(vendors, tc.mapped); got != tc.want {
-				t.Errorf("icdLibraries = %+v, want %+v", got, tc.want)
-			}
-		})
-	}
-}
-
 // TestMappedFiles checks the process's own map: this test binary and the
 // files it maps appear once each.
 func TestMappedFiles(t *testing.T) {

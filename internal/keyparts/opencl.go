@@ -1,6 +1,7 @@
 package keyparts
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,66 +24,107 @@ type OpenCLDevice struct {
 }
 
 // Identity returns the device and compiler parts of a key for d: what the
-// runtime reports about the device and driver, and the file identity of
-// the driver libraries loaded in this process (ICDLibraries), which
-// changes when a driver is replaced in place without a new version string.
+// runtime reports about the device and driver, and the identity of the
+// files of the drivers loaded in this process (OpenCLDriver): the ICD
+// libraries in Library, every file in Files. Both change when a driver,
+// a library it links or a file it reads is replaced or edited in place
+// without a new version string.
 func (d OpenCLDevice) Identity() (kcache.Device, kcache.Compiler) {
 	dev := kcache.Device{Platform: d.PlatformName, Name: d.Name, Version: d.Version, Driver: d.DriverVersion}
 	comp := kcache.Compiler{Name: "opencl:" + d.PlatformVendor, Version: d.PlatformVersion + " / " + d.OpenCLCVersion}
-	if lib := ICDLibraries(); lib.Path != "" {
+	if drv := OpenCLDriver(); len(drv.ICD) > 0 {
+		lib := drv.Library()
 		comp.Library, comp.LibrarySize, comp.LibraryTime = lib.Path, lib.Size, lib.MTime
+		comp.Files = drv.Files.Digest()
 	}
 	return dev, comp
 }
 
-// ICDLibraries describes the OpenCL driver libraries this process loaded,
-// found by matching the libraries the ICD loader's vendor files name
-// against the process's memory map. With several drivers loaded their
-// identities are joined (paths by ':', sizes summed, times XORed): a change
-// to any of them changes the key. It is computed once per process; the
-// zero Library where no driver is found.
-var ICDLibraries = sync.OnceValue(func() Library {
-	dir := os.Getenv("OCL_ICD_VENDORS")
-	if dir == "" {
-		dir = "/etc/OpenCL/vendors"
+// icdNames returns the driver library names the ICD loaders would load,
+// from every place either loader reads them (ocl-icd's OCL_ICD_FILENAMES
+// and OCL_ICD_VENDORS, Khronos's OPENCL_VENDOR_PATH, and the default
+// vendor directory): a name that is not loaded matches no mapped file, so
+// the union costs nothing, and a name left out would leave its driver
+// unkeyed.
+func icdNames(getenv func(string) string) []string {
+	var names []string
+	for _, f := range filepath.SplitList(getenv("OCL_ICD_FILENAMES")) {
+		if f != "" {
+			names = append(names, f)
+		}
 	}
-	return icdLibraries(dir, MappedFiles())
-})
-
-// icdLibraries joins the identities of the files of mapped that the vendor
-// files (*.icd) of dir name.
-func icdLibraries(dir string, mapped []string) Library {
-	names := icdLibraryNames(dir)
-	var out Library
-	for _, path := range mapped {
-		if !strings.Contains(path, ".so") || !names[filepath.Base(path)] {
-			continue
-		}
-		lib, err := StatLibrary(path)
-		if err != nil {
-			continue
-		}
-		if out.Path != "" {
-			out.Path += ":"
-		}
-		out.Path += path
-		out.Size += lib.Size
-		out.MTime ^= lib.MTime
+	switch v := getenv("OCL_ICD_VENDORS"); {
+	case v == "":
+	case strings.HasSuffix(v, ".icd"):
+		names = append(names, vendorFileNames([]string{v})...)
+	case isDir(v):
+		names = append(names, vendorDirNames(v)...)
+	default: // ocl-icd takes any other value as a library to load
+		names = append(names, v)
 	}
-	return out
+	if v := getenv("OPENCL_VENDOR_PATH"); v != "" {
+		names = append(names, vendorDirNames(v)...)
+	}
+	return append(names, vendorDirNames("/etc/OpenCL/vendors")...)
 }
 
-// icdLibraryNames returns the base names of the driver libraries the
-// vendor files of dir name.
-func icdLibraryNames(dir string) map[string]bool {
+// vendorDirNames returns the library names of the vendor files of dir.
+func vendorDirNames(dir string) []string {
 	files, _ := filepath.Glob(filepath.Join(dir, "*.icd"))
-	names := map[string]bool{}
+	return vendorFileNames(files)
+}
+
+// vendorFileNames returns the library name each vendor file holds.
+func vendorFileNames(files []string) []string {
+	var names []string
 	for _, f := range files {
-		if b, err := os.ReadFile(f); err == nil {
-			names[filepath.Base(strings.TrimSpace(string(b)))] = true
+		if b, err := os.ReadFile(f); err == nil && strings.TrimSpace(string(b)) != "" {
+			names = append(names, strings.TrimSpace(string(b)))
 		}
 	}
 	return names
+}
+
+// librarySearchPath returns the directories the dynamic loader searches
+// for a bare library name: LD_LIBRARY_PATH's, then those of
+// /etc/ld.so.conf (the loader's cache is built from them), then the
+// default directories.
+func librarySearchPath(ldLibraryPath string) []string {
+	var dirs []string
+	for _, d := range filepath.SplitList(ldLibraryPath) {
+		if d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	dirs = append(dirs, ldSoConf("/etc/ld.so.conf", 0)...)
+	return append(dirs, "/lib", "/usr/lib", "/lib64", "/usr/lib64")
+}
+
+// ldSoConf returns the directories an ld.so.conf file lists, following
+// its includes (globs, relative to the file's directory) a few levels deep.
+func ldSoConf(path string, depth int) []string {
+	b, err := os.ReadFile(path)
+	if err != nil || depth > 4 {
+		return nil
+	}
+	var dirs []string
+	for _, line := range strings.Split(string(b), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		line = strings.TrimSpace(line)
+		if pattern, ok := strings.CutPrefix(line, "include "); ok {
+			pattern = strings.TrimSpace(pattern)
+			if !filepath.IsAbs(pattern) {
+				pattern = filepath.Join(filepath.Dir(path), pattern)
+			}
+			files, _ := filepath.Glob(pattern)
+			for _, f := range files {
+				dirs = append(dirs, ldSoConf(f, depth+1)...)
+			}
+		} else if strings.HasPrefix(line, "/") {
+			dirs = append(dirs, line)
+		}
+	}
+	return dirs
 }
 
 // OpenCLEnv is the rule for OpenCL drivers' environment: the families
@@ -117,24 +159,39 @@ var OpenCLEnv = EnvRule{
 const PoCL = "Portable Computing Language"
 
 // OpenCLScan returns the dependency scanner's input for OpenCL C source
-// src built with options on the platform named platform. A driver is
-// given program text, not a path, so the working directory is searched
-// first, as PoCL searches it (it compiles with "-I." ahead of the build
-// options). PoCL searches no include directory of its own (its headers
-// come in by -include), so its search path is complete; another driver,
-// whose search order is not known, may search directories of its own and
-// may or may not search the working directory, so every file an include
-// could name is keyed. The caller adds what it knows of the source's
-// place: its Path, WorkDir and Depends.
+// src built with options on the platform named platform. The options
+// (for PoCL, followed by POCL_EXTRA_BUILD_FLAGS) are split as the
+// platform's driver splits them (deps.SplitDriverOptions):
+// exactly for PoCL; for another driver, whose split is not known, only
+// where no quote or backslash makes it uncertain, and otherwise an error
+// wrapping deps.ErrUncacheable, so the program is built and not stored.
+//
+// A driver is given program text, not a path, so the working directory
+// is searched first, as PoCL searches it (it compiles with "-I." ahead of
+// the build options). PoCL searches no include directory of its own (its
+// headers come in by -include), so its search path is complete; another
+// driver, whose search order is not known, may search directories of its
+// own and may or may not search the working directory, so every file an
+// include could name is keyed. The caller adds what it knows of the
+// source's place: its Path, WorkDir and Depends.
 //
 // PoCL compiles the text from a temporary file in its cache directory,
 // which its compiler therefore searches first for the source's quoted
 // includes (MainDir). Its clang replaces trigraphs in OpenCL C; whether
 // another driver does is not known.
-func OpenCLScan(src []byte, options, platform string) deps.Input {
+func OpenCLScan(src []byte, options, platform string) (deps.Input, error) {
+	driver := deps.DriverUnknown
+	if platform == PoCL {
+		driver = deps.DriverPoCL
+		options = withPoCLExtraFlags(options, os.Getenv("POCL_EXTRA_BUILD_FLAGS"))
+	}
+	args, err := deps.SplitDriverOptions(driver, options)
+	if err != nil {
+		return deps.Input{}, fmt.Errorf("build options for %q: %w", platform, err)
+	}
 	in := deps.Input{
 		Source:             src,
-		Args:               deps.SplitOptions(options),
+		Args:               args,
 		SearchWorkDir:      true,
 		Builtins:           builtinHeaders(),
 		CompleteSearchPath: platform == PoCL,
@@ -144,7 +201,20 @@ func OpenCLScan(src []byte, options, platform string) deps.Input {
 		in.MainDir = PoCLTempDir(os.Getenv)
 		in.Trigraphs = deps.TrigraphsOn
 	}
-	return in
+	return in, nil
+}
+
+// withPoCLExtraFlags returns the options PoCL compiles with: the build
+// options and then POCL_EXTRA_BUILD_FLAGS, joined by a blank
+// (lib/CL/pocl_build.c compile_and_link_program), whose -I and -D the
+// scanner must follow like the program's own. PoCL reads the variable
+// from its process's environment, whatever environment a cache's keys
+// are told about.
+func withPoCLExtraFlags(options, extra string) string {
+	if extra == "" {
+		return options
+	}
+	return options + " " + extra
 }
 
 // PoCLTempDir returns the directory PoCL writes a program's text to

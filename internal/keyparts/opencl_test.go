@@ -1,10 +1,12 @@
 package keyparts
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/deps"
 )
 
 // TestOpenCLIdentity pins where each reported string goes in the key:
@@ -19,9 +21,11 @@ func TestOpenCLIdentity(t *testing.T) {
 	if dev != want {
 		t.Errorf("device = %+v, want %+v", dev, want)
 	}
-	lib := ICDLibraries()
-	wantComp := kcache.Compiler{Name: "opencl:The pocl project", Version: "OpenCL 3.0 PoCL 6.0 / OpenCL C 1.2 PoCL",
-		Library: lib.Path, LibrarySize: lib.Size, LibraryTime: lib.MTime}
+	wantComp := kcache.Compiler{Name: "opencl:The pocl project", Version: "OpenCL 3.0 PoCL 6.0 / OpenCL C 1.2 PoCL"}
+	if drv := OpenCLDriver(); len(drv.ICD) > 0 {
+		lib := drv.Library()
+		wantComp.Library, wantComp.LibrarySize, wantComp.LibraryTime, wantComp.Files = lib.Path, lib.Size, lib.MTime, drv.Files.Digest()
+	}
 	if comp != wantComp {
 		t.Errorf("compiler = %+v, want %+v", comp, wantComp)
 	}
@@ -56,7 +60,10 @@ func TestOpenCLScan(t *testing.T) {
 		{"NVIDIA CUDA", false, true},
 		{"", false, true},
 	} {
-		in := OpenCLScan([]byte("kernel void k() {}"), `-I inc -D "A=1"`, tc.platform)
+		in, err := OpenCLScan([]byte("kernel void k() {}"), "-I inc -D A=1", tc.platform)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !in.SearchWorkDir || in.CompleteSearchPath != tc.complete || in.EveryCandidate != tc.each {
 			t.Errorf("%q: SearchWorkDir %v, CompleteSearchPath %v, EveryCandidate %v", tc.platform, in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate)
 		}
@@ -66,5 +73,34 @@ func TestOpenCLScan(t *testing.T) {
 		if string(in.Source) != "kernel void k() {}" || in.Path != "" || in.WorkDir != "" || in.Depends != nil {
 			t.Errorf("input carries more than it was given: %+v", in)
 		}
+	}
+}
+
+// TestOpenCLScanSplitsAsTheDriver checks that options are split as each
+// platform's driver splits them: PoCL's way for PoCL, and for a driver
+// whose split is not known, no guess where quotes could split otherwise.
+func TestOpenCLScanSplitsAsTheDriver(t *testing.T) {
+	const opts = `-I'inc' -D "X(a)=#a"`
+	in, err := OpenCLScan(nil, opts, PoCL)
+	if want := []string{"-I'inc'", "-D", " X(a)=#a "}; err != nil || !slices.Equal(in.Args, want) {
+		t.Errorf("PoCL: Args = %q, %v; want %q", in.Args, err, want)
+	}
+	if _, err := OpenCLScan(nil, opts, "NVIDIA CUDA"); !errors.Is(err, deps.ErrUncacheable) {
+		t.Errorf("NVIDIA with quotes: %v, want deps.ErrUncacheable", err)
+	}
+}
+
+// TestOpenCLScanPoCLExtraFlags checks that PoCL's POCL_EXTRA_BUILD_FLAGS,
+// which PoCL appends to every program's options, are scanned after them,
+// and only for PoCL.
+func TestOpenCLScanPoCLExtraFlags(t *testing.T) {
+	t.Setenv("POCL_EXTRA_BUILD_FLAGS", "-I /extra -DE=1")
+	in, err := OpenCLScan(nil, "-I inc", PoCL)
+	if want := []string{"-I", "inc", "-I", "/extra", "-DE=1"}; err != nil || !slices.Equal(in.Args, want) {
+		t.Errorf("PoCL: Args = %q, %v; want %q", in.Args, err, want)
+	}
+	in, err = OpenCLScan(nil, "-I inc", "NVIDIA CUDA")
+	if want := []string{"-I", "inc"}; err != nil || !slices.Equal(in.Args, want) {
+		t.Errorf("NVIDIA: Args = %q, %v; want %q", in.Args, err, want)
 	}
 }

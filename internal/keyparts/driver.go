@@ -1,0 +1,279 @@
+package keyparts
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Driver is what the OpenCL drivers loaded in a process are made of.
+type Driver struct {
+	// ICD are the libraries the ICD loader's vendor files name, as mapped
+	// into the process, in map order.
+	ICD Files
+	// Files are every file of the drivers: the ICD libraries, the
+	// libraries they need (their DT_NEEDED closure, as mapped), the
+	// plugins in their own directories (PoCL's lib/pocl/*.so, which it
+	// opens itself), and their data files (PoCL's share/pocl: headers
+	// and kernel library bitcode; clang's resource headers).
+	Files Files
+}
+
+// Library returns the ICD libraries as one Library: paths joined by ':',
+// sizes summed, times XORed.
+func (d Driver) Library() Library {
+	var out Library
+	for _, f := range d.ICD {
+		if out.Path != "" {
+			out.Path += ":"
+		}
+		out.Path += f.Path
+		out.Size += f.Size
+		out.MTime ^= f.MTime
+	}
+	return out
+}
+
+// OpenCLDriver returns the files of the OpenCL drivers this process has
+// loaded, found by matching the libraries the ICD loader's vendor files
+// name against the process's memory map. It is computed once a driver is
+// found (a call before the driver is loaded finds none, and is not
+// remembered); the zero Driver where none is.
+func OpenCLDriver() Driver {
+	loadedDriver.mu.Lock()
+	defer loadedDriver.mu.Unlock()
+	if len(loadedDriver.d.ICD) == 0 {
+		loadedDriver.d = openCLDriver(icdNames(os.Getenv), ReadMaps(), librarySearchPath(os.Getenv("LD_LIBRARY_PATH")))
+	}
+	return loadedDriver.d
+}
+
+var loadedDriver struct {
+	mu sync.Mutex
+	d  Driver
+}
+
+// openCLDriver finds the drivers that names (vendor files' library names)
+// resolve to among mapped, searching bare names in search.
+func openCLDriver(names []string, mapped []Mapping, search []string) Driver {
+	icd := icdMappings(names, mapped, search)
+	if len(icd) == 0 {
+		return Driver{}
+	}
+	var d Driver
+	roots := slices.Clone(icd)
+	var data []string
+	for _, m := range icd {
+		d.ICD = append(d.ICD, mappedID(m))
+		plugins, disk := pluginFiles(m.Path, mapped)
+		roots = append(roots, plugins...)
+		data = append(data, disk...)
+		data = append(data, dataFiles(m.Path)...)
+	}
+	libs := closure(roots, mapped)
+	for _, m := range libs {
+		d.Files = append(d.Files, mappedID(m))
+		data = append(data, resourceHeaders(m.Path)...)
+	}
+	for _, p := range data {
+		id, err := statReal(p)
+		if err != nil {
+			id.Path += " (unreadable)"
+		}
+		d.Files = append(d.Files, id)
+	}
+	return d
+}
+
+// mappedID returns the identity of a mapped file: the file on disk, or,
+// where it was deleted or replaced since it was mapped (the kernel then
+// marks its path), the marked path and the inode that was mapped.
+func mappedID(m Mapping) FileID {
+	if strings.HasSuffix(m.Path, " (deleted)") {
+		return FileID{Path: m.Path, Inode: m.Inode}
+	}
+	id, err := statReal(m.Path)
+	if err != nil {
+		return FileID{Path: m.Path + " (unreadable)", Inode: m.Inode}
+	}
+	return id
+}
+
+// icdMappings returns the mapped files that names resolve to, as the
+// dynamic loader resolves a library name: a name with a slash is a path,
+// a bare name is looked for in each directory of search. A candidate
+// matches the mapped file with its device and inode numbers (which
+// /proc/self/maps gives for the file actually loaded) or its real path:
+// NVIDIA's vendor file names libnvidia-opencl.so.1, a link to the file
+// that is mapped.
+func icdMappings(names []string, mapped []Mapping, search []string) []Mapping {
+	type key struct{ dev, ino uint64 }
+	ids, reals := map[key]bool{}, map[string]bool{}
+	for _, name := range names {
+		for _, cand := range libraryCandidates(name, search) {
+			if dev, ino, err := devIno(cand); err == nil {
+				ids[key{dev, ino}] = true
+			}
+			if real, err := filepath.EvalSymlinks(cand); err == nil {
+				reals[real] = true
+			}
+		}
+	}
+	var out []Mapping
+	for _, m := range mapped {
+		if ids[key{m.Dev, m.Inode}] || reals[m.Path] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// libraryCandidates returns the paths the library name may be loaded
+// from: name itself where it holds a slash, else name in each directory.
+func libraryCandidates(name string, search []string) []string {
+	if strings.Contains(name, "/") {
+		return []string{name}
+	}
+	out := make([]string, 0, len(search))
+	for _, dir := range search {
+		out = append(out, filepath.Join(dir, name))
+	}
+	return out
+}
+
+// pluginFiles returns the plugins of the driver library at lib: the
+// files in its own directory, named after it (lib/pocl for
+// lib/libpocl.so.2), as mapped (roots of the closure) and the rest found
+// on disk there, which the driver may open later.
+func pluginFiles(lib string, mapped []Mapping) (loaded []Mapping, disk []string) {
+	dir := filepath.Join(filepath.Dir(lib), driverStem(lib))
+	inDir := map[string]bool{}
+	for _, m := range mapped {
+		if strings.HasPrefix(m.Path, dir+"/") {
+			loaded = append(loaded, m)
+			inDir[m.Path] = true
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if !inDir[p] && strings.Contains(e.Name(), ".so") {
+			disk = append(disk, p)
+		}
+	}
+	return loaded, disk
+}
+
+// driverStem returns the name a driver's own directories carry: the
+// library's file name less "lib" and its ".so" suffix ("pocl").
+func driverStem(lib string) string {
+	stem, _, _ := strings.Cut(filepath.Base(lib), ".so")
+	return strings.TrimPrefix(stem, "lib")
+}
+
+// maxDataFiles bounds the walk of a data directory.
+const maxDataFiles = 4096
+
+// dataFiles returns the files of the driver library at lib's data
+// directory: share/STEM under the nearest ancestor of the library's
+// directory that has one (/usr/share/pocl for
+// /usr/lib/x86_64-linux-gnu/libpocl.so.2, /usr/local/share/pocl for a
+// PoCL installed under /usr/local), where PoCL finds its headers and
+// kernel library relative to itself.
+func dataFiles(lib string) []string {
+	stem := driverStem(lib)
+	for d := filepath.Dir(lib); ; d = filepath.Dir(d) {
+		if dir := filepath.Join(d, "share", stem); isDir(dir) {
+			return walkFiles(dir)
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
+// resourceHeaders returns clang's resource headers where lib is a clang
+// library (LIBDIR/libclang-cpp.so.15 has LIBDIR/clang/VERSION/include):
+// PoCL includes opencl-c.h and opencl-c-base.h from there.
+func resourceHeaders(lib string) []string {
+	if !strings.HasPrefix(filepath.Base(lib), "libclang") {
+		return nil
+	}
+	dirs, _ := filepath.Glob(filepath.Join(filepath.Dir(lib), "clang", "*", "include"))
+	var out []string
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		real, err := filepath.EvalSymlinks(d)
+		if err != nil || seen[real] {
+			continue
+		}
+		seen[real] = true
+		out = append(out, walkFiles(real)...)
+	}
+	return out
+}
+
+// walkFiles returns the regular files under dir, at most maxDataFiles and
+// then dir itself with a marker, so a directory too large to key is never
+// keyed as if it were smaller.
+func walkFiles(dir string) []string {
+	var out []string
+	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || !e.Type().IsRegular() {
+			return nil
+		}
+		if len(out) == maxDataFiles {
+			out = append(out, dir+" (too many files)")
+			return filepath.SkipAll
+		}
+		out = append(out, p)
+		return nil
+	})
+	return out
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// LibraryFiles returns the files a library loaded in this process is made
+// of: the file at path as mapped (or as found on disk where it is not
+// mapped), the libraries it needs (its DT_NEEDED closure, as mapped), and
+// the files of its directory that match the companions patterns
+// (filepath.Match): libraries it opens only when first used, such as
+// NVRTC's libnvrtc-builtins.so.*, which the map cannot show yet.
+func LibraryFiles(path string, companions ...string) Files {
+	return libraryFiles(path, ReadMaps(), companions)
+}
+
+func libraryFiles(path string, mapped []Mapping, companions []string) Files {
+	root := icdMappings([]string{path}, mapped, nil)
+	var out Files
+	if len(root) == 0 {
+		id, err := StatFile(path)
+		if err != nil {
+			id.Path += " (unreadable)"
+		}
+		out = append(out, id)
+	}
+	for _, m := range closure(root, mapped) {
+		out = append(out, mappedID(m))
+	}
+	dir := filepath.Dir(path)
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		dir = filepath.Dir(real)
+	}
+	for _, pattern := range companions {
+		matches, _ := filepath.Glob(filepath.Join(dir, pattern))
+		for _, m := range matches {
+			if id, err := StatFile(m); err == nil {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,423 @@
+package keyparts
+
+import (
+	"debug/elf"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// requireReal skips a test that needs files of a real installation where
+// they are missing, except under KCACHE_REQUIRE_REAL=1 (CI), where it
+// fails.
+func requireReal(t *testing.T, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			if os.Getenv("KCACHE_REQUIRE_REAL") == "1" {
+				t.Fatalf("KCACHE_REQUIRE_REAL=1 but %v", err)
+			}
+			t.Skip(err)
+		}
+	}
+}
+
+func TestParseMaps(t *testing.T) {
+	const maps = `55bd78601000-55bd78603000 r--p 00000000 fe:00 247026                     /usr/bin/cat
+55bd78603000-55bd78608000 r-xp 00002000 fe:00 247026                     /usr/bin/cat
+7f0000000000-7f0000001000 rw-p 00000000 00:00 0 
+7f0000001000-7f0000002000 rw-p 00000000 00:00 0                          [heap]
+7f0000002000-7f0000003000 r--p 00000000 103:02 42                        /opt/my libs/libx.so
+7f0000003000-7f0000004000 r--p 00000000 fe:00 77                         /usr/lib/liby.so.1 (deleted)
+`
+	got := parseMaps(strings.NewReader(maps))
+	want := []Mapping{
+		{Path: "/usr/bin/cat", Dev: 0xfe00, Inode: 247026},
+		{Path: "/opt/my libs/libx.so", Dev: 259<<8 | 2, Inode: 42},
+		{Path: "/usr/lib/liby.so.1 (deleted)", Dev: 0xfe00, Inode: 77},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("parseMaps = %+v, want %+v", got, want)
+	}
+}
+
+// TestReadMapsMatchesStat checks that the device and inode numbers of
+// the process's own map are those stat gives for the same file: ICD
+// libraries are matched by them.
+func TestReadMapsMatchesStat(t *testing.T) {
+	requireReal(t, "/proc/self/maps")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, ino, err := devIno(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ReadMaps() {
+		if m.Path == exe {
+			if m.Dev != dev || m.Inode != ino {
+				t.Errorf("maps gives %s device %#x inode %d, stat %#x %d", exe, m.Dev, m.Inode, dev, ino)
+			}
+			return
+		}
+	}
+	t.Errorf("the executable %s is not in the map", exe)
+}
+
+// mapped returns the mappings the kernel would show for paths: their
+// real paths and numbers.
+func mapped(t *testing.T, paths ...string) []Mapping {
+	t.Helper()
+	var out []Mapping
+	for _, p := range paths {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev, ino, err := devIno(real)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, Mapping{Path: real, Dev: dev, Inode: ino})
+	}
+	return out
+}
+
+// TestICDMappings checks how vendor files' library names are matched
+// against the map: a bare soname that is a link (NVIDIA's
+// libnvidia-opencl.so.1) is found through the search path and matched
+// with the file it links to; an absolute path likewise; a mapped file of
+// the same name elsewhere is not the driver.
+func TestICDMappings(t *testing.T) {
+	root := t.TempDir()
+	libs, other := filepath.Join(root, "lib"), filepath.Join(root, "other")
+	for _, d := range []string{libs, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := filepath.Join(libs, "libnvidia-opencl.so.535.1"), filepath.Join(libs, "libdrvb.so.7")
+	decoy := filepath.Join(other, "libnvidia-opencl.so.535.1")
+	for _, f := range []string{a, b, decoy, filepath.Join(libs, "libapp.so")} {
+		writeLib(t, f, "x", time.Now())
+	}
+	for link, target := range map[string]string{"libnvidia-opencl.so.1": a, "libdrvb.so": b} {
+		if err := os.Symlink(filepath.Base(target), filepath.Join(libs, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := []string{"libnvidia-opencl.so.1", filepath.Join(libs, "libdrvb.so"), "libmissing.so"}
+	maps := mapped(t, decoy, filepath.Join(libs, "libapp.so"), b, a)
+	got := icdMappings(names, maps, []string{other + "/nothing", libs})
+	if want := []Mapping{maps[2], maps[3]}; !slices.Equal(got, want) {
+		t.Errorf("icdMappings = %+v, want %+v", got, want)
+	}
+	// The kernel may show another path for the same file (a bind mount):
+	// the numbers still match.
+	alias := maps[3]
+	alias.Path = "/elsewhere/libnvidia-opencl.so.535.1"
+	if got := icdMappings(names[:1], []Mapping{alias}, []string{libs}); len(got) != 1 {
+		t.Errorf("a mapped file under another path with the same numbers: %+v", got)
+	}
+}
+
+// fakeDriver lays out a driver installed under a prefix: the library and
+// the link a vendor file names, a plugin directory, and a data directory
+// with headers and kernel library bitcode.
+func fakeDriver(t *testing.T) (prefix string, maps []Mapping) {
+	prefix = t.TempDir()
+	for _, d := range []string{"lib/x86_64-linux-gnu/drv", "share/drv/include"} {
+		if err := os.MkdirAll(filepath.Join(prefix, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lib := filepath.Join(prefix, "lib/x86_64-linux-gnu/libdrv.so.2.1")
+	files := map[string]string{
+		lib: "driver",
+		filepath.Join(prefix, "lib/x86_64-linux-gnu/drv/libdrv-devices-a.so"): "plugin a",
+		filepath.Join(prefix, "lib/x86_64-linux-gnu/drv/libdrv-devices-b.so"): "plugin b",
+		filepath.Join(prefix, "lib/x86_64-linux-gnu/libapp.so"):               "app",
+		filepath.Join(prefix, "share/drv/include/_kernel.h"):                  "#define K 1",
+		filepath.Join(prefix, "share/drv/kernel-x86_64.bc"):                   "bitcode",
+	}
+	for p, c := range files {
+		writeLib(t, p, c, time.Unix(1700000000, 0))
+	}
+	if err := os.Symlink("libdrv.so.2.1", filepath.Join(prefix, "lib/x86_64-linux-gnu/libdrv.so.2")); err != nil {
+		t.Fatal(err)
+	}
+	maps = mapped(t, filepath.Join(prefix, "lib/x86_64-linux-gnu/libapp.so"), lib,
+		filepath.Join(prefix, "lib/x86_64-linux-gnu/drv/libdrv-devices-a.so"))
+	return prefix, maps
+}
+
+func filePaths(fs Files) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Path)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestOpenCLDriverFiles checks what a driver is made of: its library, the
+// plugins in its own directory (loaded or not), and its data directory,
+// found relative to the library; and not the application's libraries.
+func TestOpenCLDriverFiles(t *testing.T) {
+	prefix, maps := fakeDriver(t)
+	search := []string{filepath.Join(prefix, "lib/x86_64-linux-gnu")}
+	d := openCLDriver([]string{"libdrv.so.2"}, maps, search)
+	if got := filePaths(d.ICD); !slices.Equal(got, []string{maps[1].Path}) {
+		t.Errorf("ICD = %q, want the driver library", got)
+	}
+	var want []string
+	for _, p := range []string{"lib/x86_64-linux-gnu/libdrv.so.2.1", "lib/x86_64-linux-gnu/drv/libdrv-devices-a.so",
+		"lib/x86_64-linux-gnu/drv/libdrv-devices-b.so", "share/drv/include/_kernel.h", "share/drv/kernel-x86_64.bc"} {
+		want = append(want, filepath.Join(prefix, p))
+	}
+	slices.Sort(want)
+	if got := filePaths(d.Files); !slices.Equal(got, want) {
+		t.Errorf("Files = %q\nwant %q", got, want)
+	}
+	if d := openCLDriver([]string{"libnone.so"}, maps, search); len(d.ICD) != 0 || len(d.Files) != 0 {
+		t.Errorf("no driver loaded: %+v", d)
+	}
+}
+
+// TestDriverDigestChanges checks that every way of changing a file of the
+// driver in place changes the digest: new content of the same length
+// with the mtime restored (the ctime moves), a new mtime alone, and a
+// replacement by rename with the same times (the inode moves).
+func TestDriverDigestChanges(t *testing.T) {
+	prefix, maps := fakeDriver(t)
+	search := []string{filepath.Join(prefix, "lib/x86_64-linux-gnu")}
+	digest := func() string {
+		return openCLDriver([]string{"libdrv.so.2"}, maps, search).Files.Digest().String()
+	}
+	base := digest()
+	if again := digest(); again != base {
+		t.Fatalf("digest unstable: %s, %s", base, again)
+	}
+	header := filepath.Join(prefix, "share/drv/include/_kernel.h")
+	bitcode := filepath.Join(prefix, "share/drv/kernel-x86_64.bc")
+	mtime := time.Unix(1700000000, 0)
+	for _, change := range []struct {
+		name string
+		do   func()
+	}{
+		{"same-length edit, mtime restored", func() { writeLib(t, header, "#define K 2", mtime) }},
+		{"mtime", func() { os.Chtimes(bitcode, mtime, mtime.Add(time.Second)) }},
+		{"replaced by rename, same times", func() {
+			tmp := bitcode + ".new"
+			writeLib(t, tmp, "bitcode", mtime.Add(time.Second))
+			if err := os.Rename(tmp, bitcode); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"plugin not yet loaded", func() {
+			writeLib(t, filepath.Join(prefix, "lib/x86_64-linux-gnu/drv/libdrv-devices-b.so"), "plugin B", mtime)
+		}},
+	} {
+		time.Sleep(10 * time.Millisecond) // past the file system's timestamp granularity
+		change.do()
+		if now := digest(); now == base {
+			t.Errorf("%s: digest unchanged", change.name)
+		} else {
+			base = now
+		}
+	}
+}
+
+// TestClosure checks the DT_NEEDED closure on PoCL's real libraries: the
+// libraries libpocl needs, matched by file name or by DT_SONAME
+// (libstdc++.so.6 is libstdc++.so.6.0.30 on disk), and not the process's
+// other libraries (the ICD loader, the executable).
+func TestClosure(t *testing.T) {
+	const dir = "/usr/lib/x86_64-linux-gnu/"
+	requireReal(t, dir+"libpocl.so.2")
+	needed := []string{"libLLVM-15.so.1", "libclang-cpp.so.15", "libstdc++.so.6", "libc.so.6", "libgcc_s.so.1"}
+	var paths []string
+	for _, n := range append([]string{"libpocl.so.2", "libOpenCL.so.1"}, needed...) {
+		paths = append(paths, dir+n)
+	}
+	maps := mapped(t, append(paths, "/usr/bin/cat")...)
+	got := filePaths(mappedFiles(closure(maps[:1], maps)))
+	var want []string
+	for _, m := range slices.Delete(slices.Clone(maps), 1, 2) {
+		if m.Path != "/usr/bin/cat" {
+			want = append(want, m.Path)
+		}
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("closure = %q\nwant %q", got, want)
+	}
+}
+
+func mappedFiles(ms []Mapping) Files {
+	var out Files
+	for _, m := range ms {
+		out = append(out, FileID{Path: m.Path})
+	}
+	return out
+}
+
+// TestDataFilesOfACopy checks, on a copy of PoCL's own files installed
+// under another prefix, that the data directory is found relative to the
+// library and that touching its kernel library or a header changes the
+// digest.
+func TestDataFilesOfACopy(t *testing.T) {
+	const lib, share = "/usr/lib/x86_64-linux-gnu/libpocl.so.2.10.0", "/usr/share/pocl"
+	requireReal(t, lib, share+"/include/_kernel.h")
+	bitcode, _ := filepath.Glob(share + "/kernel-*.bc")
+	if len(bitcode) == 0 {
+		t.Fatalf("no kernel library in %s", share)
+	}
+	prefix := t.TempDir()
+	copyFile(t, lib, filepath.Join(prefix, "lib/libpocl.so.2.10.0"))
+	copyFile(t, share+"/include/_kernel.h", filepath.Join(prefix, "share/pocl/include/_kernel.h"))
+	copyFile(t, bitcode[0], filepath.Join(prefix, "share/pocl", filepath.Base(bitcode[0])))
+	maps := mapped(t, filepath.Join(prefix, "lib/libpocl.so.2.10.0"))
+	digest := func() string {
+		d := openCLDriver([]string{filepath.Join(prefix, "lib/libpocl.so.2.10.0")}, maps, nil)
+		if len(d.Files) != 3 {
+			t.Fatalf("Files = %q, want the library, the header and the bitcode", filePaths(d.Files))
+		}
+		return d.Files.Digest().String()
+	}
+	base := digest()
+	for _, f := range []string{filepath.Join(prefix, "share/pocl", filepath.Base(bitcode[0])), filepath.Join(prefix, "share/pocl/include/_kernel.h")} {
+		time.Sleep(10 * time.Millisecond)
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(f, fi.ModTime(), fi.ModTime()); err != nil { // the ctime moves, the mtime does not
+			t.Fatal(err)
+		}
+		if now := digest(); now == base {
+			t.Errorf("touching %s left the digest as it was", f)
+		} else {
+			base = now
+		}
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDynStrings checks the reader of dynamic entries against debug/elf's
+// on real libraries, 64-bit and (where installed) 32-bit.
+func TestDynStrings(t *testing.T) {
+	const dir = "/usr/lib/x86_64-linux-gnu/"
+	requireReal(t, dir+"libpocl.so.2", dir+"libstdc++.so.6")
+	for _, lib := range []string{dir + "libpocl.so.2", dir + "libstdc++.so.6", dir + "libLLVM-15.so.1", "/usr/lib32/libc.so.6"} {
+		f, err := elf.Open(lib)
+		if err != nil {
+			continue
+		}
+		for _, tag := range []elf.DynTag{elf.DT_NEEDED, elf.DT_SONAME} {
+			want, err1 := f.DynString(tag)
+			got, err2 := dynStrings(f, tag)
+			if err1 != nil || err2 != nil || !slices.Equal(got, want) {
+				t.Errorf("%s %v: %q, %v; debug/elf reads %q, %v", lib, tag, got, err2, want, err1)
+			}
+		}
+		f.Close()
+	}
+}
+
+// TestLibraryFiles checks a single library's files: itself as mapped,
+// what it needs, and its companions on disk; and the file alone where it
+// is not mapped.
+func TestLibraryFiles(t *testing.T) {
+	const dir = "/usr/lib/x86_64-linux-gnu/"
+	requireReal(t, dir+"libpocl.so.2")
+	maps := mapped(t, dir+"libpocl.so.2", dir+"libc.so.6", dir+"libOpenCL.so.1")
+	got := filePaths(libraryFiles(dir+"libpocl.so.2", maps, []string{"pocl/libpocl-devices-*.so"}))
+	want := []string{maps[0].Path, maps[1].Path, dir + "pocl/libpocl-devices-basic.so", dir + "pocl/libpocl-devices-pthread.so"}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("libraryFiles = %q\nwant %q", got, want)
+	}
+	if got := filePaths(libraryFiles(dir+"libpocl.so.2", nil, nil)); !slices.Equal(got, []string{maps[0].Path}) {
+		t.Errorf("libraryFiles of an unmapped library = %q, want %q", got, maps[0].Path)
+	}
+}
+
+// TestICDNames checks where driver library names are read: every place
+// either ICD loader reads them, so that no loaded driver goes unkeyed.
+func TestICDNames(t *testing.T) {
+	vendors, other := t.TempDir(), t.TempDir()
+	writeLib(t, filepath.Join(vendors, "a.icd"), "libdrva.so.2\n", time.Now())
+	writeLib(t, filepath.Join(vendors, "b.icd"), "/opt/b/libdrvb.so", time.Now())
+	writeLib(t, filepath.Join(vendors, "c.txt"), "libnot.so", time.Now())
+	writeLib(t, filepath.Join(other, "d.icd"), "libdrvd.so", time.Now())
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"vendor directory", map[string]string{"OCL_ICD_VENDORS": vendors}, []string{"libdrva.so.2", "/opt/b/libdrvb.so"}},
+		{"one vendor file", map[string]string{"OCL_ICD_VENDORS": filepath.Join(other, "d.icd")}, []string{"libdrvd.so"}},
+		{"a library", map[string]string{"OCL_ICD_VENDORS": "libx.so"}, []string{"libx.so"}},
+		{"file names and the Khronos path", map[string]string{"OCL_ICD_FILENAMES": "/a/liba.so:libb.so", "OPENCL_VENDOR_PATH": other},
+			[]string{"/a/liba.so", "libb.so", "libdrvd.so"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := icdNames(func(k string) string { return tc.env[k] })
+			defaults := vendorDirNames("/etc/OpenCL/vendors")
+			if !slices.Equal(got, append(slices.Clone(tc.want), defaults...)) {
+				t.Errorf("icdNames = %q, want %q then the defaults %q", got, tc.want, defaults)
+			}
+		})
+	}
+}
+
+// TestVendorFileNamingALink runs the whole search on a fake installation:
+// a vendor file names a soname that is a link (as NVIDIA's names
+// libnvidia-opencl.so.1), found through LD_LIBRARY_PATH, and the driver's
+// files are keyed.
+func TestVendorFileNamingALink(t *testing.T) {
+	prefix, maps := fakeDriver(t)
+	vendors := t.TempDir()
+	writeLib(t, filepath.Join(vendors, "drv.icd"), "libdrv.so.2\n", time.Now())
+	names := icdNames(func(k string) string { return map[string]string{"OCL_ICD_VENDORS": vendors}[k] })
+	d := openCLDriver(names, maps, librarySearchPath(filepath.Join(prefix, "lib/x86_64-linux-gnu")))
+	if len(d.ICD) != 1 || d.ICD[0].Path != maps[1].Path || len(d.Files) != 5 {
+		t.Errorf("driver = %+v, want %s and its 5 files", d, maps[1].Path)
+	}
+}
+
+// TestLibrarySearchPath checks the loader's directories: LD_LIBRARY_PATH
+// first, then ld.so.conf's, then the defaults.
+func TestLibrarySearchPath(t *testing.T) {
+	got := librarySearchPath("/x:/y")
+	if len(got) < 6 || got[0] != "/x" || got[1] != "/y" || !slices.Equal(got[len(got)-4:], []string{"/lib", "/usr/lib", "/lib64", "/usr/lib64"}) {
+		t.Errorf("librarySearchPath = %q", got)
+	}
+	dir := t.TempDir()
+	writeLib(t, filepath.Join(dir, "ld.so.conf"), "include conf.d/*.conf\n/top # a comment\n", time.Now())
+	if err := os.Mkdir(filepath.Join(dir, "conf.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeLib(t, filepath.Join(dir, "conf.d", "a.conf"), "# multiarch\n/usr/lib/a\n\n", time.Now())
+	if got := ldSoConf(filepath.Join(dir, "ld.so.conf"), 0); !slices.Equal(got, []string{"/usr/lib/a", "/top"}) {
+		t.Errorf("ldSoConf = %q", got)
+	}
+}

@@ -1,0 +1,9 @@
+package keyparts
+
+// ResetOpenCLDriver forgets the driver found, for a benchmark that
+// measures finding it.
+func ResetOpenCLDriver() {
+	loadedDriver.mu.Lock()
+	loadedDriver.d = Driver{}
+	loadedDriver.mu.Unlock()
+}
