@@ -1,0 +1,592 @@
+package deps_test
+
+// Differential testing of the scanner against the compiler's own
+// preprocessor (issue 17, "How it is proven"). clang-15 is the LLVM of
+// PoCL 3.1: for each program, every file `clang -M` lists (compiled as
+// PoCL compiles: -x cl, -I. ahead of the application's options, from a
+// temporary file of PoCL's cache directory, in the application's working
+// directory) must be among the scanner's dependencies for the Input the
+// OpenCL cache gives it (keyparts.OpenCLScan), compared by device and
+// inode; or the scanner must have refused the program (ErrUncacheable);
+// a file found only by a widened key (RuleManifest) counts, as "widened".
+// A file clang read that the scanner missed is a FAILURE: a key that does
+// not change when that file does, a stale binary.
+//
+// The programs come from deps/internal/gentree, which draws include trees
+// by feature class. The bounded run (in go test ./deps) runs each class
+// alone on top of the base class, then everything at once. Knobs, all
+// environment variables so that go test ./... passes them through:
+//
+//	KCACHE_DIFF_N=10000      programs in all (default 300)
+//	KCACHE_DIFF_SEED=7       first seed (default 1)
+//	KCACHE_DIFF_CLASSES=cr,bom  one run with just these classes ("all")
+//	KCACHE_DIFF_REPLAY=SEED/CLASSES  run one program, e.g. 17/base,lone-cr
+//	KCACHE_DIFF_OUT=dir      where minimized reproducers go
+//	KCACHE_DIFF_MINIMIZE=3   failures minimized per run (default 1)
+//	KCACHE_DIFF_LOG_ONLY=1   log failures without failing the test
+//	KCACHE_DIFF_REAL=all     hashcat kernels checked (default 24; "all")
+//	KCACHE_DARKTABLE_KERNELS=dir  darktable's kernels elsewhere than
+//	                         /usr/share/darktable/kernels
+//
+// clang-15 missing skips these tests, and fails them under
+// KCACHE_REQUIRE_REAL=1.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kcache/kcache/deps"
+	"github.com/kcache/kcache/deps/internal/gentree"
+	"github.com/kcache/kcache/internal/keyparts"
+)
+
+// requireClang returns clang-15's path, or skips (fails under
+// KCACHE_REQUIRE_REAL=1).
+func requireClang(t *testing.T) string {
+	t.Helper()
+	clang, err := exec.LookPath("clang-15")
+	if err != nil {
+		if os.Getenv("KCACHE_REQUIRE_REAL") == "1" {
+			t.Fatal("KCACHE_REQUIRE_REAL=1 but clang-15 is missing (apt-get install clang-15)")
+		}
+		t.Skip("no clang-15 (apt-get install clang-15)")
+	}
+	return clang
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, v, err)
+	}
+	return n
+}
+
+// verdict is what one program's comparison found.
+type verdict int
+
+const (
+	exact    verdict = iota // every file clang read is a dependency; nothing widened
+	widened                 // the same, with the key widened by a manifest
+	refused                 // the scanner returned ErrUncacheable
+	failure                 // clang read a file the scanner missed
+	rejected                // clang failed: the program does not build (not counted against the scanner)
+	scanErr                 // the scanner failed otherwise
+	numVerdicts
+)
+
+var verdictNames = [numVerdicts]string{"exact", "widened", "refused", "FAILURES", "clang-rejected", "scan-errors"}
+
+// outcome is one comparison.
+type outcome struct {
+	v      verdict
+	missed []string // failure: clang's files the trace lacks
+	detail string   // clang's or the scanner's error
+	trace  []deps.Dependency
+}
+
+// clangRun is one compile as PoCL runs it.
+type clangRun struct {
+	clang string
+	wd    string   // the application's working directory
+	args  []string // the application's options, split
+	main  string   // PoCL's temporary file holding the program text
+}
+
+// command returns the clang command line that writes depfile.
+func (c clangRun) command(depfile string) []string {
+	args := []string{c.clang, "-x", "cl", "-cl-std=CL1.2", "-I."}
+	args = append(args, c.args...)
+	return append(args, "-M", "-MF", depfile, "-Wno-everything", c.main)
+}
+
+// deps runs clang -M and returns the files it lists, absolute.
+func (c clangRun) deps(tmp string) ([]string, error) {
+	depfile := filepath.Join(tmp, "clang.d")
+	argv := c.command(depfile)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = c.wd
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%v: %s", err, bytes.TrimSpace(out.Bytes()))
+	}
+	rule, err := os.ReadFile(depfile)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, f := range makePrereqs(string(rule)) {
+		if !filepath.IsAbs(f) {
+			// Not filepath.Join: "lnk/../x.h" is resolved by the
+			// kernel through the link, not lexically.
+			f = c.wd + "/" + f
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// makePrereqs parses the prerequisites of clang -M's one make rule
+// (escaped blanks kept in names).
+func makePrereqs(rule string) []string {
+	rule = strings.ReplaceAll(rule, "\\\n", " ")
+	rule = strings.ReplaceAll(rule, "\\ ", "\x00")
+	_, prereqs, _ := strings.Cut(rule, ": ")
+	var out []string
+	for _, f := range strings.Fields(prereqs) {
+		out = append(out, strings.ReplaceAll(f, "\x00", " "))
+	}
+	return out
+}
+
+// fileID is a file's device and inode: clang and the scanner may name one
+// file by different paths (through links, "..", relative or not).
+type fileID struct{ dev, ino uint64 }
+
+func idOf(path string) (fileID, bool) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileID{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{uint64(st.Dev), uint64(st.Ino)}, true
+}
+
+// compare runs clang and the scanner on one program and judges. Only
+// clang's files under within count (the compiler's own headers are
+// covered by its identity in the key); the program text is not a
+// dependency.
+func compare(s *deps.Scanner, run clangRun, src []byte, options, within, tmp string) outcome {
+	files, err := run.deps(tmp)
+	if err != nil {
+		return outcome{v: rejected, detail: err.Error()}
+	}
+	in := keyparts.OpenCLScan(src, options, keyparts.PoCL)
+	in.WorkDir = run.wd
+	_, trace, err := s.Scan(context.Background(), in)
+	switch {
+	case errors.Is(err, deps.ErrUncacheable):
+		return outcome{v: refused, detail: err.Error()}
+	case err != nil:
+		return outcome{v: scanErr, detail: err.Error()}
+	}
+	have := map[fileID]bool{}
+	wide := false
+	var missed []string
+	for _, d := range trace {
+		if d.Rule == deps.RuleAbsent {
+			continue
+		}
+		wide = wide || d.Rule == deps.RuleManifest
+		id, ok := idOf(d.Path)
+		if !ok {
+			continue
+		}
+		// The digest must be of the file the path names: a scanner
+		// that resolves a path one way and reads another keys the
+		// wrong content.
+		if b, err := os.ReadFile(d.Path); err == nil && sha256.Sum256(b) != d.Digest {
+			missed = append(missed, d.Path+" (keyed with another file's digest)")
+			continue
+		}
+		have[id] = true
+	}
+	realWithin, err := filepath.EvalSymlinks(within)
+	if err != nil {
+		return outcome{v: scanErr, detail: err.Error()}
+	}
+	mainID, _ := idOf(run.main)
+	for _, f := range files {
+		rp, err := filepath.EvalSymlinks(f)
+		if err != nil {
+			missed = append(missed, f+" (unresolvable: "+err.Error()+")")
+			continue
+		}
+		if !strings.HasPrefix(rp, realWithin+string(filepath.Separator)) {
+			continue
+		}
+		id, ok := idOf(rp)
+		if !ok || id == mainID || have[id] {
+			continue
+		}
+		rel, _ := filepath.Rel(realWithin, rp)
+		missed = append(missed, rel)
+	}
+	o := outcome{v: exact, trace: trace}
+	switch {
+	case len(missed) > 0:
+		o.v, o.missed = failure, missed
+	case wide:
+		o.v = widened
+	}
+	return o
+}
+
+// checkProgram writes p (without the lexical classes of off) under dir
+// and compares.
+func checkProgram(clang string, p *gentree.Program, off gentree.Set, dir string) outcome {
+	root := filepath.Join(dir, "root")
+	if err := p.Write(root, off); err != nil {
+		return outcome{v: scanErr, detail: "writing the program: " + err.Error()}
+	}
+	src, err := os.ReadFile(filepath.Join(root, p.Main))
+	if err != nil {
+		return outcome{v: scanErr, detail: err.Error()}
+	}
+	run := clangRun{clang: clang, wd: root, args: p.Args(root), main: filepath.Join(root, p.Main)}
+	// A scanner per program: a failure must not depend on what an
+	// earlier program left in the caches.
+	return compare(deps.NewScanner(nil), run, src, p.OptionString(root), root, dir)
+}
+
+// mode is one run of the generator: a set of classes and a number of
+// programs.
+type mode struct {
+	name    string
+	classes gentree.Set
+	n       int
+}
+
+// modes splits n programs between the base class, each class alone on
+// top of it, and all classes together (half of them).
+func modes(t *testing.T, n int) []mode {
+	if list := os.Getenv("KCACHE_DIFF_CLASSES"); list != "" {
+		set, err := gentree.ParseSet(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []mode{{list, set, n}}
+	}
+	all := max(1, n/2)
+	classes := gentree.Classes()
+	per := max(4, (n-all)/(len(classes)+1))
+	out := []mode{{"base", gentree.Of(), per}}
+	for _, c := range classes {
+		out = append(out, mode{c.String(), gentree.Of(c), per})
+	}
+	return append(out, mode{"all", gentree.All(), all})
+}
+
+// job is one program of one mode.
+type job struct {
+	mode int
+	seed int64
+}
+
+// finding is a failing program kept for minimization.
+type finding struct {
+	p *gentree.Program
+	o outcome
+}
+
+// TestDifferentialClang generates programs and checks each against clang.
+func TestDifferentialClang(t *testing.T) {
+	clang := requireClang(t)
+	if testing.Short() && os.Getenv("KCACHE_DIFF_N") == "" {
+		t.Skip("short mode")
+	}
+	if r := os.Getenv("KCACHE_DIFF_REPLAY"); r != "" {
+		replay(t, clang, r)
+		return
+	}
+	n := envInt(t, "KCACHE_DIFF_N", 300)
+	seed0 := int64(envInt(t, "KCACHE_DIFF_SEED", 1))
+	ms := modes(t, n)
+
+	var jobs []job
+	for i, m := range ms {
+		for k := 0; k < m.n; k++ {
+			jobs = append(jobs, job{i, seed0 + int64(k)})
+		}
+	}
+	tmp := t.TempDir()
+	counts := make([][numVerdicts]int, len(ms))
+	seeds := make([][]int64, len(ms))   // failing seeds, by mode
+	found := make([][]finding, len(ms)) // failing programs kept, by mode
+	rejects := make([]string, len(ms))  // one clang error, by mode
+	missedFiles := make([]map[string]int, len(ms))
+	for i := range missedFiles {
+		missedFiles[i] = map[string]int{}
+	}
+	keep := envInt(t, "KCACHE_DIFF_MINIMIZE", 1)
+	// Minimizing costs a compile per step: bounded by time, so that a
+	// failing bounded run still ends soon.
+	minimizeFor := time.Duration(envInt(t, "KCACHE_DIFF_MINIMIZE_S", 40)) * time.Second
+	var mu sync.Mutex
+	next := make(chan job)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				p := gentree.Generate(j.seed, ms[j.mode].classes)
+				dir := filepath.Join(tmp, fmt.Sprintf("m%d-s%d", j.mode, j.seed))
+				o := checkProgram(clang, p, 0, dir)
+				os.RemoveAll(dir)
+				mu.Lock()
+				counts[j.mode][o.v]++
+				switch o.v {
+				case failure:
+					seeds[j.mode] = append(seeds[j.mode], j.seed)
+					if len(found[j.mode]) < keep {
+						found[j.mode] = append(found[j.mode], finding{p, o})
+					}
+					for _, f := range o.missed {
+						missedFiles[j.mode][filepath.Base(f)]++
+					}
+				case rejected, scanErr:
+					if rejects[j.mode] == "" {
+						rejects[j.mode] = fmt.Sprintf("seed %d: %s", j.seed, o.detail)
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, j := range jobs {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+	t.Logf("%d programs in %v", len(jobs), time.Since(start).Round(time.Millisecond))
+
+	// The table, one row per mode.
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-16s %8s", "classes", "programs")
+	for _, name := range verdictNames {
+		fmt.Fprintf(&b, " %9s", name)
+	}
+	b.WriteString("  failing seeds\n")
+	failed := 0
+	for i, m := range ms {
+		fmt.Fprintf(&b, "%-16s %8d", m.name, m.n)
+		for _, c := range counts[i] {
+			fmt.Fprintf(&b, " %9d", c)
+		}
+		s := seeds[i]
+		slices.Sort(s)
+		if len(s) > 0 {
+			fmt.Fprintf(&b, "  %v", s[:min(len(s), 8)])
+		}
+		b.WriteString("\n")
+		failed += counts[i][failure]
+	}
+	t.Logf("differential results (seeds from %d):\n%s", seed0, b.String())
+	for i, m := range ms {
+		if rejects[i] != "" {
+			t.Logf("%s: %d programs clang rejected or the scanner failed on; first: %s", m.name, counts[i][rejected]+counts[i][scanErr], firstLine(rejects[i]))
+		}
+		if counts[i][scanErr] > 0 {
+			t.Errorf("%s: %d scanner errors: %s", m.name, counts[i][scanErr], firstLine(rejects[i]))
+		}
+	}
+	if failed == 0 {
+		return
+	}
+
+	// Reproducers: the first failures of each mode, minimized.
+	out := os.Getenv("KCACHE_DIFF_OUT")
+	if out == "" {
+		out = filepath.Join(os.TempDir(), "kcache-difftest-"+time.Now().UTC().Format("20060102-150405"))
+	}
+	attributed := map[string]int{}
+	deadline := time.Now().Add(minimizeFor)
+	for i, m := range ms {
+		for _, f := range found[i] {
+			dir, classes := minimizeAndWrite(t, clang, f, out, m.name, deadline)
+			attributed[classes]++
+			t.Logf("%s seed %d: missed %v; minimized reproducer (classes %s) in %s", m.name, f.p.Seed, f.o.missed, classes, dir)
+		}
+		if counts[i][failure] > 0 {
+			var files []string
+			for f, n := range missedFiles[i] {
+				files = append(files, fmt.Sprintf("%s×%d", f, n))
+			}
+			sort.Strings(files)
+			report := t.Errorf
+			if os.Getenv("KCACHE_DIFF_LOG_ONLY") == "1" {
+				report = t.Logf
+			}
+			report("%s: %d of %d programs read files the scanner missed (replay: KCACHE_DIFF_REPLAY=%d/%s); missed names: %s",
+				m.name, counts[i][failure], m.n, seeds[i][0], m.classes, strings.Join(files[:min(len(files), 12)], " "))
+		}
+	}
+	t.Logf("reproducers in %s; minimized failures by the classes left in them: %v", out, attributed)
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// replay runs one program (SEED/CLASSES), keeps its tree and logs the
+// comparison.
+func replay(t *testing.T, clang, spec string) {
+	seedText, list, _ := strings.Cut(spec, "/")
+	seed, err := strconv.ParseInt(seedText, 10, 64)
+	if err != nil {
+		t.Fatalf("KCACHE_DIFF_REPLAY=%q: want SEED/CLASSES", spec)
+	}
+	set, err := gentree.ParseSet(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := gentree.Generate(seed, set)
+	dir := os.Getenv("KCACHE_DIFF_OUT")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	dir = filepath.Join(dir, fmt.Sprintf("replay-s%d", seed))
+	os.RemoveAll(dir)
+	o := checkProgram(clang, p, 0, dir)
+	t.Logf("%s\n%s: missed %v %s\ntree in %s", p.Describe(), verdictNames[o.v], o.missed, o.detail, dir)
+	for _, d := range o.trace {
+		t.Logf("  %-18s %s (%s)", d.Rule, d.Path, d.Name)
+	}
+	if o.v == failure || o.v == scanErr {
+		t.Errorf("%s", verdictNames[o.v])
+	}
+}
+
+// minimizeAndWrite shrinks a failing program while it still fails (first
+// turning lexical classes off, then deleting lines, halves first, then
+// empty files) until deadline, writes it under out, and returns its
+// directory and the classes it still holds.
+func minimizeAndWrite(t *testing.T, clang string, f finding, out, modeName string, deadline time.Time) (string, string) {
+	tmp := t.TempDir()
+	evals := 0
+	budget := 120
+	fails := func(p *gentree.Program, off gentree.Set) (outcome, bool) {
+		evals++
+		if time.Now().After(deadline) {
+			budget = 0 // the rest is written as it stands
+			return outcome{}, false
+		}
+		dir := filepath.Join(tmp, strconv.Itoa(evals))
+		o := checkProgram(clang, p, off, dir)
+		os.RemoveAll(dir)
+		return o, o.v == failure
+	}
+	p, off, o := f.p, gentree.Set(0), f.o
+	for _, c := range p.Classes.List() {
+		if c.Lexical() && evals < budget {
+			if o2, ok := fails(p, off.With(c)); ok {
+				off, o = off.With(c), o2
+			}
+		}
+	}
+	ids := p.LineIDs()
+	for chunk := len(ids) / 2; chunk >= 1 && evals < budget; chunk /= 2 {
+		for i := 0; i < len(ids) && evals < budget; {
+			end := min(i+chunk, len(ids))
+			drop := map[int]bool{}
+			for _, id := range ids[i:end] {
+				drop[id] = true
+			}
+			q := p.WithoutLines(drop)
+			if o2, ok := fails(q, off); ok {
+				p, o = q, o2
+				ids = slices.Delete(ids, i, end)
+			} else {
+				i = end
+			}
+		}
+	}
+	if empty := p.EmptyFiles(); len(empty) > 0 && evals < budget {
+		all := map[string]bool{}
+		for _, f := range empty {
+			all[f] = true
+		}
+		if q := p.WithoutEmptyFiles(all); evals < budget {
+			if o2, ok := fails(q, off); ok {
+				p, o = q, o2
+			} else {
+				for _, f := range empty {
+					if evals >= budget {
+						break
+					}
+					q := p.WithoutEmptyFiles(map[string]bool{f: true})
+					if o2, ok := fails(q, off); ok {
+						p, o = q, o2
+					}
+				}
+			}
+		}
+	}
+	// Attribution: the lexical classes still on, and the classes of the
+	// lines left.
+	var classes []string
+	for _, c := range p.Classes.List() {
+		if c != gentree.Base && ((c.Lexical() && !off.Has(c)) || (!c.Lexical() && p.LineClasses().Has(c))) {
+			classes = append(classes, c.String())
+		}
+	}
+	if len(classes) == 0 {
+		classes = []string{"base"}
+	}
+	attr := strings.Join(classes, "+")
+	dir := filepath.Join(out, fmt.Sprintf("%s-seed%d", modeName, f.p.Seed))
+	os.RemoveAll(dir)
+	root := filepath.Join(dir, "root")
+	if err := p.Write(root, off); err != nil {
+		t.Errorf("writing the reproducer: %v", err)
+		return dir, attr
+	}
+	run := clangRun{clang: "clang-15", wd: root, args: p.Args(root), main: filepath.Join(root, p.Main)}
+	var b strings.Builder
+	fmt.Fprintf(&b, "A file clang reads that the kcache scanner misses (issue 17, differential test).\n\n")
+	fmt.Fprintf(&b, "%s", p.Describe())
+	fmt.Fprintf(&b, "lexical classes turned off while minimizing: %s\nclasses left: %s\n", off, attr)
+	fmt.Fprintf(&b, "regenerate the unminimized program: KCACHE_DIFF_REPLAY=%d/%s go test ./deps -run TestDifferentialClang -v\n\n", f.p.Seed, f.p.Classes)
+	fmt.Fprintf(&b, "clang, in root/ (PoCL's -I. first):\n  %s\n\n", shellJoin(run.command("/dev/stdout")))
+	fmt.Fprintf(&b, "build options as the application passes them: %s\n\n", p.OptionString(root))
+	fmt.Fprintf(&b, "missed: %v\n\nscanner trace:\n", o.missed)
+	for _, d := range o.trace {
+		fmt.Fprintf(&b, "  %-20s %s (%s)\n", d.Rule, d.Path, d.Name)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README.txt"), []byte(b.String()), 0o644); err != nil {
+		t.Errorf("writing the reproducer: %v", err)
+	}
+	return dir, attr
+}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./=:,+-]+$`)
+
+func shellJoin(args []string) string {
+	var out []string
+	for _, a := range args {
+		if shellSafe.MatchString(a) {
+			out = append(out, a)
+		} else {
+			out = append(out, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
+		}
+	}
+	return strings.Join(out, " ")
+}
