@@ -48,8 +48,8 @@ func checkReal(t *testing.T, clang string, kernels []realKernel, within string) 
 				mu.Lock()
 				counts[o.v]++
 				switch o.v {
-				case failure:
-					t.Errorf("%s (options %q): clang reads files the scanner missed: %v", k.path, k.options, o.missed)
+				case failure, clash:
+					t.Errorf("%s (options %q): %s: %v", k.path, k.options, verdictNames[o.v], o.missed)
 				case rejected:
 					t.Logf("%s: clang rejects it (not counted): %s", k.path, firstLine(o.detail))
 				case scanErr:

@@ -91,12 +91,13 @@ const (
 	widened                 // the same, with the key widened by a manifest
 	refused                 // the scanner returned ErrUncacheable
 	failure                 // clang read a file the scanner missed
+	clash                   // two files keyed under one name: swapping their contents keeps the key
 	rejected                // clang failed: the program does not build (not counted against the scanner)
 	scanErr                 // the scanner failed otherwise
 	numVerdicts
 )
 
-var verdictNames = [numVerdicts]string{"exact", "widened", "refused", "FAILURES", "clang-rejected", "scan-errors"}
+var verdictNames = [numVerdicts]string{"exact", "widened", "refused", "FAILURES", "name-clash", "clang-rejected", "scan-errors"}
 
 // outcome is one comparison.
 type outcome struct {
@@ -198,6 +199,8 @@ func compare(s *deps.Scanner, run clangRun, src []byte, options, within, tmp str
 	have := map[fileID]bool{}
 	wide := false
 	var missed []string
+	names := map[string]fileID{} // the key's names, and the file under each
+	var clashes []string
 	for _, d := range trace {
 		if d.Rule == deps.RuleAbsent {
 			continue
@@ -215,6 +218,12 @@ func compare(s *deps.Scanner, run clangRun, src []byte, options, within, tmp str
 			continue
 		}
 		have[id] = true
+		// The key holds names and digests: two files under one name
+		// can swap contents without changing it (issue 17, class 1).
+		if other, ok := names[d.Name]; ok && other != id {
+			clashes = append(clashes, d.Name+" names two files, one at "+d.Path)
+		}
+		names[d.Name] = id
 	}
 	realWithin, err := filepath.EvalSymlinks(within)
 	if err != nil {
@@ -241,6 +250,8 @@ func compare(s *deps.Scanner, run clangRun, src []byte, options, within, tmp str
 	switch {
 	case len(missed) > 0:
 		o.v, o.missed = failure, missed
+	case len(clashes) > 0:
+		o.v, o.missed = clash, clashes
 	case wide:
 		o.v = widened
 	}
@@ -353,7 +364,7 @@ func TestDifferentialClang(t *testing.T) {
 				mu.Lock()
 				counts[j.mode][o.v]++
 				switch o.v {
-				case failure:
+				case failure, clash:
 					seeds[j.mode] = append(seeds[j.mode], j.seed)
 					if len(found[j.mode]) < keep {
 						found[j.mode] = append(found[j.mode], finding{p, o})
@@ -396,7 +407,7 @@ func TestDifferentialClang(t *testing.T) {
 			fmt.Fprintf(&b, "  %v", s[:min(len(s), 8)])
 		}
 		b.WriteString("\n")
-		failed += counts[i][failure]
+		failed += counts[i][failure] + counts[i][clash]
 	}
 	t.Logf("differential results (seeds from %d):\n%s", seed0, b.String())
 	for i, m := range ms {
@@ -424,7 +435,7 @@ func TestDifferentialClang(t *testing.T) {
 			attributed[classes]++
 			t.Logf("%s seed %d: missed %v; minimized reproducer (classes %s) in %s", m.name, f.p.Seed, f.o.missed, classes, dir)
 		}
-		if counts[i][failure] > 0 {
+		if bad := counts[i][failure] + counts[i][clash]; bad > 0 {
 			var files []string
 			for f, n := range missedFiles[i] {
 				files = append(files, fmt.Sprintf("%s×%d", f, n))
@@ -434,8 +445,8 @@ func TestDifferentialClang(t *testing.T) {
 			if os.Getenv("KCACHE_DIFF_LOG_ONLY") == "1" {
 				report = t.Logf
 			}
-			report("%s: %d of %d programs read files the scanner missed (replay: KCACHE_DIFF_REPLAY=%d/%s); missed names: %s",
-				m.name, counts[i][failure], m.n, seeds[i][0], m.classes, strings.Join(files[:min(len(files), 12)], " "))
+			report("%s: %d of %d programs read files the scanner missed or keyed two files under one name (replay: KCACHE_DIFF_REPLAY=%d/%s); missed names: %s",
+				m.name, bad, m.n, seeds[i][0], m.classes, strings.Join(files[:min(len(files), 12)], " "))
 		}
 	}
 	t.Logf("reproducers in %s; minimized failures by the classes left in them: %v", out, attributed)
@@ -470,7 +481,7 @@ func replay(t *testing.T, clang, spec string) {
 	for _, d := range o.trace {
 		t.Logf("  %-18s %s (%s)", d.Rule, d.Path, d.Name)
 	}
-	if o.v == failure || o.v == scanErr {
+	if o.v == failure || o.v == clash || o.v == scanErr {
 		t.Errorf("%s", verdictNames[o.v])
 	}
 }
@@ -492,7 +503,7 @@ func minimizeAndWrite(t *testing.T, clang string, f finding, out, modeName strin
 		dir := filepath.Join(tmp, strconv.Itoa(evals))
 		o := checkProgram(clang, p, off, dir)
 		os.RemoveAll(dir)
-		return o, o.v == failure
+		return o, o.v == f.o.v
 	}
 	p, off, o := f.p, gentree.Set(0), f.o
 	for _, c := range p.Classes.List() {

@@ -327,10 +327,11 @@ func (p *Program) renderLine(l Line, eol string, off Set) string {
 		} else if r.IntN(2) == 0 {
 			sep1 = splice + sep1
 		}
-		// Not in an angled __has_include operand: clang 15 fails to
-		// lex "<x.h>\⏎)" there ("failure when lexing a numeric
-		// literal"), a clang quirk that would reject the program.
-		if len(text) > 1 && r.IntN(2) == 0 && !strings.Contains(text, "_include(<") && !strings.Contains(text, "_next(<") {
+		// Not in a __has_include operand: clang 15 fails to lex
+		// "<x.h>\⏎)" there, or "x\ ⏎.h" inside HAS("..."), with
+		// "failure when lexing a numeric literal", a clang quirk
+		// that would reject the program.
+		if len(text) > 1 && r.IntN(2) == 0 && !strings.Contains(text, "__has_include") && !strings.Contains(text, "HAS(") {
 			k := 1 + r.IntN(len(text)-1)
 			text = text[:k] + splice + text[k:]
 		}
