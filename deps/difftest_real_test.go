@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -29,6 +30,7 @@ type realKernel struct {
 // reports failures; within is the tree whose files count.
 func checkReal(t *testing.T, clang string, kernels []realKernel, within string) {
 	tmp := t.TempDir()
+	strace, _ := exec.LookPath("strace") // the places clang probes in vain, too
 	var (
 		mu     sync.Mutex
 		counts [numVerdicts]int
@@ -43,12 +45,12 @@ func checkReal(t *testing.T, clang string, kernels []realKernel, within string) 
 			for i := range next {
 				k := kernels[i]
 				dir := filepath.Join(tmp, fmt.Sprint(i))
-				o := checkKernel(s, clang, k, dir, within)
+				o := checkKernel(s, clang, strace, k, dir, within)
 				os.RemoveAll(dir)
 				mu.Lock()
 				counts[o.v]++
 				switch o.v {
-				case failure, clash:
+				case failure, clash, unseen:
 					t.Errorf("%s (options %q): %s: %v", k.path, k.options, verdictNames[o.v], o.missed)
 				case rejected:
 					t.Logf("%s: clang rejects it (not counted): %s", k.path, firstLine(o.detail))
@@ -73,7 +75,7 @@ func checkReal(t *testing.T, clang string, kernels []realKernel, within string) 
 
 // checkKernel copies k's text to PoCL's temporary file under dir and
 // compares.
-func checkKernel(s *deps.Scanner, clang string, k realKernel, dir, within string) outcome {
+func checkKernel(s *deps.Scanner, clang, strace string, k realKernel, dir, within string) outcome {
 	src, err := os.ReadFile(k.path)
 	if err != nil {
 		return outcome{v: scanErr, detail: err.Error()}
@@ -85,7 +87,7 @@ func checkKernel(s *deps.Scanner, clang string, k realKernel, dir, within string
 	if err := os.WriteFile(main, src, 0o644); err != nil {
 		return outcome{v: scanErr, detail: err.Error()}
 	}
-	run := clangRun{clang: clang, wd: k.wd, args: deps.SplitOptions(k.options), main: main}
+	run := clangRun{clang: clang, wd: k.wd, args: deps.SplitOptions(k.options), main: main, strace: strace}
 	return compare(s, run, src, k.options, within, dir)
 }
 

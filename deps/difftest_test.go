@@ -10,7 +10,12 @@ package deps_test
 // inode; or the scanner must have refused the program (ErrUncacheable);
 // a file found only by a widened key (RuleManifest) counts, as "widened".
 // A file clang read that the scanner missed is a FAILURE: a key that does
-// not change when that file does, a stale binary.
+// not change when that file does, a stale binary. Two more verdicts count
+// against the scanner: two files keyed under one name (name-clash: their
+// contents can swap under the same key), and, for programs run under
+// strace too, a place clang looked for a file in vain that the key does
+// not hold (unkeyed-probe: creating a file there changes what clang
+// compiles and not the key).
 //
 // The programs come from deps/internal/gentree, which draws include trees
 // by feature class. The bounded run (in go test ./deps) runs each class
@@ -24,6 +29,9 @@ package deps_test
 //	KCACHE_DIFF_OUT=dir      where minimized reproducers go
 //	KCACHE_DIFF_MINIMIZE=3   failures minimized per run (default 1)
 //	KCACHE_DIFF_LOG_ONLY=1   log failures without failing the test
+//	KCACHE_DIFF_PROBE=1      run every program (default every 4th; 0: none)
+//	                         under strace too, and require that every
+//	                         place clang looked in vain is in the key
 //	KCACHE_DIFF_REAL=all     hashcat kernels checked (default 24; "all")
 //	KCACHE_DARKTABLE_KERNELS=dir  darktable's kernels elsewhere than
 //	                         /usr/share/darktable/kernels
@@ -92,12 +100,13 @@ const (
 	refused                 // the scanner returned ErrUncacheable
 	failure                 // clang read a file the scanner missed
 	clash                   // two files keyed under one name: swapping their contents keeps the key
+	unseen                  // clang looked for a file where the key does not look: creating one there keeps the key
 	rejected                // clang failed: the program does not build (not counted against the scanner)
 	scanErr                 // the scanner failed otherwise
 	numVerdicts
 )
 
-var verdictNames = [numVerdicts]string{"exact", "widened", "refused", "FAILURES", "name-clash", "clang-rejected", "scan-errors"}
+var verdictNames = [numVerdicts]string{"exact", "widened", "refused", "FAILURES", "name-clash", "unkeyed-probe", "clang-rejected", "scan-errors"}
 
 // outcome is one comparison.
 type outcome struct {
@@ -113,6 +122,9 @@ type clangRun struct {
 	wd    string   // the application's working directory
 	args  []string // the application's options, split
 	main  string   // PoCL's temporary file holding the program text
+	// strace, when set, runs clang under it to record the places clang
+	// looked for a file and found none (see probes).
+	strace string
 }
 
 // command returns the clang command line that writes depfile.
@@ -122,31 +134,79 @@ func (c clangRun) command(depfile string) []string {
 	return append(args, "-M", "-MF", depfile, "-Wno-everything", c.main)
 }
 
-// deps runs clang -M and returns the files it lists, absolute.
-func (c clangRun) deps(tmp string) ([]string, error) {
+// deps runs clang -M and returns the files it lists, absolute, and
+// under strace the places it probed in vain.
+func (c clangRun) deps(tmp string) (files, absent []string, err error) {
 	depfile := filepath.Join(tmp, "clang.d")
 	argv := c.command(depfile)
+	straceOut := filepath.Join(tmp, "strace.txt")
+	if c.strace != "" {
+		argv = append([]string{c.strace, "-f", "-qq", "-e", "trace=open,openat,stat,lstat,newfstatat,statx,access,faccessat", "-o", straceOut}, argv...)
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = c.wd
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%v: %s", err, bytes.TrimSpace(out.Bytes()))
+		return nil, nil, fmt.Errorf("%v: %s", err, bytes.TrimSpace(out.Bytes()))
 	}
 	rule, err := os.ReadFile(depfile)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var files []string
-	for _, f := range makePrereqs(string(rule)) {
+	abs := func(f string) string {
 		if !filepath.IsAbs(f) {
 			// Not filepath.Join: "lnk/../x.h" is resolved by the
 			// kernel through the link, not lexically.
 			f = c.wd + "/" + f
 		}
-		files = append(files, f)
+		return f
 	}
-	return files, nil
+	for _, f := range makePrereqs(string(rule)) {
+		files = append(files, abs(f))
+	}
+	if c.strace != "" {
+		trace, err := os.ReadFile(straceOut)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, f := range probes(string(trace)) {
+			absent = append(absent, abs(f))
+		}
+	}
+	return files, absent, nil
+}
+
+// probeLine matches a system call of strace's output that looked for a
+// path and found nothing: openat(AT_FDCWD, "inc/x.h", ...) = -1 ENOENT.
+var probeLine = regexp.MustCompile(`^\d+\s+\w+\((?:AT_FDCWD, )?"([^"]*)".*= -1 ENOENT`)
+
+// probes returns the paths of strace's output that clang looked for in
+// vain: each is a place where creating a file would change what clang
+// compiles, so each must be in the key (an absent place, or under a
+// widened search directory).
+func probes(trace string) []string {
+	var out []string
+	for _, line := range strings.Split(trace, "\n") {
+		if m := probeLine.FindStringSubmatch(line); m != nil {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+// physPath returns where path p is, following links as the kernel does,
+// for a path that need not exist: the part that exists is resolved, the
+// rest appended.
+func physPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	dir, base := filepath.Dir(p), filepath.Base(p)
+	if dir == p || dir == "." || dir == "/" {
+		return filepath.Clean(p)
+	}
+	return filepath.Clean(physPath(dir) + "/" + base)
 }
 
 // makePrereqs parses the prerequisites of clang -M's one make rule
@@ -183,7 +243,7 @@ func idOf(path string) (fileID, bool) {
 // covered by its identity in the key); the program text is not a
 // dependency.
 func compare(s *deps.Scanner, run clangRun, src []byte, options, within, tmp string) outcome {
-	files, err := run.deps(tmp)
+	files, absent, err := run.deps(tmp)
 	if err != nil {
 		return outcome{v: rejected, detail: err.Error()}
 	}
@@ -246,21 +306,82 @@ func compare(s *deps.Scanner, run clangRun, src []byte, options, within, tmp str
 		rel, _ := filepath.Rel(realWithin, rp)
 		missed = append(missed, rel)
 	}
+	unkeyed := unkeyedProbes(absent, trace, realWithin, run.main)
 	o := outcome{v: exact, trace: trace}
 	switch {
 	case len(missed) > 0:
 		o.v, o.missed = failure, missed
 	case len(clashes) > 0:
 		o.v, o.missed = clash, clashes
+	case len(unkeyed) > 0:
+		o.v, o.missed = unseen, unkeyed
 	case wide:
 		o.v = widened
 	}
 	return o
 }
 
+// unkeyedProbes returns the places under within that clang probed in
+// vain and the trace neither holds (as an absent place or a dependency)
+// nor covers by a widened search directory, relative to within. Places
+// beside PoCL's temporary file are left out (the application cannot
+// know PoCL's cache directory; issue 17 class 6), and so are clang's own
+// opencl-c-base.h and opencl-c.h, which clang's driver (not PoCL) includes
+// through the search path, and the driver's precompiled-header probes.
+func unkeyedProbes(absent []string, trace []deps.Dependency, within, main string) []string {
+	if len(absent) == 0 {
+		return nil
+	}
+	keyed := map[string]bool{}
+	var roots []string
+	for _, d := range trace {
+		keyed[physPath(d.Path)] = true
+		if d.Rule == deps.RuleManifest || (d.Rule == deps.RuleAbsent && strings.HasPrefix(d.Name, "manifest:")) {
+			// A manifest entry's name is manifest:N/REL: its root is
+			// its path less REL.
+			_, rel, _ := strings.Cut(d.Name, "/")
+			roots = append(roots, physPath(strings.TrimSuffix(strings.TrimSuffix(d.Path, rel), "/")))
+		}
+	}
+	mainDir := physPath(filepath.Dir(main))
+	var out []string
+	seen := map[string]bool{}
+	for _, a := range absent {
+		p := physPath(a)
+		if seen[p] || keyed[p] || !strings.HasPrefix(p, within+"/") || p == mainDir || strings.HasPrefix(p, mainDir+"/") {
+			continue
+		}
+		seen[p] = true
+		if b := filepath.Base(p); b == "opencl-c-base.h" || b == "opencl-c.h" {
+			continue
+		}
+		if ext := filepath.Ext(p); ext == ".pch" || ext == ".gch" {
+			// clang's driver looks for a precompiled -include
+			// FILE.pch or FILE.gch; PoCL calls the frontend, which
+			// does not.
+			continue
+		}
+		covered := false
+		for _, r := range roots {
+			covered = covered || strings.HasPrefix(p, r+"/")
+		}
+		// clang looks a directory up before the file in it
+		// ("inc/inc/sub" for "inc/sub/x.h" from inc/): a directory
+		// probed in vain is keyed by any absent place beneath it.
+		for k := range keyed {
+			covered = covered || strings.HasPrefix(k, p+"/")
+		}
+		if !covered {
+			rel, _ := filepath.Rel(within, p)
+			out = append(out, rel+" (probed, not keyed)")
+		}
+	}
+	return out
+}
+
 // checkProgram writes p (without the lexical classes of off) under dir
 // and compares.
-func checkProgram(clang string, p *gentree.Program, off gentree.Set, dir string) outcome {
+func checkProgram(clang, strace string, p *gentree.Program, off gentree.Set, dir string) outcome {
 	root := filepath.Join(dir, "root")
 	if err := p.Write(root, off); err != nil {
 		return outcome{v: scanErr, detail: "writing the program: " + err.Error()}
@@ -269,7 +390,7 @@ func checkProgram(clang string, p *gentree.Program, off gentree.Set, dir string)
 	if err != nil {
 		return outcome{v: scanErr, detail: err.Error()}
 	}
-	run := clangRun{clang: clang, wd: root, args: p.Args(root), main: filepath.Join(root, p.Main)}
+	run := clangRun{clang: clang, wd: root, args: p.Args(root), main: filepath.Join(root, p.Main), strace: strace}
 	// A scanner per program: a failure must not depend on what an
 	// earlier program left in the caches.
 	return compare(deps.NewScanner(nil), run, src, p.OptionString(root), root, dir)
@@ -311,8 +432,9 @@ type job struct {
 
 // finding is a failing program kept for minimization.
 type finding struct {
-	p *gentree.Program
-	o outcome
+	p      *gentree.Program
+	o      outcome
+	strace string // strace's path where the program was run under it
 }
 
 // TestDifferentialClang generates programs and checks each against clang.
@@ -345,6 +467,14 @@ func TestDifferentialClang(t *testing.T) {
 		missedFiles[i] = map[string]int{}
 	}
 	keep := envInt(t, "KCACHE_DIFF_MINIMIZE", 1)
+	// Every probeEvery-th seed also runs clang under strace, to check
+	// the places it probed in vain (KCACHE_DIFF_PROBE: a number, 0 for
+	// none; default every 4th program where strace is installed).
+	strace, _ := exec.LookPath("strace")
+	probeEvery := envInt(t, "KCACHE_DIFF_PROBE", 4)
+	if strace == "" {
+		probeEvery = 0
+	}
 	// Minimizing costs a compile per step: bounded by time, so that a
 	// failing bounded run still ends soon.
 	minimizeFor := time.Duration(envInt(t, "KCACHE_DIFF_MINIMIZE_S", 40)) * time.Second
@@ -359,15 +489,19 @@ func TestDifferentialClang(t *testing.T) {
 			for j := range next {
 				p := gentree.Generate(j.seed, ms[j.mode].classes)
 				dir := filepath.Join(tmp, fmt.Sprintf("m%d-s%d", j.mode, j.seed))
-				o := checkProgram(clang, p, 0, dir)
+				st := ""
+				if probeEvery > 0 && j.seed%int64(probeEvery) == 0 {
+					st = strace
+				}
+				o := checkProgram(clang, st, p, 0, dir)
 				os.RemoveAll(dir)
 				mu.Lock()
 				counts[j.mode][o.v]++
 				switch o.v {
-				case failure, clash:
+				case failure, clash, unseen:
 					seeds[j.mode] = append(seeds[j.mode], j.seed)
 					if len(found[j.mode]) < keep {
-						found[j.mode] = append(found[j.mode], finding{p, o})
+						found[j.mode] = append(found[j.mode], finding{p, o, st})
 					}
 					for _, f := range o.missed {
 						missedFiles[j.mode][filepath.Base(f)]++
@@ -407,7 +541,7 @@ func TestDifferentialClang(t *testing.T) {
 			fmt.Fprintf(&b, "  %v", s[:min(len(s), 8)])
 		}
 		b.WriteString("\n")
-		failed += counts[i][failure] + counts[i][clash]
+		failed += counts[i][failure] + counts[i][clash] + counts[i][unseen]
 	}
 	t.Logf("differential results (seeds from %d):\n%s", seed0, b.String())
 	for i, m := range ms {
@@ -435,7 +569,7 @@ func TestDifferentialClang(t *testing.T) {
 			attributed[classes]++
 			t.Logf("%s seed %d: missed %v; minimized reproducer (classes %s) in %s", m.name, f.p.Seed, f.o.missed, classes, dir)
 		}
-		if bad := counts[i][failure] + counts[i][clash]; bad > 0 {
+		if bad := counts[i][failure] + counts[i][clash] + counts[i][unseen]; bad > 0 {
 			var files []string
 			for f, n := range missedFiles[i] {
 				files = append(files, fmt.Sprintf("%s×%d", f, n))
@@ -445,7 +579,7 @@ func TestDifferentialClang(t *testing.T) {
 			if os.Getenv("KCACHE_DIFF_LOG_ONLY") == "1" {
 				report = t.Logf
 			}
-			report("%s: %d of %d programs read files the scanner missed or keyed two files under one name (replay: KCACHE_DIFF_REPLAY=%d/%s); missed names: %s",
+			report("%s: %d of %d programs read files the scanner missed, keyed two files under one name or probed places the key does not hold (replay: KCACHE_DIFF_REPLAY=%d/%s); missed names: %s",
 				m.name, bad, m.n, seeds[i][0], m.classes, strings.Join(files[:min(len(files), 12)], " "))
 		}
 	}
@@ -476,12 +610,13 @@ func replay(t *testing.T, clang, spec string) {
 	}
 	dir = filepath.Join(dir, fmt.Sprintf("replay-s%d", seed))
 	os.RemoveAll(dir)
-	o := checkProgram(clang, p, 0, dir)
+	strace, _ := exec.LookPath("strace")
+	o := checkProgram(clang, strace, p, 0, dir)
 	t.Logf("%s\n%s: missed %v %s\ntree in %s", p.Describe(), verdictNames[o.v], o.missed, o.detail, dir)
 	for _, d := range o.trace {
 		t.Logf("  %-18s %s (%s)", d.Rule, d.Path, d.Name)
 	}
-	if o.v == failure || o.v == clash || o.v == scanErr {
+	if o.v == failure || o.v == clash || o.v == unseen || o.v == scanErr {
 		t.Errorf("%s", verdictNames[o.v])
 	}
 }
@@ -501,7 +636,7 @@ func minimizeAndWrite(t *testing.T, clang string, f finding, out, modeName strin
 			return outcome{}, false
 		}
 		dir := filepath.Join(tmp, strconv.Itoa(evals))
-		o := checkProgram(clang, p, off, dir)
+		o := checkProgram(clang, f.strace, p, off, dir)
 		os.RemoveAll(dir)
 		return o, o.v == f.o.v
 	}
