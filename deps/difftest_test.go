@@ -701,9 +701,10 @@ func minimizeAndWrite(t *testing.T, clang string, f finding, out, modeName strin
 	dir := filepath.Join(out, fmt.Sprintf("%s-seed%d", modeName, f.p.Seed))
 	os.RemoveAll(dir)
 	root := filepath.Join(dir, "root")
-	if err := p.Write(root, off); err != nil {
-		t.Errorf("writing the reproducer: %v", err)
-		return dir, attr
+	// Checked once more where it stays, so the trace names its files
+	// (and clang.d, strace.txt lie beside it).
+	if o2 := checkProgram(clang, f.strace, p, off, dir); o2.v != rejected && o2.v != scanErr {
+		o = o2
 	}
 	run := clangRun{clang: "clang-15", wd: root, args: p.Args(root), main: filepath.Join(root, p.Main)}
 	var b strings.Builder

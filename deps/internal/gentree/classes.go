@@ -98,6 +98,13 @@ const (
 	// which ends in a backslash.
 	EOF
 
+	// FeatureTest: __has_include and __has_include_next (directly or
+	// through HAS(x)) of headers no branch includes, only defining a
+	// macro: the presence of a file changes the program, not a read.
+	// (Structural, but numbered after the lexical classes so that the
+	// programs of the classes before it stay as they were.)
+	FeatureTest
+
 	numClasses
 )
 
@@ -124,6 +131,7 @@ var classNames = [numClasses]string{
 	Comments:     "comments",
 	Whitespace:   "whitespace",
 	EOF:          "eof",
+	FeatureTest:  "feature-test",
 }
 
 func (c Class) String() string {
@@ -136,7 +144,7 @@ func (c Class) String() string {
 // Lexical reports whether c only changes how a program is spelled, not
 // what it says: it is applied when rendering, and can be turned off on a
 // generated program (Program.Render's off set).
-func (c Class) Lexical() bool { return c >= Splice && c < numClasses }
+func (c Class) Lexical() bool { return c >= Splice && c <= EOF }
 
 // Classes returns every class but Base, in order.
 func Classes() []Class {

@@ -406,6 +406,7 @@ func (g *gen) body(h *hdr, n, depth int) {
 		{Computed, 4, func() { g.computed(h) }},
 		{Conditionals, 3, func() { g.conditional(h, depth) }},
 		{HasInclude, 3, func() { g.hasInclude(h) }},
+		{FeatureTest, 3, func() { g.featureTest(h) }},
 	}
 	var total int
 	for _, s := range stmts {

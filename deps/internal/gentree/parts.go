@@ -245,3 +245,32 @@ func (g *gen) hasInclude(h *hdr) {
 			g.line(HasInclude, "endif", ""))
 	}
 }
+
+// featureTest appends a test of a header's presence that includes nothing:
+// the macro it defines is all that changes when the header appears or
+// goes. The header tested is absent, or present (and then perhaps
+// included elsewhere, perhaps not).
+func (g *gen) featureTest(h *hdr) {
+	spell := `"` + g.name("feature") + `.h"`
+	if g.chance(0.5) {
+		spell = "<" + g.name("feature") + ".h>"
+	}
+	if g.chance(0.4) {
+		if t, s := g.pickTarget(h, 0); t != nil {
+			spell = s
+		}
+	}
+	test := "__has_include"
+	switch g.r.IntN(4) {
+	case 0:
+		test = "HAS"
+		g.add(h, g.line(FeatureTest, "define", "HAS(x) __has_include(x)"))
+	case 1:
+		test = "__has_include_next"
+	}
+	m := g.name("HAVE_")
+	g.add(h,
+		g.line(FeatureTest, "if", test+"("+spell+")"),
+		g.line(FeatureTest, "define", m+" 1"),
+		g.line(FeatureTest, "endif", ""))
+}
