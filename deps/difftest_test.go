@@ -479,6 +479,7 @@ func TestDifferentialClang(t *testing.T) {
 	// failing bounded run still ends soon.
 	minimizeFor := time.Duration(envInt(t, "KCACHE_DIFF_MINIMIZE_S", 40)) * time.Second
 	var mu sync.Mutex
+	done := 0 // programs checked, for progress on long runs
 	next := make(chan job)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -497,6 +498,9 @@ func TestDifferentialClang(t *testing.T) {
 				os.RemoveAll(dir)
 				mu.Lock()
 				counts[j.mode][o.v]++
+				if done++; done%1000 == 0 {
+					t.Logf("%d of %d programs, %v", done, len(jobs), time.Since(start).Round(time.Second))
+				}
 				switch o.v {
 				case failure, clash, unseen:
 					seeds[j.mode] = append(seeds[j.mode], j.seed)
