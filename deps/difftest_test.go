@@ -249,8 +249,12 @@ func compare(s *deps.Scanner, run clangRun, src []byte, options, within, tmp str
 	if err != nil {
 		return outcome{v: rejected, detail: err.Error()}
 	}
-	in := keyparts.OpenCLScan(src, options, keyparts.PoCL)
+	in, err := keyparts.OpenCLScan(src, options, keyparts.PoCL)
+	if err != nil {
+		return outcome{v: refused, detail: err.Error()}
+	}
 	in.WorkDir = run.wd
+	in.MainDir = filepath.Dir(run.main) // where this run's "PoCL" put the text
 	_, trace, err := s.Scan(context.Background(), in)
 	switch {
 	case errors.Is(err, deps.ErrUncacheable):
