@@ -204,11 +204,12 @@ func physPath(p string) string {
 	if r, err := filepath.EvalSymlinks(p); err == nil {
 		return r
 	}
-	dir, base := filepath.Dir(p), filepath.Base(p)
-	if dir == p || dir == "." || dir == "/" {
+	// Split without cleaning: "lnk/../x" is not "x" when lnk is a link.
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
 		return filepath.Clean(p)
 	}
-	return filepath.Clean(physPath(dir) + "/" + base)
+	return filepath.Clean(physPath(p[:i]) + "/" + p[i+1:])
 }
 
 // makePrereqs parses the prerequisites of clang -M's one make rule

@@ -200,11 +200,16 @@ func parseArgs(args []string, wd string, searchWorkDir bool, systemDirs ...strin
 	if searchWorkDir {
 		inv.angledDirs = append(inv.angledDirs, wd)
 	}
+	// Joined, not cleaned: "-I lnk/.." through a symbolic link is the
+	// link target's parent, as the kernel resolves it for the compiler.
 	abs := func(d string) string {
-		if filepath.IsAbs(d) {
-			return filepath.Clean(d)
+		if t := strings.TrimRight(d, "/"); t != "" {
+			d = t
 		}
-		return filepath.Join(wd, d)
+		if filepath.IsAbs(d) {
+			return d
+		}
+		return wd + "/" + d
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]

@@ -264,13 +264,13 @@ func TestScanForcedNextEmbedHasInclude(t *testing.T) {
 	_, tr := mustScan(t, NewScanner(nil), in)
 	want := []string{
 		"forced-include pre.h wd/pre.h",
-		"include a/h.h a/h.h",
-		"include b/h.h b/h.h", // #include_next takes every file on the path
-		"embed a/d.bin a/d.bin",
-		"absent a/opt.h a/opt.h",
-		"has-include b/opt.h b/opt.h",
-		"absent a/none.h a/none.h",
-		"absent b/none.h b/none.h",
+		"include ../a/h.h a/h.h", // named as the compiler opens it
+		"include ../b/h.h b/h.h", // #include_next takes every file on the path
+		"embed ../a/d.bin a/d.bin",
+		"absent ../a/opt.h a/opt.h",
+		"has-include ../b/opt.h b/opt.h",
+		"absent ../a/none.h a/none.h",
+		"absent ../b/none.h b/none.h",
 	}
 	if got := found(root, tr); !slices.Equal(got, want) {
 		t.Errorf("trace\n%q\nwant\n%q", got, want)
@@ -451,7 +451,7 @@ func TestScanEveryCandidate(t *testing.T) {
 	root := tree(t, map[string]string{"wd/h.h": "", "inc/h.h": "#include \"n.h\"\n", "inc/n.h": ""})
 	in := Input{Source: []byte("#include <h.h>\n"), WorkDir: filepath.Join(root, "wd"), Args: []string{"-I../inc"}, SearchWorkDir: true, EveryCandidate: true}
 	_, tr := mustScan(t, NewScanner(nil), in)
-	want := []string{"include h.h wd/h.h", "include inc/h.h inc/h.h", "include inc/n.h inc/n.h", "absent n.h wd/n.h"}
+	want := []string{"include h.h wd/h.h", "include ../inc/h.h inc/h.h", "include ../inc/n.h inc/n.h", "absent n.h wd/n.h"}
 	if got := found(root, tr); !slices.Equal(got, want) {
 		t.Errorf("trace %q, want %q", got, want)
 	}
