@@ -195,23 +195,26 @@ func dataFiles(lib string) []string {
 	}
 }
 
-// resourceHeaders returns clang's resource headers where lib is a clang
-// library (LIBDIR/libclang-cpp.so.15 has LIBDIR/clang/VERSION/include):
-// PoCL includes opencl-c.h and opencl-c-base.h from there.
+// resourceHeaders returns the OpenCL headers of clang's resource
+// directory where lib is a clang library (LIBDIR/libclang-cpp.so.15 has
+// LIBDIR/clang/VERSION/include): PoCL force-includes opencl-c.h and
+// opencl-c-base.h from there (or from its own data directory, where it
+// was built relocatable). The directory's other headers are not searched:
+// PoCL gives clang no resource directory to search.
 func resourceHeaders(lib string) []string {
 	if !strings.HasPrefix(filepath.Base(lib), "libclang") {
 		return nil
 	}
-	dirs, _ := filepath.Glob(filepath.Join(filepath.Dir(lib), "clang", "*", "include"))
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(lib), "clang", "*", "include", "opencl-c*.h"))
 	var out []string
 	seen := map[string]bool{}
-	for _, d := range dirs {
-		real, err := filepath.EvalSymlinks(d)
+	for _, m := range matches {
+		real, err := filepath.EvalSymlinks(m)
 		if err != nil || seen[real] {
 			continue
 		}
 		seen[real] = true
-		out = append(out, walkFiles(real)...)
+		out = append(out, real)
 	}
 	return out
 }
