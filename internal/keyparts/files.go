@@ -38,6 +38,16 @@ type Files []FileID
 
 // Digest returns the digest of the identities, in path order: the same
 // set stats to the same digest whatever order it was found in.
+//
+// It holds each file's real path, size and mtime, not its ctime and
+// inode: those differ between the machines of a fleet that installed the
+// same driver package, whose entries the remote tier must share. A driver
+// file replaced or edited in place gets a new mtime (a package manager
+// sets the package's); only an edit that restores both size and mtime by
+// hand goes unseen, which the stat identity of the headers (ctime
+// included) does not allow: that is the price of sharing across
+// machines. Hashing the driver's files (hundreds of megabytes) once per
+// machine would close it.
 func (fs Files) Digest() kcache.Digest {
 	sorted := slices.Clone(fs)
 	slices.SortFunc(sorted, func(a, b FileID) int { return cmp.Compare(a.Path, b.Path) })
@@ -50,8 +60,6 @@ func (fs Files) Digest() kcache.Digest {
 		b = append(b, f.Path...)
 		b = binary.AppendVarint(b, f.Size)
 		b = binary.AppendVarint(b, f.MTime)
-		b = binary.AppendVarint(b, f.CTime)
-		b = binary.AppendUvarint(b, f.Inode)
 	}
 	h.Write(b)
 	var d kcache.Digest

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// scaleKernel is the kernel of testdata/scale.c, after the lines that
+// bring SCALE in.
+const scaleKernel = "__kernel void scale(__global float *out) { out[0] = SCALE; }\n"
+
+// TestStaleThroughLayer runs the key-exactness review's attacks through
+// the layer with a plain C host (testdata/scale.c): each builds a kernel,
+// changes something the compiler sees, and requires the layer's run to
+// print what a run without the layer prints.
+func TestStaleThroughLayer(t *testing.T) {
+	host := buildScaleHost(t)
+	cases := []struct {
+		name   string
+		files  map[string]string // relative to the working directory; "@pocl/" for PoCL's directory
+		source string
+		change map[string]string
+	}{
+		{"same name in two directories", map[string]string{
+			"a/x.h": "#include \"c.h\"\n", "a/c.h": "#define A 1\n",
+			"b/y.h": "#include \"c.h\"\n", "b/c.h": "#define B 2\n",
+		}, "#include \"a/x.h\"\n#include \"b/y.h\"\n#ifndef A\n#define A 5\n#endif\n#ifndef B\n#define B 7\n#endif\n#define SCALE (A * 10 + B)\n",
+			map[string]string{"a/c.h": "#define B 2\n", "b/c.h": "#define A 1\n"}},
+		{"lone CR", map[string]string{"scale.h": "#define SCALE 1\n"}, "// hidden\r#include \"scale.h\"\r", map[string]string{"scale.h": "#define SCALE 2\n"}},
+		{"trigraph", map[string]string{"scale.h": "#define SCALE 1\n"}, "??=include \"scale.h\"\n", map[string]string{"scale.h": "#define SCALE 3\n"}},
+		{"byte order mark", map[string]string{"scale.h": "#define SCALE 1\n"}, "\xEF\xBB\xBF#include \"scale.h\"\n", map[string]string{"scale.h": "#define SCALE 4\n"}},
+		{"PoCL's temporary directory", map[string]string{"scale.h": "#define SCALE 1\n"}, "#include \"scale.h\"\n", map[string]string{"@pocl/scale.h": "#define SCALE 6\n"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir, pocl, cache := t.TempDir(), t.TempDir(), t.TempDir()
+			write := func(files map[string]string) {
+				for name, content := range files {
+					path := filepath.Join(dir, name)
+					if rest, ok := strings.CutPrefix(name, "@pocl/"); ok {
+						path = filepath.Join(pocl, rest)
+					}
+					os.MkdirAll(filepath.Dir(path), 0o755)
+					writeFile(t, path, content)
+				}
+				time.Sleep(30 * time.Millisecond) // past the too-new window
+			}
+			write(c.files)
+			writeFile(t, filepath.Join(dir, "k.cl"), c.source+scaleKernel)
+			runScale(t, host, dir, pocl, cache) // stores the entry
+			write(c.change)
+			want := runScale(t, host, dir, pocl, "")
+			if got := runScale(t, host, dir, pocl, cache); got != want {
+				t.Errorf("through the layer %q, without it %q: a stale binary", got, want)
+			}
+		})
+	}
+}
+
+func buildScaleHost(t *testing.T) string {
+	t.Helper()
+	requireLayer(t)
+	_, err := exec.LookPath("gcc")
+	requireReal(t, "gcc", err)
+	bin := filepath.Join(t.TempDir(), "scale")
+	if out, err := exec.Command("gcc", "-Wall", "-o", bin, "testdata/scale.c", "-lOpenCL").CombinedOutput(); err != nil {
+		requireReal(t, "libOpenCL (ocl-icd-opencl-dev)", err)
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runScale runs the host in dir with PoCL's directory pocl, through the
+// layer over cache unless cache is "", and returns its output.
+func runScale(t *testing.T, host, dir, pocl, cache string) string {
+	t.Helper()
+	cmd := exec.Command(host, "k.cl")
+	cmd.Dir = dir
+	cmd.Env = append(env(t, cache), "POCL_CACHE_DIR="+pocl)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("scale (cache %q): %v\n%s", cache, err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for _, l := range lines {
+		if strings.HasPrefix(l, "scale ") {
+			return l
+		}
+	}
+	t.Fatalf("no result in:\n%s", out)
+	return ""
+}

@@ -1,0 +1,66 @@
+/* scale builds the OpenCL C file named by its first argument (with the
+ * build options of its second, if any) and prints what its kernel
+ * scale(__global float *out) writes to out[0]: the value of SCALE the
+ * compiler saw. The layer's key-exactness tests compare it with and
+ * without the layer. */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static char *slurp(const char *path) {
+	FILE *f = fopen(path, "rb");
+	if (!f) { perror(path); exit(1); }
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *s = malloc(n + 1);
+	if (fread(s, 1, n, f) != (size_t)n) { perror(path); exit(1); }
+	s[n] = 0;
+	fclose(f);
+	return s;
+}
+
+#define CHECK(what, err) if ((err) != CL_SUCCESS) { fprintf(stderr, "%s: %d\n", what, (int)(err)); return 1; }
+
+int main(int argc, char **argv) {
+	if (argc < 2) { fprintf(stderr, "usage: scale FILE.cl [OPTIONS]\n"); return 2; }
+	const char *src = slurp(argv[1]);
+	cl_platform_id platform;
+	cl_device_id dev;
+	cl_int err = clGetPlatformIDs(1, &platform, NULL);
+	CHECK("clGetPlatformIDs", err);
+	err = clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &dev, NULL);
+	CHECK("clGetDeviceIDs", err);
+	cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+	CHECK("clCreateContext", err);
+	cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
+	CHECK("clCreateCommandQueue", err);
+	cl_program p = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+	CHECK("clCreateProgramWithSource", err);
+	err = clBuildProgram(p, 1, &dev, argc > 2 ? argv[2] : "", NULL, NULL);
+	if (err != CL_SUCCESS) {
+		char log[8192] = "";
+		clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
+		fprintf(stderr, "build: %d\n%s\n", (int)err, log);
+		return 1;
+	}
+	cl_kernel k = clCreateKernel(p, "scale", &err);
+	CHECK("clCreateKernel", err);
+	cl_mem out = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, sizeof(float), NULL, &err);
+	CHECK("clCreateBuffer", err);
+	clSetKernelArg(k, 0, sizeof out, &out);
+	size_t one = 1;
+	err = clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL);
+	CHECK("clEnqueueNDRangeKernel", err);
+	float v = 0;
+	err = clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof v, &v, 0, NULL, NULL);
+	CHECK("clEnqueueReadBuffer", err);
+	printf("scale %.1f\n", v);
+	clReleaseMemObject(out);
+	clReleaseKernel(k);
+	clReleaseProgram(p);
+	clReleaseCommandQueue(q);
+	clReleaseContext(ctx);
+	return 0;
+}
