@@ -53,6 +53,7 @@ type Counters struct {
 	Misses         int64         `json:"misses"`          // lookups no tier answered, so the compiler ran
 	DiskMisses     int64         `json:"disk_misses"`     // lookups this disk tier could not answer
 	DiskErrors     int64         `json:"disk_errors"`     // I/O and lock failures of the disk tier
+	DiskDropped    int64         `json:"disk_dropped"`    // Puts not stored: the cache at its ceiling while others evicted
 	Builds         int64         `json:"builds"`          // compiler runs that succeeded
 	FailedBuilds   int64         `json:"failed_builds"`   // compiler runs that failed
 	Waited         int64         `json:"waited"`          // of the hits, those read after waiting for another process's build
@@ -76,6 +77,7 @@ func (c *Counters) fields() []struct {
 		{"remote_misses", &c.RemoteMisses}, {"remote_errors", &c.RemoteErrors}, {"remote_rejected", &c.RemoteRejected},
 		{"remote_timeouts", &c.RemoteTimeouts}, {"remote_waited", &c.RemoteWaited},
 		{"misses", &c.Misses}, {"disk_misses", &c.DiskMisses}, {"disk_errors", &c.DiskErrors},
+		{"disk_dropped", &c.DiskDropped},
 		{"builds", &c.Builds}, {"failed_builds", &c.FailedBuilds}, {"waited", &c.Waited},
 		{"evictions", &c.Evictions}, {"evicted_bytes", &c.EvictedBytes},
 		{"build_time_ns", (*int64)(&c.BuildTime)}, {"saved_time_ns", (*int64)(&c.SavedTime)},

@@ -138,6 +138,7 @@ func (s *Store) run(ctx context.Context, done chan struct{}) {
 // A process that never calls Close loses nothing: what eviction did not do
 // stays on disk for the next writer.
 func (s *Store) Close(ctx context.Context) error {
+	s.flushRefused(ctx, true)
 	b := &s.bg
 	b.mu.Lock()
 	b.closed = true
@@ -215,21 +216,11 @@ const evictors = 2
 // holds one of the evictors slots; a process that finds them taken leaves
 // eviction to their holders.
 func (s *Store) evictToTarget(ctx context.Context) {
-	locks, err := s.openStepLocks()
-	if err != nil {
+	slot, ok := s.evictorSlot(ctx)
+	if !ok {
 		return
 	}
-	defer locks.Close()
-	slot := false
-	for k := range evictors {
-		if _, err := s.lockStep(ctx, locks, shardCount+k, 0); err == nil {
-			slot = true
-			break
-		}
-	}
-	if !slot {
-		return
-	}
+	defer slot.Close()
 	defer func() {
 		// Put's ceiling reads this: it must not stay at a total a step
 		// corrected.
@@ -244,16 +235,8 @@ func (s *Store) evictToTarget(ctx context.Context) {
 		if total <= s.target() || (!started && total <= s.opts.MaxSize) {
 			return
 		}
-		x, err := s.cursor(ctx, 0)
+		freed, covered, err := s.evictStep(ctx, t, started)
 		if err != nil {
-			return
-		}
-		limit := s.opts.MaxSize
-		if started {
-			limit = s.target()
-		}
-		freed, covered, _ := s.step(ctx, []int{x}, true, stepPlan{evict: true, totals: t, limit: limit}, nil)
-		if _, err := s.cursor(ctx, covered); err != nil {
 			return
 		}
 		if freed == 0 {
@@ -262,6 +245,40 @@ func (s *Store) evictToTarget(ctx context.Context) {
 			idle = 0
 		}
 	}
+}
+
+// evictorSlot takes one of the evictors slots without waiting. Closing the
+// returned file gives it back; ok is false when every slot is taken.
+func (s *Store) evictorSlot(ctx context.Context) (slot *os.File, ok bool) {
+	locks, err := s.openStepLocks()
+	if err != nil {
+		return nil, false
+	}
+	for k := range evictors {
+		if _, err := s.lockStep(ctx, locks, shardCount+k, 0); err == nil {
+			return locks, true
+		}
+	}
+	locks.Close()
+	return nil, false
+}
+
+// evictStep runs one eviction step from the cursor on, given the totals t
+// it read, and moves the cursor past the shards the step went through. The
+// first step of a round evicts only if the cache is over MaxSize; the
+// next ones, while it is over the target.
+func (s *Store) evictStep(ctx context.Context, t shardTotals, started bool) (freed int64, covered int, err error) {
+	x, err := s.cursor(ctx, 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	limit := s.opts.MaxSize
+	if started {
+		limit = s.target()
+	}
+	freed, covered, _ = s.step(ctx, []int{x}, true, stepPlan{evict: true, totals: t, limit: limit}, nil)
+	_, err = s.cursor(ctx, covered)
+	return freed, covered, err
 }
 
 // cursor returns the shard eviction visits next and moves the cursor on by

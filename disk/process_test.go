@@ -43,6 +43,7 @@ func TestHelperProcess(t *testing.T) {
 		"writer":   helperWriter,
 		"scaleput": helperScalePut,
 		"stray":    helperStray,
+		"oneput":   helperOnePut,
 	}
 	run, ok := roles[role]
 	if !ok {

@@ -122,6 +122,10 @@ type Store struct {
 	// bg runs eviction and maintenance off the callers' path (evict.go).
 	bg     background
 	counts workCounts
+	// refused counts Puts refused at the ceiling and not yet merged into
+	// the persistent counters; refusedFlushed is when they last were, in
+	// Unix nanoseconds (ceiling.go).
+	refused, refusedFlushed atomic.Int64
 	// hook, when set by a test, is called at named points of a step and
 	// of a Put (those start with "put:").
 	hook func(point string)
@@ -354,14 +358,18 @@ func (s *Store) admits(key *kcache.Key) bool {
 // Put stores e for key. A key outside the image size limits, or an entry
 // larger than eviction's target, is not stored, and Put returns nil; so is
 // an entry that would take the cache past its ceiling, 1.1 x MaxSize, when
-// eviction is behind. An error means the binary is not cached (a read-only
+// eviction is behind and the Put cannot catch it up (see payOwed). An
+// error means the binary is not cached (a read-only
 // or full disk, a lock that stayed busy); the caller goes on with the binary
 // it has.
 //
 // The binary is written to a temporary file and renamed into place, then
 // the record likewise: the record is the commit. A sound entry already
-// present for key is kept. Put never waits for eviction: when the cache is
-// over MaxSize, it starts eviction in the background and returns.
+// present for key is kept. Put does not wait for eviction: when the cache
+// is over MaxSize, it starts eviction in the background and returns. Only a
+// Put that finds the cache at its ceiling with nobody evicting runs one
+// bounded eviction step itself, since the processes that left the cache
+// there (short ones that exit right after their Put) never will.
 func (s *Store) Put(ctx context.Context, key *kcache.Key, e kcache.Entry) error {
 	if !s.admits(key) {
 		s.log.Debug("kcache: image outside the cache's size limits, not stored", "size", imageSize(key))
@@ -375,18 +383,25 @@ func (s *Store) Put(ctx context.Context, key *kcache.Key, e kcache.Entry) error 
 		s.log.Debug("kcache: entry larger than the cache's eviction target, not stored", "size", size)
 		return nil
 	}
+	d := s.digests(key)
+	commit := func() (int64, int, error) {
+		return s.commit(ctx, idFor(d), s.leafDir(d), raw.key, src, e.Binary)
+	}
+	paid := false
 	if s.limited() && s.lastTotal.Load()+size > s.ceiling() {
 		// Eviction is behind the writers: storing would take the cache
-		// past its bound. The binary is not cached; eviction catches up.
-		s.log.Debug("kcache: cache over its ceiling, entry not stored", "total", s.lastTotal.Load())
-		s.kick()
-		return nil
+		// past its bound, unless this Put does the eviction owed.
+		if paid = true; !s.payOwed(ctx) {
+			s.refuse(ctx, s.lastTotal.Load())
+			return nil
+		}
 	}
-	d := s.digests(key)
-	total, unknown, err := s.commit(ctx, idFor(d), s.leafDir(d), raw.key, src, e.Binary)
+	total, unknown, err := commit()
+	if errors.Is(err, errOverCeiling) && !paid && s.payOwed(ctx) {
+		total, unknown, err = commit()
+	}
 	if errors.Is(err, errOverCeiling) {
-		s.log.Debug("kcache: cache over its ceiling, entry not stored", "total", total)
-		s.kick()
+		s.refuse(ctx, total)
 		return nil
 	}
 	if err != nil {
