@@ -18,7 +18,7 @@ import (
 var ErrWaitTimeout = errors.New("redis: another machine's build did not finish in time")
 
 // Lease scripts. Each runs on the keys of one digest, which share a
-// Cluster slot (see valueKey).
+// Cluster slot (see names).
 var (
 	// acquire returns 2 if the value exists (nothing to build), 1 if it
 	// took the lease, 0 if another holder has it.
@@ -64,7 +64,7 @@ func (s *Store) Lock(ctx context.Context, key *kcache.Key) (unlock func(), err e
 		return none, nil
 	}
 	d := key.Digest()
-	keys := []string{valueKey(d), leaseKey(d)}
+	keys := []string{s.names.value(d), s.names.lease(d)}
 	token := newToken()
 	deadline := time.Now().Add(s.opts.BuildWait)
 	for poll := minPoll; ; poll = min(2*poll, maxPoll) {
@@ -120,7 +120,7 @@ func (s *Store) hold(d kcache.Digest, token string) (unlock func()) {
 			case <-s.done:
 				return // a lease not released by now expires
 			case <-t.C:
-				r, err := s.script(context.Background(), renew, []string{leaseKey(d)}, token, s.opts.LeaseTTL.Milliseconds())
+				r, err := s.script(context.Background(), renew, []string{s.names.lease(d)}, token, s.opts.LeaseTTL.Milliseconds())
 				if err != nil || r == 0 {
 					// Lost or unreachable: the build goes on, and at worst
 					// another machine builds the key too.
@@ -133,10 +133,10 @@ func (s *Store) hold(d kcache.Digest, token string) (unlock func()) {
 	return func() {
 		once.Do(func() {
 			close(stop)
-			s.leases.Go(func() {
+			s.tasks.Go(func() {
 				<-renewed
 				<-s.w.written(d)
-				if _, err := s.script(context.Background(), release, []string{leaseKey(d)}, token); err != nil {
+				if _, err := s.script(context.Background(), release, []string{s.names.lease(d)}, token); err != nil {
 					s.log.Debug("kcache: remote build lease not released; it expires", "key", d, "err", err)
 				}
 			})

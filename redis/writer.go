@@ -106,7 +106,7 @@ func (w *writer) write(j job) {
 	// NX: a value already there is kept, even one this process rejects.
 	// A reader may hold the wrong secret, and must not replace the fleet's
 	// values with its own.
-	err := s.client.SetNX(ctx, valueKey(j.digest), v, s.opts.TTL).Err()
+	err := s.client.SetNX(ctx, s.names.value(j.digest), v, s.opts.TTL).Err()
 	if err == nil {
 		s.brk.succeed()
 		return
