@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kcache/kcache"
 )
 
 // TestEvictionSkipsUnreadable checks that what a pass cannot read (a file
@@ -112,5 +114,56 @@ func TestDeleteDuringEvictionCountedOnce(t *testing.T) {
 				t.Fatalf("size file %d (%v), entries hold %d", size, err, total)
 			}
 		})
+	}
+}
+
+// TestNoLostUpdateAcrossJournalSwap has another store write into a shard
+// right after a step renamed the shard's new journal into place, before
+// the step set the shard's total. Before, the step held the lock of the
+// old journal only: the writer appended to the new one and added to the
+// total, and the step's total then overwrote the addition.
+func TestNoLostUpdateAcrossJournalSwap(t *testing.T) {
+	s := openTest(t, Options{})
+	w := openTest(t, Options{Dir: s.root})
+	ctx := context.Background()
+	for i := range 20 {
+		mustPut(t, s, i, 1000)
+	}
+	settle(t, s)
+	x := shardOf(s, 3)
+	// Two records for one leaf: the step rewrites the journal.
+	if err := s.Delete(ctx, testKey(3)); err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, s, 3, 1200)
+	j := 1000
+	for shardOf(s, j) != x {
+		j++
+	}
+	done := make(chan error, 1)
+	s.hook = func(at string) {
+		if at != "swapped" {
+			return
+		}
+		go func() {
+			done <- w.Put(ctx, testKey(j), kcache.Entry{Binary: testBinary(j, 3000)})
+		}()
+		select {
+		case <-done:
+			done <- nil
+		case <-time.After(300 * time.Millisecond): // blocked on the journal's lock
+		}
+	}
+	if _, _, err := s.step(ctx, []int{x}, false, stepPlan{wait: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.hook = nil
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	checkGet(t, s, j, 3000)
+	_, total := walkSum(t, s)
+	if size, err := s.Size(ctx); err != nil || size != total {
+		t.Fatalf("size file %d (%v), entries hold %d", size, err, total)
 	}
 }

@@ -835,28 +835,36 @@ func (s *Store) swapJournals(ctx context.Context, held []*openShard, leaves map[
 	return errors.Join(errs...)
 }
 
+// swapOne swaps one held shard's journal and sets its total. The new
+// journal is locked too before it is renamed into place, and both
+// locks are held until the total is set: a writer that opens the journal
+// after the rename opens the new file, and would otherwise append and add
+// to the total in between, an addition the step's total then overwrote.
 func (s *Store) swapOne(ctx context.Context, o *openShard, leaves map[leafID]*leafState) error {
 	var tmp *os.File
+	defer func() {
+		if tmp != nil {
+			tmp.Close()
+			os.Remove(tmp.Name()) // fails once renamed into place
+		}
+	}()
 	if out, _ := compactJournal(o.x, leaves); !bytes.Equal(out, o.data) {
 		// Created before the lock: creating a file is the slow part.
 		var err error
 		if tmp, err = os.CreateTemp(s.shardsDir(), tempPrefix+"*"); err != nil {
 			return err
 		}
-		defer func() {
-			tmp.Close()
-			os.Remove(tmp.Name()) // fails once renamed into place
-		}()
 	}
 	lock, err := s.lockShardFile(ctx, s.journalPath(o.x), s.opts.LockTimeout, false)
 	if err != nil {
 		return err
 	}
 	defer lock.Close()
-	total, err := s.swapJournal(o, lock, tmp, leaves)
+	total, tmp, err := s.swapJournal(o, lock, tmp, leaves)
 	if err != nil {
 		return err
 	}
+	s.at("swapped")
 	_, err = s.updateTotals(ctx, func(t *shardTotals) bool {
 		t.bytes[o.x], t.known[o.x] = total, true
 		return true
@@ -865,53 +873,63 @@ func (s *Store) swapOne(ctx context.Context, o *openShard, leaves map[leafID]*le
 }
 
 // swapJournal rewrites one journal, whose exclusive lock the caller holds,
-// through tmp, and returns the shard's total.
-func (s *Store) swapJournal(o *openShard, lock, tmp *os.File, leaves map[leafID]*leafState) (int64, error) {
+// through tmp (created here if nil and needed), and returns the shard's
+// total and tmp, which the caller closes once the total is set: until then
+// tmp's exclusive lock keeps writers off the new journal.
+func (s *Store) swapJournal(o *openShard, lock, tmp *os.File, leaves map[leafID]*leafState) (int64, *os.File, error) {
 	x, j, from := o.x, o.j, o.from
 	if !sameFile(lock, j) {
-		return 0, errBusy // replaced by a process without locks; the next step recounts
+		return 0, tmp, errBusy // replaced by a process without locks; the next step recounts
 	}
 	data, err := readAll(j)
 	if err != nil {
-		return 0, err
+		return 0, tmp, err
 	}
 	if int64(len(data)) > from {
-		tail, ends := parseJournal(data[from:])
-		for i, r := range tail {
-			if r.leaf.shard() != x {
-				continue
-			}
-			st := leaves[r.leaf]
-			if st == nil {
-				st = &leafState{}
-				leaves[r.leaf] = st
-			}
-			start := from + int64(ends[i]-journalRecLen)
-			if !st.listed || start >= st.at {
-				st.journal += r.delta
-				st.bytes += r.delta
-			}
-		}
+		countTail(x, data, from, leaves)
 	}
 	out, total := compactJournal(x, leaves)
-	if !bytes.Equal(out, data) {
-		if tmp == nil { // records came since the step read the journal
-			if tmp, err = os.CreateTemp(s.shardsDir(), tempPrefix+"*"); err != nil {
-				return 0, err
-			}
-			defer func() {
-				tmp.Close()
-				os.Remove(tmp.Name())
-			}()
-		}
-		if _, err := tmp.Write(out); err != nil {
-			return 0, err
-		}
-		if err := os.Rename(tmp.Name(), s.journalPath(x)); err != nil {
-			return 0, err
+	if bytes.Equal(out, data) {
+		return total, tmp, nil
+	}
+	if tmp == nil { // records came since the step read the journal
+		if tmp, err = os.CreateTemp(s.shardsDir(), tempPrefix+"*"); err != nil {
+			return 0, nil, err
 		}
 	}
-	return total, nil
+	if _, err := tmp.Write(out); err != nil {
+		return 0, tmp, err
+	}
+	// A fresh file nobody else has open: the lock is free. Where the file
+	// system refuses locks, the step goes on without, as everywhere.
+	if err := s.flockNB(int(tmp.Fd()), false); err != nil && !errors.Is(err, errNoFlock) {
+		return 0, tmp, err
+	}
+	if err := os.Rename(tmp.Name(), s.journalPath(x)); err != nil {
+		return 0, tmp, err
+	}
+	return total, tmp, nil
+}
+
+// countTail adds the records appended to shard x's journal data since
+// offset from to leaves, where the step's listing did not see their change.
+func countTail(x int, data []byte, from int64, leaves map[leafID]*leafState) {
+	tail, ends := parseJournal(data[from:])
+	for i, r := range tail {
+		if r.leaf.shard() != x {
+			continue
+		}
+		st := leaves[r.leaf]
+		if st == nil {
+			st = &leafState{}
+			leaves[r.leaf] = st
+		}
+		start := from + int64(ends[i]-journalRecLen)
+		if !st.listed || start >= st.at {
+			st.journal += r.delta
+			st.bytes += r.delta
+		}
+	}
 }
 
 // compactJournal returns the journal of shard x as leaves give it, one
