@@ -35,7 +35,12 @@ func (s *Store) payOwed(ctx context.Context) bool {
 		return false
 	}
 	defer slot.Close()
-	t := s.readTotals(ctx)
+	// The size file's lock is tried briefly, as by every write: a holder
+	// stopped with it must not stop this Put for the lock timeout.
+	t, err := s.updateTotalsWait(ctx, sizeLockWait, func(*shardTotals) bool { return false })
+	if err != nil {
+		return false
+	}
 	total, _ := t.total()
 	if total > s.opts.MaxSize {
 		if _, _, err := s.evictStep(ctx, t, false); err != nil {

@@ -176,6 +176,7 @@ func (s *Store) wait(ctx context.Context) error {
 // work does what the cache needs now: the maintenance pass if due, a
 // recount of unknown totals, eviction down to the target if over MaxSize.
 func (s *Store) work(ctx context.Context) {
+	s.forgetOwed(ctx)
 	if s.trimDue() {
 		s.trim(ctx, s.now())
 	}

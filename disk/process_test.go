@@ -44,6 +44,7 @@ func TestHelperProcess(t *testing.T) {
 		"scaleput": helperScalePut,
 		"stray":    helperStray,
 		"oneput":   helperOnePut,
+		"holdsize": helperHoldSize,
 	}
 	run, ok := roles[role]
 	if !ok {

@@ -122,6 +122,10 @@ type Store struct {
 	// bg runs eviction and maintenance off the callers' path (evict.go).
 	bg     background
 	counts workCounts
+	// owed holds the shards (ints) whose totals missed a write's change
+	// because the size file's lock was busy; the background work recounts
+	// them (shard.go).
+	owed sync.Map
 	// refused counts Puts refused at the ceiling and not yet merged into
 	// the persistent counters; refusedFlushed is when they last were, in
 	// Unix nanoseconds (ceiling.go).
