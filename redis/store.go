@@ -39,8 +39,8 @@ type Store struct {
 	// wait as long as a lease operation for a value known to be there.
 	present sync.Map
 	// counts are the events Cache.Stats cannot see: background writes that
-	// failed or timed out.
-	errors, timeouts atomic.Int64
+	// failed or timed out, were dropped, or found a value already stored.
+	errors, timeouts, dropped, existed atomic.Int64
 }
 
 var (
@@ -254,10 +254,11 @@ func (s *Store) Delete(ctx context.Context, key *kcache.Key) error {
 	return nil
 }
 
-// TierStats reports the failures of background writes, which no caller
-// sees.
+// TierStats reports what became of background writes, which no caller
+// sees: failures, drops, and values found already stored.
 func (s *Store) TierStats() kcache.TierStats {
-	return kcache.TierStats{Errors: s.errors.Load(), Timeouts: s.timeouts.Load()}
+	return kcache.TierStats{Errors: s.errors.Load(), Timeouts: s.timeouts.Load(),
+		Dropped: s.dropped.Load(), Existed: s.existed.Load()}
 }
 
 // Close writes what is queued, waits for leases being released, and closes

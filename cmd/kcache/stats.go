@@ -106,9 +106,16 @@ func printStats(io *streams, s statsJSON) error {
 	if c.DiskErrors > 0 {
 		fmt.Fprintf(w, "disk errors\t%d\n", c.DiskErrors)
 	}
+	if c.DiskDropped > 0 {
+		fmt.Fprintf(w, "not stored\t%d (the cache at its ceiling while eviction ran)\n", c.DiskDropped)
+	}
 	if r := c.RemoteHits + c.RemoteMisses + c.RemoteErrors + c.RemoteRejected; r > 0 {
 		fmt.Fprintf(w, "remote\t%d hits (%d waited for another machine's build), %d misses, %d errors (%d timeouts), %d rejected\n",
 			c.RemoteHits, c.RemoteWaited, c.RemoteMisses, c.RemoteErrors, c.RemoteTimeouts, c.RemoteRejected)
+	}
+	if c.RemoteDropped+c.RemoteExisted > 0 {
+		fmt.Fprintf(w, "remote writes\t%d dropped (queue full, or server skipped), %d found a value already stored\n",
+			c.RemoteDropped, c.RemoteExisted)
 	}
 	if err := w.Flush(); err != nil {
 		return err
