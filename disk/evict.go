@@ -384,6 +384,7 @@ func (s *Store) fullPass(ctx context.Context, opts passOptions) error {
 		s.writeStamp(opts.stamp)
 		s.nextTrim.Store(opts.stamp.Add(trimInterval).UnixNano())
 	}
+	s.removeDeadTemps()
 	var sk skipped
 	defer sk.warn(s)
 	var mu sync.Mutex // protects found
@@ -852,7 +853,7 @@ func (s *Store) swapOne(ctx context.Context, o *openShard, leaves map[leafID]*le
 	if out, _ := compactJournal(o.x, leaves); !bytes.Equal(out, o.data) {
 		// Created before the lock: creating a file is the slow part.
 		var err error
-		if tmp, err = os.CreateTemp(s.shardsDir(), tempPrefix+"*"); err != nil {
+		if tmp, err = s.journalTemp(); err != nil {
 			return err
 		}
 	}
@@ -894,22 +895,69 @@ func (s *Store) swapJournal(o *openShard, lock, tmp *os.File, leaves map[leafID]
 		return total, tmp, nil
 	}
 	if tmp == nil { // records came since the step read the journal
-		if tmp, err = os.CreateTemp(s.shardsDir(), tempPrefix+"*"); err != nil {
+		if tmp, err = s.journalTemp(); err != nil {
 			return 0, nil, err
 		}
 	}
 	if _, err := tmp.Write(out); err != nil {
 		return 0, tmp, err
 	}
-	// A fresh file nobody else has open: the lock is free. Where the file
-	// system refuses locks, the step goes on without, as everywhere.
-	if err := s.flockNB(int(tmp.Fd()), false); err != nil && !errors.Is(err, errNoFlock) {
-		return 0, tmp, err
-	}
 	if err := os.Rename(tmp.Name(), s.journalPath(x)); err != nil {
 		return 0, tmp, err
 	}
 	return total, tmp, nil
+}
+
+// journalTemp creates a temporary file for a new journal in the shards
+// folder, locked: the lock keeps writers off the journal once it is renamed
+// into place (see swapOne), and tells a live step's file from a killed
+// one's (see removeDeadTemps). A fresh file nobody else has open: the lock
+// is free. Where the file system refuses locks, the step goes on without.
+func (s *Store) journalTemp() (*os.File, error) {
+	f, err := os.CreateTemp(s.shardsDir(), tempPrefix+"*")
+	if err != nil {
+		return nil, err
+	}
+	if err := s.flockNB(int(f.Fd()), false); err != nil && !errors.Is(err, errNoFlock) {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return f, nil
+}
+
+// deadTempAge is how old a temporary file of the shards folder must be
+// before the maintenance pass takes it for a killed step's. A live step's
+// lives for the wait for one journal lock (bounded by the lock timeout) and
+// a rename; the age only guards the moment between its creation and its
+// lock.
+const deadTempAge = time.Minute
+
+// removeDeadTemps removes the temporary files that killed steps left in
+// the shards folder: those older than deadTempAge whose lock is free. The
+// maintenance pass calls it; no one else removes them. Best effort.
+func (s *Store) removeDeadTemps() {
+	names, err := readNames(s.shardsDir())
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		path := s.shardsDir() + "/" + name
+		if !strings.HasPrefix(name, tempPrefix) {
+			continue
+		}
+		if info, err := os.Lstat(path); err != nil || time.Since(info.ModTime()) < deadTempAge {
+			continue
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		if err := s.flockNB(int(f.Fd()), false); err == nil || errors.Is(err, errNoFlock) {
+			os.Remove(path)
+		}
+		f.Close()
+	}
 }
 
 // countTail adds the records appended to shard x's journal data since

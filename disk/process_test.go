@@ -45,6 +45,7 @@ func TestHelperProcess(t *testing.T) {
 		"stray":    helperStray,
 		"oneput":   helperOnePut,
 		"holdsize": helperHoldSize,
+		"step":     helperStep,
 	}
 	run, ok := roles[role]
 	if !ok {
