@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -297,7 +298,9 @@ func (s *Store) cursor(ctx context.Context, n int) (int, error) {
 // trimDue reports whether the maintenance pass is due.
 func (s *Store) trimDue() bool {
 	now := s.now()
-	if now.UnixNano() < s.nextTrim.Load() {
+	// A cached time more than a pass away is a clock set back since it
+	// was cached: the stamp on disk decides instead.
+	if next := s.nextTrim.Load(); now.UnixNano() < next && next-now.UnixNano() <= int64(trimInterval) {
 		return false
 	}
 	if last, ok := s.lastTrim(); ok && recent(now, last) {
@@ -725,6 +728,7 @@ func (s *Store) listOne(ctx context.Context, j *os.File, id leafID) (cands []can
 	for n, f := range c.slots {
 		switch {
 		case f.src != nil && f.bin != nil:
+			f.src = s.unfuture(srcPath(leaf, n), f.src)
 			cands = append(cands, candidate{id, n, f})
 			bytes += f.size()
 		case f.used():
@@ -739,6 +743,27 @@ func (s *Store) listOne(ctx context.Context, j *os.File, id leafID) (cands []can
 		s.dropLeafIfEmpty(leaf)
 	}
 	return cands, bytes, at, true
+}
+
+// unfuture stamps now as the access time of the record at path, whose
+// info is src, if src says it was used more than mtimeInterval in the
+// future: a clock set back, or a copy from a machine ahead. Such an entry
+// would otherwise never age out, and rank newest in every step, for as
+// long as the clock takes to catch up. It returns the record's info as it
+// now is. The caller holds the leaf's lock. Best effort: a record that
+// cannot be stamped keeps its time.
+func (s *Store) unfuture(path string, src fs.FileInfo) fs.FileInfo {
+	now := s.now()
+	if src.ModTime().Sub(now) <= mtimeInterval {
+		return src
+	}
+	if os.Chtimes(path, now, now) != nil {
+		return src
+	}
+	if info, err := os.Lstat(path); err == nil {
+		return info
+	}
+	return src
 }
 
 // journalLen returns the journal's current length.

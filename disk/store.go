@@ -345,7 +345,9 @@ const mtimeInterval = time.Hour
 // marked at mtime.
 func (s *Store) touch(path string, mtime time.Time) {
 	now := s.now()
-	if now.Sub(mtime) < mtimeInterval {
+	// A time in the future (a clock set back) is refreshed too: it would
+	// otherwise stay until the clock caught up.
+	if d := now.Sub(mtime); d < mtimeInterval && d > -mtimeInterval {
 		return
 	}
 	// Best effort: on a read-only cache this fails, and the entry merely
