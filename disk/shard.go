@@ -348,7 +348,7 @@ func (s *Store) account(ctx context.Context, leaf leafID, delta, ceiling int64) 
 		return 0, 0, fmt.Errorf("journal: %w", err)
 	}
 	over := false
-	t, err := s.updateTotalsWait(ctx, sizeLockWait, func(t *shardTotals) bool {
+	t, err := s.updateTotalsPatient(ctx, func(t *shardTotals) bool {
 		if sum, _ := t.total(); ceiling > 0 && delta > 0 && sum+delta > ceiling {
 			over = true
 			return false
@@ -378,13 +378,36 @@ func (s *Store) account(ctx context.Context, leaf leafID, delta, ceiling int64) 
 	return total, unknown, nil
 }
 
-// sizeLockWait is how long a write waits for the size file's lock. Others
-// hold it for the microseconds of a read and a rewrite of 5 KB, so a wait
-// longer than this means a holder that is stopped (SIGSTOP, a debugger, a
-// machine swapping), and every Put would wait the whole lock timeout
-// behind it. The write goes on uncounted instead: its journal record is
-// there, and the shard's next step counts it (see uncounted).
+// sizeLockWait is how long a write waits for the size file's lock without
+// seeing the file change. Others hold the lock for the microseconds of a
+// read and a rewrite of 5 KB, so a file unchanged that long while its lock
+// stays busy means a holder that is stopped (SIGSTOP, a debugger, a machine
+// swapping), and every Put would wait the whole lock timeout behind it.
+// The write goes on uncounted instead: its journal record is there, and
+// the shard's next step counts it (see uncounted). A file that changed
+// means writers taking turns (eight processes under the race detector wait
+// longer than this): the write waits on, up to the lock timeout, so that
+// the ceiling holds.
 const sizeLockWait = 100 * time.Millisecond
+
+// updateTotalsPatient is updateTotals for a write: it waits for the lock
+// while the size file keeps changing, and gives up with ErrLockTimeout
+// after sizeLockWait without a change.
+func (s *Store) updateTotalsPatient(ctx context.Context, update func(*shardTotals) bool) (shardTotals, error) {
+	path := s.shardsDir() + "/" + shardSizeName
+	deadline := time.Now().Add(s.opts.LockTimeout)
+	for {
+		before, _ := os.Stat(path)
+		t, err := s.updateTotalsWait(ctx, sizeLockWait, update)
+		if !errors.Is(err, ErrLockTimeout) || time.Now().After(deadline) {
+			return t, err
+		}
+		after, serr := os.Stat(path)
+		if before == nil || serr != nil || after.ModTime().Equal(before.ModTime()) {
+			return t, err // a stopped holder
+		}
+	}
+}
 
 // uncounted settles a write whose journal record j holds but whose change
 // to the total could not be made, the size file's lock being busy. A
