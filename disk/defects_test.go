@@ -221,3 +221,35 @@ func TestKilledStepsTempsRemoved(t *testing.T) {
 		t.Errorf("left after the pass: %v", left)
 	}
 }
+
+// TestLostJournalsRecounted empties every shard journal, as a power loss
+// before the file system wrote them back can, while the entries and the
+// size file survive; then writers go on. Before, each step set its shard's
+// total from the journal's nothing, so the entries it no longer named were
+// hidden from eviction and the totals: the cache grew past its ceiling
+// until the daily pass. Now the first step that counts less than the
+// recorded total schedules the full pass at once.
+func TestLostJournalsRecounted(t *testing.T) {
+	const maxSize = 64 << 10
+	s := openTest(t, Options{MaxSize: maxSize})
+	for i := range 14 {
+		mustPut(t, s, i, 4000)
+	}
+	settle(t, s)
+	for _, j := range files(t, s.shardsDir(), "[0-9a-f][0-9a-f]") {
+		if err := os.Truncate(j, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 100; i < 140; i++ {
+		putSettled(t, s, i, 4000)
+	}
+	_, total := walkSum(t, s)
+	t.Logf("cache holds %d bytes after the journals were lost; ceiling %d", total, maxSize*11/10)
+	if total > maxSize*11/10 {
+		t.Errorf("cache holds %d bytes, past its ceiling", total)
+	}
+	if size, err := s.Size(context.Background()); err != nil || size != total {
+		t.Errorf("size file %d (%v), entries hold %d", size, err, total)
+	}
+}

@@ -405,7 +405,7 @@ func (s *Store) fullPass(ctx context.Context, opts passOptions) error {
 	}
 	var errs []error
 	for x := range shardCount {
-		if _, _, err := s.step(ctx, []int{x}, false, stepPlan{cutoff: opts.cutoff, wait: true}, found[x]); err != nil {
+		if _, _, err := s.step(ctx, []int{x}, false, stepPlan{cutoff: opts.cutoff, wait: true, walked: true}, found[x]); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -422,6 +422,9 @@ type stepPlan struct {
 	limit  int64
 	cutoff time.Time // and every entry last used before it; zero: none
 	wait   bool      // wait for another process's step of the shard
+	// walked says the step is part of a full pass, whose walk found every
+	// leaf: a total lower than recorded is no sign of a lost journal then.
+	walked bool
 }
 
 // leafState is what a step knows of one leaf.
@@ -429,6 +432,7 @@ type leafState struct {
 	journal int64 // the sum of its journal records' deltas
 	listed  bool  // listed under its lock; bytes and at are then set
 	bytes   int64 // committed bytes when listed, less what the step evicted
+	evicted int64 // what the step evicted
 	at      int64 // the journal's length when it was listed
 }
 
@@ -513,7 +517,7 @@ func (s *Store) step(ctx context.Context, xs []int, more bool, plan stepPlan, ex
 	}
 	freed = s.evictEntries(ctx, s.victims(cands, s.budget(plan, held, leaves, listed), plan.cutoff), leaves)
 	s.at("counting")
-	return freed, covered, s.swapJournals(ctx, held, leaves)
+	return freed, covered, s.swapJournals(ctx, held, leaves, !plan.walked)
 }
 
 // budget returns how many bytes of what a step listed (listed bytes) to
@@ -811,6 +815,7 @@ func (s *Store) evictEntries(ctx context.Context, victims []candidate, leaves ma
 				if b := s.evictOne(ctx, c); b > 0 {
 					mu.Lock()
 					leaves[c.id].bytes -= b
+					leaves[c.id].evicted += b
 					mu.Unlock()
 					freed.Add(b)
 					count.Add(1)
@@ -851,13 +856,13 @@ func (s *Store) evictOne(ctx context.Context, c candidate) int64 {
 // since the step read the journal count where the listing did not see
 // their change. Writers of the shard wait for that lock, so it is held for
 // one shard at a time and for a write to a file already open and a rename.
-func (s *Store) swapJournals(ctx context.Context, held []*openShard, leaves map[leafID]*leafState) error {
+func (s *Store) swapJournals(ctx context.Context, held []*openShard, leaves map[leafID]*leafState, checkLost bool) error {
 	var errs []error
 	for _, o := range held {
 		if ctx.Err() != nil {
 			return ctx.Err() // the next step recounts
 		}
-		errs = append(errs, s.swapOne(ctx, o, leaves))
+		errs = append(errs, s.swapOne(ctx, o, leaves, checkLost))
 	}
 	return errors.Join(errs...)
 }
@@ -867,7 +872,7 @@ func (s *Store) swapJournals(ctx context.Context, held []*openShard, leaves map[
 // locks are held until the total is set: a writer that opens the journal
 // after the rename opens the new file, and would otherwise append and add
 // to the total in between, an addition the step's total then overwrote.
-func (s *Store) swapOne(ctx context.Context, o *openShard, leaves map[leafID]*leafState) error {
+func (s *Store) swapOne(ctx context.Context, o *openShard, leaves map[leafID]*leafState, checkLost bool) error {
 	var tmp *os.File
 	defer func() {
 		if tmp != nil {
@@ -892,11 +897,41 @@ func (s *Store) swapOne(ctx context.Context, o *openShard, leaves map[leafID]*le
 		return err
 	}
 	s.at("swapped")
+	lost := false
 	_, err = s.updateTotals(ctx, func(t *shardTotals) bool {
+		lost = checkLost && t.known[o.x] && total+evictedFrom(o.x, leaves) < t.bytes[o.x]
 		t.bytes[o.x], t.known[o.x] = total, true
 		return true
 	})
+	if lost {
+		s.scheduleFullPass(o.x)
+	}
 	return err
+}
+
+// evictedFrom returns what a step evicted from shard x.
+func evictedFrom(x int, leaves map[leafID]*leafState) int64 {
+	var n int64
+	for id, st := range leaves {
+		if id.shard() == x {
+			n += st.evicted
+		}
+	}
+	return n
+}
+
+// scheduleFullPass makes the maintenance pass due now. A step calls it
+// when it counts less in a shard than the shard's recorded total, less
+// what it evicted: writers add to both under one lock, so the journal has
+// lost records (power lost before the file system wrote it back), and
+// entries it no longer names are hidden from eviction and the totals. Only
+// a walk finds them. (A writer killed between its count and its commit
+// looks the same; the pass then merely finds nothing to add.)
+func (s *Store) scheduleFullPass(x int) {
+	s.log.Warn("kcache: a shard's journal has lost entries; the whole cache will be recounted", "shard", x, "dir", s.root)
+	s.writeStamp(time.Unix(0, 0))
+	s.nextTrim.Store(0)
+	s.kick()
 }
 
 // swapJournal rewrites one journal, whose exclusive lock the caller holds,
@@ -927,10 +962,31 @@ func (s *Store) swapJournal(o *openShard, lock, tmp *os.File, leaves map[leafID]
 	if _, err := tmp.Write(out); err != nil {
 		return 0, tmp, err
 	}
+	// The new journal replaces every record of the old: it must reach
+	// the disk before the rename does, or a power loss could leave an
+	// empty journal in its place, its shard's entries hidden from eviction.
+	if s.sync {
+		if err := tmp.Sync(); err != nil {
+			return 0, tmp, err
+		}
+	}
 	if err := os.Rename(tmp.Name(), s.journalPath(x)); err != nil {
 		return 0, tmp, err
 	}
+	if s.sync {
+		syncDir(s.shardsDir())
+	}
 	return total, tmp, nil
+}
+
+// syncDir fsyncs a directory, so that a rename in it survives a power
+// loss. Best effort: where it fails, the next step's check of the totals
+// catches what a loss did (see scheduleFullPass).
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
 }
 
 // journalTemp creates a temporary file for a new journal in the shards
