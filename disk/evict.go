@@ -928,7 +928,9 @@ func evictedFrom(x int, leaves map[leafID]*leafState) int64 {
 // a walk finds them. (A writer killed between its count and its commit
 // looks the same; the pass then merely finds nothing to add.)
 func (s *Store) scheduleFullPass(x int) {
-	s.log.Warn("kcache: a shard's journal has lost entries; the whole cache will be recounted", "shard", x, "dir", s.root)
+	// Debug, not a warning: a killed writer, the likelier cause, is no
+	// fault of the user's.
+	s.log.Debug("kcache: a shard counted less than its recorded total; recounting the whole cache", "shard", x, "dir", s.root)
 	s.writeStamp(time.Unix(0, 0))
 	s.nextTrim.Store(0)
 	s.kick()
