@@ -42,7 +42,7 @@ func (s *Store) payOwed(ctx context.Context) bool {
 		return false
 	}
 	total, _ := t.total()
-	if total > s.opts.MaxSize {
+	if total > s.maxSize() {
 		if _, _, err := s.evictStep(ctx, t, false); err != nil {
 			return false
 		}

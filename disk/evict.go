@@ -57,16 +57,16 @@ import (
 const trimInterval = 24 * time.Hour
 
 // limited reports whether size-based eviction is on.
-func (s *Store) limited() bool { return !s.opts.EvictionDisabled && s.opts.MaxSize > 0 }
+func (s *Store) limited() bool { return !s.opts.EvictionDisabled && s.maxSize() > 0 }
 
 // target is the total size eviction goes down to.
-func (s *Store) target() int64 { return int64(s.opts.EvictTo * float64(s.opts.MaxSize)) }
+func (s *Store) target() int64 { return int64(s.opts.EvictTo * float64(s.maxSize())) }
 
 // ceiling is the total past which Put stores nothing until eviction catches
 // up: 10% over MaxSize. A writer counts its entry under the size file's lock
 // before it writes a byte, and checks the ceiling there, so the bytes on
 // disk never exceed it, however many writers run at once.
-func (s *Store) ceiling() int64 { return s.opts.MaxSize + s.opts.MaxSize/10 }
+func (s *Store) ceiling() int64 { return s.maxSize() + s.maxSize()/10 }
 
 // workCounts counts what this process's background work did, for the
 // benchmarks.
@@ -90,7 +90,7 @@ type background struct {
 // cache (total bytes, -1 when unknown) is over MaxSize, a recount if some
 // shard's total is unknown, the maintenance pass if it is due.
 func (s *Store) afterWrite(total int64, unknown int) {
-	if unknown > 0 || (s.limited() && total > s.opts.MaxSize) || s.trimDue() {
+	if unknown > 0 || (s.limited() && total > s.maxSize()) || s.trimDue() {
 		s.kick()
 	}
 }
@@ -234,7 +234,7 @@ func (s *Store) evictToTarget(ctx context.Context) {
 		t := s.readTotals(ctx)
 		total, _ := t.total()
 		s.lastTotal.Store(total)
-		if total <= s.target() || (!started && total <= s.opts.MaxSize) {
+		if total <= s.target() || (!started && total <= s.maxSize()) {
 			return
 		}
 		freed, covered, err := s.evictStep(ctx, t, started)
@@ -274,7 +274,7 @@ func (s *Store) evictStep(ctx context.Context, t shardTotals, started bool) (fre
 	if err != nil {
 		return 0, 0, err
 	}
-	limit := s.opts.MaxSize
+	limit := s.maxSize()
 	if started {
 		limit = s.target()
 	}

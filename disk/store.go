@@ -24,7 +24,9 @@ type Options struct {
 	Dir string
 	// MaxSize is the total size in bytes (records and binaries) above which
 	// least recently used entries are evicted, in the background; 0 means
-	// no size limit.
+	// no size limit. A limit stored in the cache (SetMaxSize) that is
+	// larger replaces it: a process may raise the cache's limit for what
+	// it evicts, never lower it.
 	MaxSize int64
 	// EvictTo is the fraction of MaxSize eviction goes down to once it
 	// starts; 0 means DefaultEvictTo.
@@ -122,6 +124,9 @@ type Store struct {
 	// bg runs eviction and maintenance off the callers' path (evict.go).
 	bg     background
 	counts workCounts
+	// limit is the size this process evicts to, and limitRead when the
+	// stored limit was last read, in Unix nanoseconds (limit.go).
+	limit, limitRead atomic.Int64
 	// owed holds the shards (ints) whose totals missed a write's change
 	// because the size file's lock was busy; the background work recounts
 	// them (shard.go).
@@ -161,6 +166,7 @@ func Open(opts Options) (*Store, error) {
 	if err := prepareDir(s.root, s.dir); err != nil {
 		return nil, err
 	}
+	s.refreshLimit(true)
 	s.initTotals()
 	return s, nil
 }
@@ -381,6 +387,7 @@ func (s *Store) Put(ctx context.Context, key *kcache.Key, e kcache.Entry) error 
 		s.log.Debug("kcache: image outside the cache's size limits, not stored", "size", imageSize(key))
 		return nil
 	}
+	s.refreshLimit(false)
 	enc, _ := key.MarshalBinary()
 	raw := newRawRecord(enc, e.Binary, e.BuildTime, s.now())
 	src := raw.marshal()

@@ -20,6 +20,10 @@ type statsJSON struct {
 	Damaged  int           `json:"damaged"`  // slots missing their record or binary
 	Devices  []groupJSON   `json:"devices"`
 	Counters disk.Counters `json:"counters"`
+
+	// StoredMaxSize is the limit kept in the cache (kcache prune
+	// --max-size); 0: none, each process's KCACHE_MAX_SIZE applies.
+	StoredMaxSize int64 `json:"stored_max_size"`
 }
 
 type groupJSON struct {
@@ -66,6 +70,7 @@ func runStats(ctx context.Context, io *streams, asJSON, zero bool) error {
 	}
 	out := statsJSON{Dir: st.Dir(), Entries: sum.Entries, Bytes: sum.Bytes, MaxSize: sum.MaxSize,
 		Damaged: sum.Damaged, Devices: []groupJSON{}, Counters: counters}
+	out.StoredMaxSize, _ = st.StoredMaxSize()
 	for _, g := range sum.Groups {
 		out.Devices = append(out.Devices, groupJSON(g))
 	}
@@ -87,6 +92,9 @@ func printStats(io *streams, s statsJSON) error {
 	fmt.Fprintf(w, "entries\t%d\n", s.Entries)
 	if s.MaxSize > 0 {
 		fmt.Fprintf(w, "size\t%s of %s (%.0f%%)\n", io.size(s.Bytes), io.size(s.MaxSize), 100*float64(s.Bytes)/float64(s.MaxSize))
+		if s.StoredMaxSize > 0 {
+			fmt.Fprintf(w, "limit\t%s stored in the cache (kcache prune --max-size)\n", io.size(s.StoredMaxSize))
+		}
 	} else {
 		fmt.Fprintf(w, "size\t%s (no limit)\n", io.size(s.Bytes))
 	}
