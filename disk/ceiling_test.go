@@ -86,6 +86,9 @@ func TestShortProcessesKeepCaching(t *testing.T) {
 	if total > maxSize*11/10 {
 		t.Errorf("cache holds %d bytes, over 1.1 x MaxSize", total)
 	}
+	if c, err := watch.Counters(context.Background()); err != nil || c.Evictions == 0 {
+		t.Errorf("evictions counted: %+v, %v", c, err)
+	}
 }
 
 // TestRefusalsCounted holds both evictors slots, as two processes busy

@@ -827,6 +827,11 @@ func (s *Store) evictEntries(ctx context.Context, victims []candidate, leaves ma
 	s.counts.evicted.Add(count.Load())
 	if n := count.Load(); n > 0 {
 		s.log.Debug("kcache: evicted cache entries", "entries", n, "bytes", freed.Load(), "dir", s.root)
+		// Counted at once, like prune's: the process may not live to merge
+		// anything later, and a step's removals dwarf one counter update.
+		if err := s.CountEvictions(context.WithoutCancel(ctx), int(n), freed.Load()); err != nil {
+			s.log.Debug("kcache: evictions not counted", "err", err)
+		}
 	}
 	return freed.Load()
 }
