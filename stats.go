@@ -23,6 +23,14 @@ type TierStats struct {
 	// for the tier's build lock: for the remote tier, builds of another
 	// machine.
 	Waited int64 `json:"waited,omitempty"`
+	// Dropped counts writes the tier did not store for want of room: the
+	// remote tier's write queue full or closed, or a value too large for
+	// it even encoded.
+	Dropped int64 `json:"dropped,omitempty"`
+	// Existed counts writes that stored nothing because the tier already
+	// held a value for the key (the remote tier writes with SET NX): most
+	// often another machine built the key at the same time.
+	Existed int64 `json:"existed,omitempty"`
 }
 
 // StatsReporter is implemented by a Store that counts events the Cache
@@ -39,6 +47,8 @@ func (t *TierStats) add(o TierStats) {
 	t.Rejected += o.Rejected
 	t.Timeouts += o.Timeouts
 	t.Waited += o.Waited
+	t.Dropped += o.Dropped
+	t.Existed += o.Existed
 }
 
 // Stats is a snapshot of a cache's counters.
@@ -193,7 +203,8 @@ func (c *Cache) flushIfDue(ctx context.Context) {
 func (s Stats) sub(o Stats) Stats {
 	t := func(a, b TierStats) TierStats {
 		return TierStats{Hits: a.Hits - b.Hits, Misses: a.Misses - b.Misses, Errors: a.Errors - b.Errors,
-			Rejected: a.Rejected - b.Rejected, Timeouts: a.Timeouts - b.Timeouts, Waited: a.Waited - b.Waited}
+			Rejected: a.Rejected - b.Rejected, Timeouts: a.Timeouts - b.Timeouts, Waited: a.Waited - b.Waited,
+			Dropped: a.Dropped - b.Dropped, Existed: a.Existed - b.Existed}
 	}
 	return Stats{
 		Memory:       t(s.Memory, o.Memory),

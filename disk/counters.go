@@ -50,9 +50,12 @@ type Counters struct {
 	RemoteRejected int64         `json:"remote_rejected"` // remote values refused by an integrity or authenticity check
 	RemoteTimeouts int64         `json:"remote_timeouts"` // of the errors, the remote tier not answering in time
 	RemoteWaited   int64         `json:"remote_waited"`   // remote hits that waited for another machine's build
+	RemoteDropped  int64         `json:"remote_dropped"`  // remote writes dropped: the write queue full or closed
+	RemoteExisted  int64         `json:"remote_existed"`  // remote writes that found a value already stored (SET NX)
 	Misses         int64         `json:"misses"`          // lookups no tier answered, so the compiler ran
 	DiskMisses     int64         `json:"disk_misses"`     // lookups this disk tier could not answer
 	DiskErrors     int64         `json:"disk_errors"`     // I/O and lock failures of the disk tier
+	DiskDropped    int64         `json:"disk_dropped"`    // Puts not stored: the cache at its ceiling while others evicted
 	Builds         int64         `json:"builds"`          // compiler runs that succeeded
 	FailedBuilds   int64         `json:"failed_builds"`   // compiler runs that failed
 	Waited         int64         `json:"waited"`          // of the hits, those read after waiting for another process's build
@@ -75,7 +78,9 @@ func (c *Counters) fields() []struct {
 		{"memory_hits", &c.MemoryHits}, {"disk_hits", &c.DiskHits}, {"remote_hits", &c.RemoteHits},
 		{"remote_misses", &c.RemoteMisses}, {"remote_errors", &c.RemoteErrors}, {"remote_rejected", &c.RemoteRejected},
 		{"remote_timeouts", &c.RemoteTimeouts}, {"remote_waited", &c.RemoteWaited},
+		{"remote_dropped", &c.RemoteDropped}, {"remote_existed", &c.RemoteExisted},
 		{"misses", &c.Misses}, {"disk_misses", &c.DiskMisses}, {"disk_errors", &c.DiskErrors},
+		{"disk_dropped", &c.DiskDropped},
 		{"builds", &c.Builds}, {"failed_builds", &c.FailedBuilds}, {"waited", &c.Waited},
 		{"evictions", &c.Evictions}, {"evicted_bytes", &c.EvictedBytes},
 		{"build_time_ns", (*int64)(&c.BuildTime)}, {"saved_time_ns", (*int64)(&c.SavedTime)},
@@ -146,6 +151,8 @@ func CountersFromStats(s kcache.Stats) Counters {
 		RemoteRejected: s.Remote.Rejected,
 		RemoteTimeouts: s.Remote.Timeouts,
 		RemoteWaited:   s.Remote.Waited,
+		RemoteDropped:  s.Remote.Dropped,
+		RemoteExisted:  s.Remote.Existed,
 		Misses:         s.Builds + s.FailedBuilds,
 		DiskMisses:     s.Disk.Misses,
 		DiskErrors:     s.Disk.Errors,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,16 +57,16 @@ import (
 const trimInterval = 24 * time.Hour
 
 // limited reports whether size-based eviction is on.
-func (s *Store) limited() bool { return !s.opts.EvictionDisabled && s.opts.MaxSize > 0 }
+func (s *Store) limited() bool { return !s.opts.EvictionDisabled && s.maxSize() > 0 }
 
 // target is the total size eviction goes down to.
-func (s *Store) target() int64 { return int64(s.opts.EvictTo * float64(s.opts.MaxSize)) }
+func (s *Store) target() int64 { return int64(s.opts.EvictTo * float64(s.maxSize())) }
 
 // ceiling is the total past which Put stores nothing until eviction catches
 // up: 10% over MaxSize. A writer counts its entry under the size file's lock
 // before it writes a byte, and checks the ceiling there, so the bytes on
 // disk never exceed it, however many writers run at once.
-func (s *Store) ceiling() int64 { return s.opts.MaxSize + s.opts.MaxSize/10 }
+func (s *Store) ceiling() int64 { return s.maxSize() + s.maxSize()/10 }
 
 // workCounts counts what this process's background work did, for the
 // benchmarks.
@@ -89,7 +90,7 @@ type background struct {
 // cache (total bytes, -1 when unknown) is over MaxSize, a recount if some
 // shard's total is unknown, the maintenance pass if it is due.
 func (s *Store) afterWrite(total int64, unknown int) {
-	if unknown > 0 || (s.limited() && total > s.opts.MaxSize) || s.trimDue() {
+	if unknown > 0 || (s.limited() && total > s.maxSize()) || s.trimDue() {
 		s.kick()
 	}
 }
@@ -138,6 +139,7 @@ func (s *Store) run(ctx context.Context, done chan struct{}) {
 // A process that never calls Close loses nothing: what eviction did not do
 // stays on disk for the next writer.
 func (s *Store) Close(ctx context.Context) error {
+	s.flushRefused(ctx, true)
 	b := &s.bg
 	b.mu.Lock()
 	b.closed = true
@@ -175,6 +177,7 @@ func (s *Store) wait(ctx context.Context) error {
 // work does what the cache needs now: the maintenance pass if due, a
 // recount of unknown totals, eviction down to the target if over MaxSize.
 func (s *Store) work(ctx context.Context) {
+	s.forgetOwed(ctx)
 	if s.trimDue() {
 		s.trim(ctx, s.now())
 	}
@@ -215,21 +218,11 @@ const evictors = 2
 // holds one of the evictors slots; a process that finds them taken leaves
 // eviction to their holders.
 func (s *Store) evictToTarget(ctx context.Context) {
-	locks, err := s.openStepLocks()
-	if err != nil {
+	slot, ok := s.evictorSlot(ctx)
+	if !ok {
 		return
 	}
-	defer locks.Close()
-	slot := false
-	for k := range evictors {
-		if _, err := s.lockStep(ctx, locks, shardCount+k, 0); err == nil {
-			slot = true
-			break
-		}
-	}
-	if !slot {
-		return
-	}
+	defer slot.Close()
 	defer func() {
 		// Put's ceiling reads this: it must not stay at a total a step
 		// corrected.
@@ -241,19 +234,11 @@ func (s *Store) evictToTarget(ctx context.Context) {
 		t := s.readTotals(ctx)
 		total, _ := t.total()
 		s.lastTotal.Store(total)
-		if total <= s.target() || (!started && total <= s.opts.MaxSize) {
+		if total <= s.target() || (!started && total <= s.maxSize()) {
 			return
 		}
-		x, err := s.cursor(ctx, 0)
+		freed, covered, err := s.evictStep(ctx, t, started)
 		if err != nil {
-			return
-		}
-		limit := s.opts.MaxSize
-		if started {
-			limit = s.target()
-		}
-		freed, covered, _ := s.step(ctx, []int{x}, true, stepPlan{evict: true, totals: t, limit: limit}, nil)
-		if _, err := s.cursor(ctx, covered); err != nil {
 			return
 		}
 		if freed == 0 {
@@ -262,6 +247,40 @@ func (s *Store) evictToTarget(ctx context.Context) {
 			idle = 0
 		}
 	}
+}
+
+// evictorSlot takes one of the evictors slots without waiting. Closing the
+// returned file gives it back; ok is false when every slot is taken.
+func (s *Store) evictorSlot(ctx context.Context) (slot *os.File, ok bool) {
+	locks, err := s.openStepLocks()
+	if err != nil {
+		return nil, false
+	}
+	for k := range evictors {
+		if _, err := s.lockStep(ctx, locks, shardCount+k, 0); err == nil {
+			return locks, true
+		}
+	}
+	locks.Close()
+	return nil, false
+}
+
+// evictStep runs one eviction step from the cursor on, given the totals t
+// it read, and moves the cursor past the shards the step went through. The
+// first step of a round evicts only if the cache is over MaxSize; the
+// next ones, while it is over the target.
+func (s *Store) evictStep(ctx context.Context, t shardTotals, started bool) (freed int64, covered int, err error) {
+	x, err := s.cursor(ctx, 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	limit := s.maxSize()
+	if started {
+		limit = s.target()
+	}
+	freed, covered, _ = s.step(ctx, []int{x}, true, stepPlan{evict: true, totals: t, limit: limit}, nil)
+	_, err = s.cursor(ctx, covered)
+	return freed, covered, err
 }
 
 // cursor returns the shard eviction visits next and moves the cursor on by
@@ -279,7 +298,9 @@ func (s *Store) cursor(ctx context.Context, n int) (int, error) {
 // trimDue reports whether the maintenance pass is due.
 func (s *Store) trimDue() bool {
 	now := s.now()
-	if now.UnixNano() < s.nextTrim.Load() {
+	// A cached time more than a pass away is a clock set back since it
+	// was cached: the stamp on disk decides instead.
+	if next := s.nextTrim.Load(); now.UnixNano() < next && next-now.UnixNano() <= int64(trimInterval) {
 		return false
 	}
 	if last, ok := s.lastTrim(); ok && recent(now, last) {
@@ -366,6 +387,7 @@ func (s *Store) fullPass(ctx context.Context, opts passOptions) error {
 		s.writeStamp(opts.stamp)
 		s.nextTrim.Store(opts.stamp.Add(trimInterval).UnixNano())
 	}
+	s.removeDeadTemps()
 	var sk skipped
 	defer sk.warn(s)
 	var mu sync.Mutex // protects found
@@ -383,7 +405,7 @@ func (s *Store) fullPass(ctx context.Context, opts passOptions) error {
 	}
 	var errs []error
 	for x := range shardCount {
-		if _, _, err := s.step(ctx, []int{x}, false, stepPlan{cutoff: opts.cutoff, wait: true}, found[x]); err != nil {
+		if _, _, err := s.step(ctx, []int{x}, false, stepPlan{cutoff: opts.cutoff, wait: true, walked: true}, found[x]); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -400,6 +422,9 @@ type stepPlan struct {
 	limit  int64
 	cutoff time.Time // and every entry last used before it; zero: none
 	wait   bool      // wait for another process's step of the shard
+	// walked says the step is part of a full pass, whose walk found every
+	// leaf: a total lower than recorded is no sign of a lost journal then.
+	walked bool
 }
 
 // leafState is what a step knows of one leaf.
@@ -407,6 +432,7 @@ type leafState struct {
 	journal int64 // the sum of its journal records' deltas
 	listed  bool  // listed under its lock; bytes and at are then set
 	bytes   int64 // committed bytes when listed, less what the step evicted
+	evicted int64 // what the step evicted
 	at      int64 // the journal's length when it was listed
 }
 
@@ -491,7 +517,7 @@ func (s *Store) step(ctx context.Context, xs []int, more bool, plan stepPlan, ex
 	}
 	freed = s.evictEntries(ctx, s.victims(cands, s.budget(plan, held, leaves, listed), plan.cutoff), leaves)
 	s.at("counting")
-	return freed, covered, s.swapJournals(ctx, held, leaves)
+	return freed, covered, s.swapJournals(ctx, held, leaves, !plan.walked)
 }
 
 // budget returns how many bytes of what a step listed (listed bytes) to
@@ -706,6 +732,7 @@ func (s *Store) listOne(ctx context.Context, j *os.File, id leafID) (cands []can
 	for n, f := range c.slots {
 		switch {
 		case f.src != nil && f.bin != nil:
+			f.src = s.unfuture(srcPath(leaf, n), f.src)
 			cands = append(cands, candidate{id, n, f})
 			bytes += f.size()
 		case f.used():
@@ -720,6 +747,27 @@ func (s *Store) listOne(ctx context.Context, j *os.File, id leafID) (cands []can
 		s.dropLeafIfEmpty(leaf)
 	}
 	return cands, bytes, at, true
+}
+
+// unfuture stamps now as the access time of the record at path, whose
+// info is src, if src says it was used more than mtimeInterval in the
+// future: a clock set back, or a copy from a machine ahead. Such an entry
+// would otherwise never age out, and rank newest in every step, for as
+// long as the clock takes to catch up. It returns the record's info as it
+// now is. The caller holds the leaf's lock. Best effort: a record that
+// cannot be stamped keeps its time.
+func (s *Store) unfuture(path string, src fs.FileInfo) fs.FileInfo {
+	now := s.now()
+	if src.ModTime().Sub(now) <= mtimeInterval {
+		return src
+	}
+	if os.Chtimes(path, now, now) != nil {
+		return src
+	}
+	if info, err := os.Lstat(path); err == nil {
+		return info
+	}
+	return src
 }
 
 // journalLen returns the journal's current length.
@@ -767,6 +815,7 @@ func (s *Store) evictEntries(ctx context.Context, victims []candidate, leaves ma
 				if b := s.evictOne(ctx, c); b > 0 {
 					mu.Lock()
 					leaves[c.id].bytes -= b
+					leaves[c.id].evicted += b
 					mu.Unlock()
 					freed.Add(b)
 					count.Add(1)
@@ -778,6 +827,11 @@ func (s *Store) evictEntries(ctx context.Context, victims []candidate, leaves ma
 	s.counts.evicted.Add(count.Load())
 	if n := count.Load(); n > 0 {
 		s.log.Debug("kcache: evicted cache entries", "entries", n, "bytes", freed.Load(), "dir", s.root)
+		// Counted at once, like prune's: the process may not live to merge
+		// anything later, and a step's removals dwarf one counter update.
+		if err := s.CountEvictions(context.WithoutCancel(ctx), int(n), freed.Load()); err != nil {
+			s.log.Debug("kcache: evictions not counted", "err", err)
+		}
 	}
 	return freed.Load()
 }
@@ -807,94 +861,212 @@ func (s *Store) evictOne(ctx context.Context, c candidate) int64 {
 // since the step read the journal count where the listing did not see
 // their change. Writers of the shard wait for that lock, so it is held for
 // one shard at a time and for a write to a file already open and a rename.
-func (s *Store) swapJournals(ctx context.Context, held []*openShard, leaves map[leafID]*leafState) error {
+func (s *Store) swapJournals(ctx context.Context, held []*openShard, leaves map[leafID]*leafState, checkLost bool) error {
 	var errs []error
 	for _, o := range held {
 		if ctx.Err() != nil {
 			return ctx.Err() // the next step recounts
 		}
-		errs = append(errs, s.swapOne(ctx, o, leaves))
+		errs = append(errs, s.swapOne(ctx, o, leaves, checkLost))
 	}
 	return errors.Join(errs...)
 }
 
-func (s *Store) swapOne(ctx context.Context, o *openShard, leaves map[leafID]*leafState) error {
+// swapOne swaps one held shard's journal and sets its total. The new
+// journal is locked too before it is renamed into place, and both
+// locks are held until the total is set: a writer that opens the journal
+// after the rename opens the new file, and would otherwise append and add
+// to the total in between, an addition the step's total then overwrote.
+func (s *Store) swapOne(ctx context.Context, o *openShard, leaves map[leafID]*leafState, checkLost bool) error {
 	var tmp *os.File
+	defer func() {
+		if tmp != nil {
+			tmp.Close()
+			os.Remove(tmp.Name()) // fails once renamed into place
+		}
+	}()
 	if out, _ := compactJournal(o.x, leaves); !bytes.Equal(out, o.data) {
 		// Created before the lock: creating a file is the slow part.
 		var err error
-		if tmp, err = os.CreateTemp(s.shardsDir(), tempPrefix+"*"); err != nil {
+		if tmp, err = s.journalTemp(); err != nil {
 			return err
 		}
-		defer func() {
-			tmp.Close()
-			os.Remove(tmp.Name()) // fails once renamed into place
-		}()
 	}
 	lock, err := s.lockShardFile(ctx, s.journalPath(o.x), s.opts.LockTimeout, false)
 	if err != nil {
 		return err
 	}
 	defer lock.Close()
-	total, err := s.swapJournal(o, lock, tmp, leaves)
+	total, tmp, err := s.swapJournal(o, lock, tmp, leaves)
 	if err != nil {
 		return err
 	}
+	s.at("swapped")
+	lost := false
 	_, err = s.updateTotals(ctx, func(t *shardTotals) bool {
+		lost = checkLost && t.known[o.x] && total+evictedFrom(o.x, leaves) < t.bytes[o.x]
 		t.bytes[o.x], t.known[o.x] = total, true
 		return true
 	})
+	if lost {
+		s.scheduleFullPass(o.x)
+	}
 	return err
 }
 
+// evictedFrom returns what a step evicted from shard x.
+func evictedFrom(x int, leaves map[leafID]*leafState) int64 {
+	var n int64
+	for id, st := range leaves {
+		if id.shard() == x {
+			n += st.evicted
+		}
+	}
+	return n
+}
+
+// scheduleFullPass makes the maintenance pass due now. A step calls it
+// when it counts less in a shard than the shard's recorded total, less
+// what it evicted: writers add to both under one lock, so the journal has
+// lost records (power lost before the file system wrote it back), and
+// entries it no longer names are hidden from eviction and the totals. Only
+// a walk finds them. (A writer killed between its count and its commit
+// looks the same; the pass then merely finds nothing to add.)
+func (s *Store) scheduleFullPass(x int) {
+	// Debug, not a warning: a killed writer, the likelier cause, is no
+	// fault of the user's.
+	s.log.Debug("kcache: a shard counted less than its recorded total; recounting the whole cache", "shard", x, "dir", s.root)
+	s.writeStamp(time.Unix(0, 0))
+	s.nextTrim.Store(0)
+	s.kick()
+}
+
 // swapJournal rewrites one journal, whose exclusive lock the caller holds,
-// through tmp, and returns the shard's total.
-func (s *Store) swapJournal(o *openShard, lock, tmp *os.File, leaves map[leafID]*leafState) (int64, error) {
+// through tmp (created here if nil and needed), and returns the shard's
+// total and tmp, which the caller closes once the total is set: until then
+// tmp's exclusive lock keeps writers off the new journal.
+func (s *Store) swapJournal(o *openShard, lock, tmp *os.File, leaves map[leafID]*leafState) (int64, *os.File, error) {
 	x, j, from := o.x, o.j, o.from
 	if !sameFile(lock, j) {
-		return 0, errBusy // replaced by a process without locks; the next step recounts
+		return 0, tmp, errBusy // replaced by a process without locks; the next step recounts
 	}
 	data, err := readAll(j)
 	if err != nil {
-		return 0, err
+		return 0, tmp, err
 	}
 	if int64(len(data)) > from {
-		tail, ends := parseJournal(data[from:])
-		for i, r := range tail {
-			if r.leaf.shard() != x {
-				continue
-			}
-			st := leaves[r.leaf]
-			if st == nil {
-				st = &leafState{}
-				leaves[r.leaf] = st
-			}
-			start := from + int64(ends[i]-journalRecLen)
-			if !st.listed || start >= st.at {
-				st.journal += r.delta
-				st.bytes += r.delta
-			}
-		}
+		countTail(x, data, from, leaves)
 	}
 	out, total := compactJournal(x, leaves)
-	if !bytes.Equal(out, data) {
-		if tmp == nil { // records came since the step read the journal
-			if tmp, err = os.CreateTemp(s.shardsDir(), tempPrefix+"*"); err != nil {
-				return 0, err
-			}
-			defer func() {
-				tmp.Close()
-				os.Remove(tmp.Name())
-			}()
-		}
-		if _, err := tmp.Write(out); err != nil {
-			return 0, err
-		}
-		if err := os.Rename(tmp.Name(), s.journalPath(x)); err != nil {
-			return 0, err
+	if bytes.Equal(out, data) {
+		return total, tmp, nil
+	}
+	if tmp == nil { // records came since the step read the journal
+		if tmp, err = s.journalTemp(); err != nil {
+			return 0, nil, err
 		}
 	}
-	return total, nil
+	if _, err := tmp.Write(out); err != nil {
+		return 0, tmp, err
+	}
+	// The new journal replaces every record of the old: it must reach
+	// the disk before the rename does, or a power loss could leave an
+	// empty journal in its place, its shard's entries hidden from eviction.
+	if s.sync {
+		if err := tmp.Sync(); err != nil {
+			return 0, tmp, err
+		}
+	}
+	if err := os.Rename(tmp.Name(), s.journalPath(x)); err != nil {
+		return 0, tmp, err
+	}
+	if s.sync {
+		syncDir(s.shardsDir())
+	}
+	return total, tmp, nil
+}
+
+// syncDir fsyncs a directory, so that a rename in it survives a power
+// loss. Best effort: where it fails, the next step's check of the totals
+// catches what a loss did (see scheduleFullPass).
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+// journalTemp creates a temporary file for a new journal in the shards
+// folder, locked: the lock keeps writers off the journal once it is renamed
+// into place (see swapOne), and tells a live step's file from a killed
+// one's (see removeDeadTemps). A fresh file nobody else has open: the lock
+// is free. Where the file system refuses locks, the step goes on without.
+func (s *Store) journalTemp() (*os.File, error) {
+	f, err := os.CreateTemp(s.shardsDir(), tempPrefix+"*")
+	if err != nil {
+		return nil, err
+	}
+	if err := s.flockNB(int(f.Fd()), false); err != nil && !errors.Is(err, errNoFlock) {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return f, nil
+}
+
+// deadTempAge is how old a temporary file of the shards folder must be
+// before the maintenance pass takes it for a killed step's. A live step's
+// lives for the wait for one journal lock (bounded by the lock timeout) and
+// a rename; the age only guards the moment between its creation and its
+// lock.
+const deadTempAge = time.Minute
+
+// removeDeadTemps removes the temporary files that killed steps left in
+// the shards folder: those older than deadTempAge whose lock is free. The
+// maintenance pass calls it; no one else removes them. Best effort.
+func (s *Store) removeDeadTemps() {
+	names, err := readNames(s.shardsDir())
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		path := s.shardsDir() + "/" + name
+		if !strings.HasPrefix(name, tempPrefix) {
+			continue
+		}
+		if info, err := os.Lstat(path); err != nil || time.Since(info.ModTime()) < deadTempAge {
+			continue
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		if err := s.flockNB(int(f.Fd()), false); err == nil || errors.Is(err, errNoFlock) {
+			os.Remove(path)
+		}
+		f.Close()
+	}
+}
+
+// countTail adds the records appended to shard x's journal data since
+// offset from to leaves, where the step's listing did not see their change.
+func countTail(x int, data []byte, from int64, leaves map[leafID]*leafState) {
+	tail, ends := parseJournal(data[from:])
+	for i, r := range tail {
+		if r.leaf.shard() != x {
+			continue
+		}
+		st := leaves[r.leaf]
+		if st == nil {
+			st = &leafState{}
+			leaves[r.leaf] = st
+		}
+		start := from + int64(ends[i]-journalRecLen)
+		if !st.listed || start >= st.at {
+			st.journal += r.delta
+			st.bytes += r.delta
+		}
+	}
 }
 
 // compactJournal returns the journal of shard x as leaves give it, one

@@ -43,6 +43,9 @@ func TestHelperProcess(t *testing.T) {
 		"writer":   helperWriter,
 		"scaleput": helperScalePut,
 		"stray":    helperStray,
+		"oneput":   helperOnePut,
+		"holdsize": helperHoldSize,
+		"step":     helperStep,
 	}
 	run, ok := roles[role]
 	if !ok {

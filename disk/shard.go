@@ -228,7 +228,12 @@ func (s *Store) journalPath(shard int) string { return fmt.Sprintf("%s/%02x", s.
 // updateTotals runs update on the size file's content under its lock and
 // writes back what it leaves. It returns the content as written.
 func (s *Store) updateTotals(ctx context.Context, update func(*shardTotals) bool) (shardTotals, error) {
-	f, err := s.lockShardFile(ctx, s.shardsDir()+"/"+shardSizeName, s.opts.LockTimeout, false)
+	return s.updateTotalsWait(ctx, s.opts.LockTimeout, update)
+}
+
+// updateTotalsWait is updateTotals waiting at most wait for the lock.
+func (s *Store) updateTotalsWait(ctx context.Context, wait time.Duration, update func(*shardTotals) bool) (shardTotals, error) {
+	f, err := s.lockShardFile(ctx, s.shardsDir()+"/"+shardSizeName, wait, false)
 	if err != nil {
 		return shardTotals{}, err
 	}
@@ -343,7 +348,7 @@ func (s *Store) account(ctx context.Context, leaf leafID, delta, ceiling int64) 
 		return 0, 0, fmt.Errorf("journal: %w", err)
 	}
 	over := false
-	t, err := s.updateTotals(ctx, func(t *shardTotals) bool {
+	t, err := s.updateTotalsPatient(ctx, func(t *shardTotals) bool {
 		if sum, _ := t.total(); ceiling > 0 && delta > 0 && sum+delta > ceiling {
 			over = true
 			return false
@@ -362,12 +367,85 @@ func (s *Store) account(ctx context.Context, leaf leafID, delta, ceiling int64) 
 		s.lastTotal.Store(total)
 		return total, 0, errors.Join(errOverCeiling, err)
 	}
+	if errors.Is(err, ErrLockTimeout) {
+		return s.uncounted(ctx, j, leaf, delta, ceiling)
+	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("size file: %w", err)
 	}
 	total, unknown = t.total()
 	s.lastTotal.Store(total)
 	return total, unknown, nil
+}
+
+// sizeLockWait is how long a write waits for the size file's lock without
+// seeing the file change. Others hold the lock for the microseconds of a
+// read and a rewrite of 5 KB, so a file unchanged that long while its lock
+// stays busy means a holder that is stopped (SIGSTOP, a debugger, a machine
+// swapping), and every Put would wait the whole lock timeout behind it.
+// The write goes on uncounted instead: its journal record is there, and
+// the shard's next step counts it (see uncounted). A file that changed
+// means writers taking turns (eight processes under the race detector wait
+// longer than this): the write waits on, up to the lock timeout, so that
+// the ceiling holds.
+const sizeLockWait = 100 * time.Millisecond
+
+// updateTotalsPatient is updateTotals for a write: it waits for the lock
+// while the size file keeps changing, and gives up with ErrLockTimeout
+// after sizeLockWait without a change.
+func (s *Store) updateTotalsPatient(ctx context.Context, update func(*shardTotals) bool) (shardTotals, error) {
+	path := s.shardsDir() + "/" + shardSizeName
+	deadline := time.Now().Add(s.opts.LockTimeout)
+	for {
+		before, _ := os.Stat(path)
+		t, err := s.updateTotalsWait(ctx, sizeLockWait, update)
+		if !errors.Is(err, ErrLockTimeout) || time.Now().After(deadline) {
+			return t, err
+		}
+		after, serr := os.Stat(path)
+		if before == nil || serr != nil || after.ModTime().Equal(before.ModTime()) {
+			return t, err // a stopped holder
+		}
+	}
+}
+
+// uncounted settles a write whose journal record j holds but whose change
+// to the total could not be made, the size file's lock being busy. A
+// growth that would take the cache past ceiling, as this process last saw
+// it, is taken back as over the ceiling. Otherwise the shard is marked for
+// a recount, which the background work does once it has the lock: the
+// total is then set from the journal, this record included.
+func (s *Store) uncounted(ctx context.Context, j *os.File, leaf leafID, delta, ceiling int64) (int64, int, error) {
+	last := s.lastTotal.Load()
+	if ceiling > 0 && delta > 0 && last+delta > ceiling {
+		_, err := j.Write(journalRec{leaf, -delta}.marshal())
+		return last, 0, errors.Join(errOverCeiling, err)
+	}
+	s.owed.Store(leaf.shard(), struct{}{})
+	s.kick()
+	return 0, 0, fmt.Errorf("size file: %w; the shard's total is left to a recount", ErrLockTimeout)
+}
+
+// forgetOwed marks unknown the totals of the shards whose writes could not
+// count themselves (see uncounted), so that the background work recounts
+// them. Best effort: shards not marked stay owed for the next call.
+func (s *Store) forgetOwed(ctx context.Context) {
+	var xs []int
+	s.owed.Range(func(k, _ any) bool { xs = append(xs, k.(int)); return true })
+	if len(xs) == 0 {
+		return
+	}
+	_, err := s.updateTotals(ctx, func(t *shardTotals) bool {
+		for _, x := range xs {
+			t.known[x] = false
+		}
+		return true
+	})
+	if err == nil {
+		for _, x := range xs {
+			s.owed.Delete(x)
+		}
+	}
 }
 
 // errOverCeiling says a write would take the cache past its ceiling.

@@ -150,5 +150,5 @@ func (s *Store) MaxSize() int64 {
 	if !s.limited() {
 		return 0
 	}
-	return s.opts.MaxSize
+	return s.maxSize()
 }

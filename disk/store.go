@@ -24,7 +24,9 @@ type Options struct {
 	Dir string
 	// MaxSize is the total size in bytes (records and binaries) above which
 	// least recently used entries are evicted, in the background; 0 means
-	// no size limit.
+	// no size limit. A limit stored in the cache (SetMaxSize) that is
+	// larger replaces it: a process may raise the cache's limit for what
+	// it evicts, never lower it.
 	MaxSize int64
 	// EvictTo is the fraction of MaxSize eviction goes down to once it
 	// starts; 0 means DefaultEvictTo.
@@ -122,6 +124,17 @@ type Store struct {
 	// bg runs eviction and maintenance off the callers' path (evict.go).
 	bg     background
 	counts workCounts
+	// limit is the size this process evicts to, and limitRead when the
+	// stored limit was last read, in Unix nanoseconds (limit.go).
+	limit, limitRead atomic.Int64
+	// owed holds the shards (ints) whose totals missed a write's change
+	// because the size file's lock was busy; the background work recounts
+	// them (shard.go).
+	owed sync.Map
+	// refused counts Puts refused at the ceiling and not yet merged into
+	// the persistent counters; refusedFlushed is when they last were, in
+	// Unix nanoseconds (ceiling.go).
+	refused, refusedFlushed atomic.Int64
 	// hook, when set by a test, is called at named points of a step and
 	// of a Put (those start with "put:").
 	hook func(point string)
@@ -153,6 +166,7 @@ func Open(opts Options) (*Store, error) {
 	if err := prepareDir(s.root, s.dir); err != nil {
 		return nil, err
 	}
+	s.refreshLimit(true)
 	s.initTotals()
 	return s, nil
 }
@@ -337,7 +351,9 @@ const mtimeInterval = time.Hour
 // marked at mtime.
 func (s *Store) touch(path string, mtime time.Time) {
 	now := s.now()
-	if now.Sub(mtime) < mtimeInterval {
+	// A time in the future (a clock set back) is refreshed too: it would
+	// otherwise stay until the clock caught up.
+	if d := now.Sub(mtime); d < mtimeInterval && d > -mtimeInterval {
 		return
 	}
 	// Best effort: on a read-only cache this fails, and the entry merely
@@ -354,19 +370,24 @@ func (s *Store) admits(key *kcache.Key) bool {
 // Put stores e for key. A key outside the image size limits, or an entry
 // larger than eviction's target, is not stored, and Put returns nil; so is
 // an entry that would take the cache past its ceiling, 1.1 x MaxSize, when
-// eviction is behind. An error means the binary is not cached (a read-only
+// eviction is behind and the Put cannot catch it up (see payOwed). An
+// error means the binary is not cached (a read-only
 // or full disk, a lock that stayed busy); the caller goes on with the binary
 // it has.
 //
 // The binary is written to a temporary file and renamed into place, then
 // the record likewise: the record is the commit. A sound entry already
-// present for key is kept. Put never waits for eviction: when the cache is
-// over MaxSize, it starts eviction in the background and returns.
+// present for key is kept. Put does not wait for eviction: when the cache
+// is over MaxSize, it starts eviction in the background and returns. Only a
+// Put that finds the cache at its ceiling with nobody evicting runs one
+// bounded eviction step itself, since the processes that left the cache
+// there (short ones that exit right after their Put) never will.
 func (s *Store) Put(ctx context.Context, key *kcache.Key, e kcache.Entry) error {
 	if !s.admits(key) {
 		s.log.Debug("kcache: image outside the cache's size limits, not stored", "size", imageSize(key))
 		return nil
 	}
+	s.refreshLimit(false)
 	enc, _ := key.MarshalBinary()
 	raw := newRawRecord(enc, e.Binary, e.BuildTime, s.now())
 	src := raw.marshal()
@@ -375,18 +396,25 @@ func (s *Store) Put(ctx context.Context, key *kcache.Key, e kcache.Entry) error 
 		s.log.Debug("kcache: entry larger than the cache's eviction target, not stored", "size", size)
 		return nil
 	}
+	d := s.digests(key)
+	commit := func() (int64, int, error) {
+		return s.commit(ctx, idFor(d), s.leafDir(d), raw.key, src, e.Binary)
+	}
+	paid := false
 	if s.limited() && s.lastTotal.Load()+size > s.ceiling() {
 		// Eviction is behind the writers: storing would take the cache
-		// past its bound. The binary is not cached; eviction catches up.
-		s.log.Debug("kcache: cache over its ceiling, entry not stored", "total", s.lastTotal.Load())
-		s.kick()
-		return nil
+		// past its bound, unless this Put does the eviction owed.
+		if paid = true; !s.payOwed(ctx) {
+			s.refuse(ctx, s.lastTotal.Load())
+			return nil
+		}
 	}
-	d := s.digests(key)
-	total, unknown, err := s.commit(ctx, idFor(d), s.leafDir(d), raw.key, src, e.Binary)
+	total, unknown, err := commit()
+	if errors.Is(err, errOverCeiling) && !paid && s.payOwed(ctx) {
+		total, unknown, err = commit()
+	}
 	if errors.Is(err, errOverCeiling) {
-		s.log.Debug("kcache: cache over its ceiling, entry not stored", "total", total)
-		s.kick()
+		s.refuse(ctx, total)
 		return nil
 	}
 	if err != nil {

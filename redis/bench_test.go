@@ -42,14 +42,14 @@ func BenchmarkHit(b *testing.B) {
 		if err := d.Put(bg, key, e); err != nil {
 			b.Fatal(err)
 		}
-		v, _ := remote.client.Get(bg, valueKey(key.Digest())).Bytes()
+		v, _ := remote.client.Get(bg, unsigned.value(key.Digest())).Bytes()
 		b.Logf("%s: value of %d bytes", size.name, len(v))
 		b.Run("redis-get/"+size.name, func(b *testing.B) {
 			// The floor: the value's bytes fetched by a bare GET, neither
 			// decompressed nor checked.
 			b.SetBytes(int64(size.n))
 			for b.Loop() {
-				if _, err := remote.client.Get(bg, valueKey(key.Digest())).Bytes(); err != nil {
+				if _, err := remote.client.Get(bg, unsigned.value(key.Digest())).Bytes(); err != nil {
 					b.Fatal(err)
 				}
 			}

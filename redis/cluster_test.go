@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os/exec"
 	"strconv"
@@ -184,4 +185,41 @@ func waitRole(t *testing.T, c *goredis.Client, want string) {
 func isRole(c *goredis.Client, want string) bool {
 	role, _ := c.Do(bg, "ROLE").Slice()
 	return len(role) > 0 && role[0] == want
+}
+
+// TestClusterSignedFleet runs what this tier's names, scripts and pipelines
+// do on a Cluster: a signed fleet with a TTL (GET and PTTL in one round
+// trip, renewal after verification), and a failed build's marker, whose
+// script reads the value and the lease of one slot.
+func TestClusterSignedFleet(t *testing.T) {
+	nodes := startCluster(t)
+	url := "redis://" + nodes[0].addr() + "," + nodes[1].addr() + "," + nodes[2].addr()
+	opts := Options{Timeout: time.Second, Secret: []byte(fleetSecret), TTL: time.Hour}
+	a := newNode(t, url, "", opts)
+	b := &builder{size: 20 << 10}
+	for i := range 10 {
+		if _, err := a.cache.GetOrBuild(bg, testKey(i), b.build(testKey(i))); err != nil {
+			t.Fatalf("key %d: %v", i, err)
+		}
+	}
+	failed := testKey(10)
+	fail := func(context.Context) ([]byte, error) { return nil, errors.New("build failed") }
+	if _, err := a.cache.GetOrBuild(bg, failed, fail); err == nil {
+		t.Fatal("the failing build succeeded")
+	}
+	flush(t, a)
+
+	c := newNode(t, url, "", opts)
+	start := time.Now()
+	unlock, err := c.remote.Lock(bg, failed)
+	unlock()
+	if err != nil || time.Since(start) > time.Second {
+		t.Errorf("Lock after a failed build: %v after %v; want at once, without a lease", err, time.Since(start))
+	}
+	for i := range 10 {
+		r, err := c.cache.GetOrBuild(bg, testKey(i), nil)
+		if err != nil || r.Outcome != kcache.OutcomeRemote {
+			t.Errorf("key %d: %v, %v; want a remote hit", i, r.Outcome, err)
+		}
+	}
 }

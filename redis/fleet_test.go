@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -28,6 +29,7 @@ const (
 	envDelay = "KCACHE_TEST_FLEET_DELAY" // what a build takes
 	envSize  = "KCACHE_TEST_FLEET_SIZE"  // a binary's size
 	envWork  = "KCACHE_TEST_FLEET_WORK"  // a build's CPU work, in SHA-256 rounds
+	envFail  = "KCACHE_TEST_FLEET_FAIL"  // "1": every build fails, after its delay
 )
 
 // memberReport is what a fleet member prints when it is done.
@@ -71,9 +73,18 @@ func TestFleetMember(t *testing.T) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			key := testKey(i)
-			r, err := n.cache.GetOrBuild(context.Background(), key, b.build(key))
+			build := b.build(key)
+			if os.Getenv(envFail) == "1" {
+				build = func(ctx context.Context) ([]byte, error) {
+					b.build(key)(ctx)
+					return nil, errors.New("build failed")
+				}
+			}
+			r, err := n.cache.GetOrBuild(context.Background(), key, build)
 			if err != nil {
-				t.Errorf("key %d: %v", i, err)
+				if os.Getenv(envFail) != "1" {
+					t.Errorf("key %d: %v", i, err)
+				}
 				return
 			}
 			if string(r.Binary) != string(binaryOf(key, size)) {

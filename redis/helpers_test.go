@@ -190,6 +190,9 @@ func (n *node) close(t testing.TB) {
 	}
 }
 
+// unsigned names the keys of stores without a secret.
+var unsigned = namesFor(nil)
+
 // testKey returns a distinct key for i.
 func testKey(i int) *kcache.Key {
 	return &kcache.Key{

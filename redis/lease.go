@@ -18,24 +18,46 @@ import (
 var ErrWaitTimeout = errors.New("redis: another machine's build did not finish in time")
 
 // Lease scripts. Each runs on the keys of one digest, which share a
-// Cluster slot (see valueKey).
+// Cluster slot (see names): KEYS[1] the value, KEYS[2] the lease.
 var (
 	// acquire returns 2 if the value exists (nothing to build), 1 if it
-	// took the lease, 0 if another holder has it.
+	// took the lease, 3 if the last holder failed (the lease holds
+	// failedMarker, ARGV[3]), 0 if another holder has it.
 	acquire = goredis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 2 end
 if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+if redis.call('GET', KEYS[2]) == ARGV[3] then return 3 end
 return 0`)
 	// renew extends the lease only while the caller still holds it.
 	renew = goredis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0`)
-	// release deletes the lease only if the caller holds it: a holder
-	// whose lease expired must not free a later holder's.
+	// release frees the lease only if the caller holds it: a holder whose
+	// lease expired must not free a later holder's. If the value is not
+	// there (the build failed, its write was dropped or refused), it
+	// leaves failedMarker (ARGV[2]) for ARGV[3] milliseconds instead and
+	// returns 2.
 	release = goredis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`)
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DEL', KEYS[2]) end
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+return 2`)
 )
+
+// failedMarker is what a lease holds after a holder that left no value. A
+// waiter that finds it builds at once, without a lease, rather than take
+// the lease and build while the others wait in turn: with a build that
+// fails, or a value the server refuses, that queue made machines build one
+// after another, up to KCACHE_BUILD_WAIT. Tokens are hex, so no token is
+// the marker.
+const failedMarker = "failed"
+
+// failedTTL is how long the marker stays. Waiters poll at most maxPoll
+// apart, so every one sees it within a tenth of a second; twenty times
+// that leaves room for a loaded machine. After it, the next machine to
+// miss takes a lease again, so a failure that was passing (a dropped
+// write) costs one round of parallel builds, not a day of them.
+const failedTTL = 2 * time.Second
 
 // Polling for another machine's build: the first look comes soon, for
 // builds that were about to finish; the last at most maxPoll apart, which
@@ -55,7 +77,10 @@ const (
 //
 // The holder's lease is renewed while it builds and released by unlock,
 // after the holder's queued write of the key has been sent, so that the
-// machines waiting find the value when the lease goes. If the holder dies,
+// machines waiting find the value when the lease goes. A holder that
+// leaves no value (its build failed, its write was dropped or refused)
+// marks the lease failed for failedTTL instead, and every machine waiting
+// builds at once. If the holder dies,
 // the lease expires after Options.LeaseTTL and a waiter takes it. A
 // read-only store takes no lease and waits for nobody.
 func (s *Store) Lock(ctx context.Context, key *kcache.Key) (unlock func(), err error) {
@@ -64,16 +89,19 @@ func (s *Store) Lock(ctx context.Context, key *kcache.Key) (unlock func(), err e
 		return none, nil
 	}
 	d := key.Digest()
-	keys := []string{valueKey(d), leaseKey(d)}
+	keys := []string{s.names.value(d), s.names.lease(d)}
 	token := newToken()
 	deadline := time.Now().Add(s.opts.BuildWait)
 	for poll := minPoll; ; poll = min(2*poll, maxPoll) {
-		r, err := s.script(ctx, acquire, keys, token, s.opts.LeaseTTL.Milliseconds())
+		r, err := s.script(ctx, acquire, keys, token, s.opts.LeaseTTL.Milliseconds(), failedMarker)
 		switch {
 		case err != nil:
 			return none, s.failed("lease", err, leaseTimeouts*s.opts.Timeout)
 		case r == 1:
 			return s.hold(d, token), nil
+		case r == 3:
+			s.log.Debug("kcache: the key's last remote builder left no value; building without a lease", "key", d)
+			return none, nil
 		case r == 2:
 			s.present.Store(d, struct{}{})
 			return none, nil
@@ -120,7 +148,7 @@ func (s *Store) hold(d kcache.Digest, token string) (unlock func()) {
 			case <-s.done:
 				return // a lease not released by now expires
 			case <-t.C:
-				r, err := s.script(context.Background(), renew, []string{leaseKey(d)}, token, s.opts.LeaseTTL.Milliseconds())
+				r, err := s.script(context.Background(), renew, []string{s.names.lease(d)}, token, s.opts.LeaseTTL.Milliseconds())
 				if err != nil || r == 0 {
 					// Lost or unreachable: the build goes on, and at worst
 					// another machine builds the key too.
@@ -133,10 +161,11 @@ func (s *Store) hold(d kcache.Digest, token string) (unlock func()) {
 	return func() {
 		once.Do(func() {
 			close(stop)
-			s.leases.Go(func() {
+			s.tasks.Go(func() {
 				<-renewed
 				<-s.w.written(d)
-				if _, err := s.script(context.Background(), release, []string{leaseKey(d)}, token); err != nil {
+				keys := []string{s.names.value(d), s.names.lease(d)}
+				if _, err := s.script(context.Background(), release, keys, token, failedMarker, failedTTL.Milliseconds()); err != nil {
 					s.log.Debug("kcache: remote build lease not released; it expires", "key", d, "err", err)
 				}
 			})

@@ -137,8 +137,9 @@ type endpoint struct {
 	tls      bool
 }
 
-// parseURL reads a KCACHE_REMOTE URL. Its errors never repeat the URL,
-// which may hold a password.
+// parseURL reads a KCACHE_REMOTE URL. Its errors never repeat the URL's
+// user information, however malformed: it may hold a password, and the
+// error is logged.
 func parseURL(raw string) (endpoint, error) {
 	var s endpoint
 	scheme, rest, ok := strings.Cut(raw, "://")
@@ -147,11 +148,17 @@ func parseURL(raw string) (endpoint, error) {
 		return s, errors.New("want redis://host:port or rediss://host:port")
 	case scheme == "rediss":
 		s.tls = true
-	case scheme != "redis":
+	case scheme == "redis":
+	case !isSchemeName(scheme):
+		return s, errors.New("unknown scheme: want redis:// or rediss://")
+	default:
 		return s, fmt.Errorf("unknown scheme %q: want redis:// or rediss://", scheme)
 	}
-	// The host part may list several addresses, which url.Parse rejects:
-	// split them off first.
+	// The user information is split off by hand, up to the last @, rather
+	// than by url.Parse: a password with an unencoded / (base64 makes
+	// them) would otherwise end the host part early and land in the path,
+	// and from there in an error message. The host part may list several
+	// addresses, which url.Parse rejects too.
 	auth, hosts := "", rest
 	if at := strings.LastIndex(rest, "@"); at >= 0 {
 		auth, hosts = rest[:at], rest[at+1:]
@@ -160,15 +167,14 @@ func parseURL(raw string) (endpoint, error) {
 	if i := strings.IndexAny(hosts, "/?"); i >= 0 {
 		hosts, path = hosts[:i], hosts[i:]
 	}
-	u, err := url.Parse("redis://" + auth + "@h" + path)
-	if auth == "" {
-		u, err = url.Parse("redis://h" + path)
+	var err error
+	if s.user, s.password, err = parseUserinfo(auth); err != nil {
+		return s, err
 	}
+	u, err := url.Parse("redis://h" + path)
 	if err != nil {
-		return s, errors.New("malformed URL")
+		return s, errors.New("malformed database number or parameters")
 	}
-	s.user = u.User.Username()
-	s.password, _ = u.User.Password()
 	for _, h := range append(strings.Split(hosts, ","), u.Query()["addr"]...) {
 		if h = strings.TrimSpace(h); h == "" {
 			continue
@@ -193,25 +199,58 @@ func parseURL(raw string) (endpoint, error) {
 	return s, nil
 }
 
-// hostPort adds Redis' default port to an address without one.
+// parseUserinfo decodes user[:password], percent-encoded. Its error says
+// what is wrong without quoting either.
+func parseUserinfo(auth string) (user, password string, err error) {
+	if auth == "" {
+		return "", "", nil
+	}
+	u, p, _ := strings.Cut(auth, ":")
+	if user, err = url.PathUnescape(u); err == nil {
+		password, err = url.PathUnescape(p)
+	}
+	if err != nil {
+		return "", "", errors.New("malformed user or password: percent-encode % and other reserved characters")
+	}
+	return user, password, nil
+}
+
+// isSchemeName reports whether s is a well-formed URL scheme, which an
+// error may quote: a "scheme" holding anything else is more likely part of
+// a mistyped URL's user information.
+func isSchemeName(s string) bool {
+	for i, c := range s {
+		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !letter && (i == 0 || !('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// hostPort adds Redis' default port to an address without one. Its errors
+// quote the host alone: in a URL missing its @, what looks like a port may
+// be a password.
 func hostPort(h string) (string, error) {
 	host, port, err := net.SplitHostPort(h)
 	if err != nil {
 		host, port = strings.Trim(h, "[]"), "6379"
 	}
 	if host == "" {
-		return "", fmt.Errorf("address %q has no host", h)
+		return "", errors.New("an address has no host")
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return "", fmt.Errorf("address %q has a bad port", h)
+		return "", fmt.Errorf("address of host %q has a bad port", host)
 	}
 	return net.JoinHostPort(host, port), nil
 }
 
-// redacted is the URL as it may appear in messages: the password replaced.
+// redacted is the URL as it may appear in messages: the password replaced,
+// and the whole user information when it has no password (a lone token
+// there is more likely a password than a user name).
 func redacted(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
+	if !ok || !isSchemeName(scheme) {
 		return "(malformed)"
 	}
 	at := strings.LastIndex(rest, "@")
@@ -220,9 +259,11 @@ func redacted(raw string) string {
 	}
 	user, _, hasPass := strings.Cut(rest[:at], ":")
 	if !hasPass {
-		return raw
+		user = "xxxxx"
+	} else {
+		user += ":xxxxx"
 	}
-	return scheme + "://" + user + ":xxxxx@" + rest[at+1:]
+	return scheme + "://" + user + "@" + rest[at+1:]
 }
 
 // clientOptions are the go-redis options for s under o. Every wait the

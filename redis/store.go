@@ -1,7 +1,10 @@
 package redis
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,12 +24,13 @@ type Store struct {
 	client goredis.UniversalClient
 	opts   Options
 	codec  codec
+	names  names
 	where  string // KCACHE_REMOTE=<the URL, password redacted>, for messages
 	log    *slog.Logger
 	brk    breaker
 	w      *writer
-	leases sync.WaitGroup // lease releases in flight; Close waits for them
-	done   chan struct{}  // closed by Close: lease renewals stop
+	tasks  tasks         // lease releases and expiry renewals in flight; Close waits for them
+	done   chan struct{} // closed by Close: lease renewals stop
 	closed sync.Once
 
 	rejected atomic.Bool // a rejected value has been logged as a warning
@@ -35,8 +39,8 @@ type Store struct {
 	// wait as long as a lease operation for a value known to be there.
 	present sync.Map
 	// counts are the events Cache.Stats cannot see: background writes that
-	// failed or timed out.
-	errors, timeouts atomic.Int64
+	// failed or timed out, were dropped, or found a value already stored.
+	errors, timeouts, dropped, existed atomic.Int64
 }
 
 var (
@@ -59,12 +63,15 @@ func Open(opts Options) (*Store, error) {
 	opts.fill()
 	srv, err := parseURL(opts.URL)
 	if err != nil {
-		return nil, fmt.Errorf("redis: %s=%s: %w", kcache.EnvRemote, redacted(opts.URL), err)
+		// Not even redacted: a URL that does not parse may not be split
+		// where its author meant, and its password may sit anywhere.
+		return nil, fmt.Errorf("redis: %s: %w", kcache.EnvRemote, err)
 	}
 	s := &Store{
 		client: goredis.NewUniversalClient(srv.clientOptions(&opts)),
 		opts:   opts,
 		codec:  codec{secret: opts.Secret},
+		names:  namesFor(opts.Secret),
 		where:  kcache.EnvRemote + "=" + redacted(opts.URL),
 		log:    opts.Logger,
 		brk:    breaker{threshold: opts.Failures, backoff: opts.Backoff, now: time.Now},
@@ -92,18 +99,17 @@ func (l clientLog) Printf(_ context.Context, format string, v ...any) {
 	l.log.Debug("kcache: redis client: " + fmt.Sprintf(format, v...))
 }
 
-// Redis keys. The hash tag (the digest in braces) puts a key's value and
-// lease in the same Cluster slot, so one script can read both. The prefix
-// carries the format version: a new format never reads an old one's values.
-func valueKey(d kcache.Digest) string { return keyPrefix + "{" + d.String() + "}:v" }
-func leaseKey(d kcache.Digest) string { return keyPrefix + "{" + d.String() + "}:lease" }
-
-const keyPrefix = "kcache:v1:"
-
 // Get returns the entry for key. A missing entry, or one that fails a
 // check (the error then wraps kcache.ErrRejected), is a miss; a server
 // that fails or does not answer within Options.Timeout is an error naming
 // KCACHE_REMOTE. While the circuit breaker is open Get misses at once.
+//
+// A value that fails a check is removed, unless the store is read only:
+// under the store's names only a client holding its secret writes (see
+// names), so such a value is damage or a forgery, and left in place it
+// would keep the fleet from storing the key for good (writes never
+// replace a value). A hit renews the entry's expiry, after the value
+// verified, never before.
 func (s *Store) Get(ctx context.Context, key *kcache.Key) (kcache.Entry, error) {
 	if err := s.brk.allow(); err != nil {
 		return kcache.Entry{}, err
@@ -115,15 +121,7 @@ func (s *Store) Get(ctx context.Context, key *kcache.Key) (kcache.Entry, error) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var cmd *goredis.StringCmd
-	if s.opts.TTL > 0 && !s.opts.ReadOnly {
-		// A hit renews the expiry in the same round trip: entries in use
-		// never expire.
-		cmd = s.client.GetEx(ctx, valueKey(d), s.opts.TTL)
-	} else {
-		cmd = s.client.Get(ctx, valueKey(d))
-	}
-	v, err := cmd.Bytes()
+	v, ttl, err := s.fetch(ctx, d)
 	if errors.Is(err, goredis.Nil) {
 		s.brk.succeed()
 		return kcache.Entry{}, fmt.Errorf("redis: no entry: %w", kcache.ErrMiss)
@@ -135,18 +133,91 @@ func (s *Store) Get(ctx context.Context, key *kcache.Key) (kcache.Entry, error) 
 	e, err := s.codec.decode(key, v)
 	if err != nil {
 		s.warnRejected(d, err)
+		s.discard(ctx, d, v)
 		return kcache.Entry{}, err
 	}
+	s.renew(d, ttl)
 	return e, nil
 }
 
+// renews reports whether hits renew expiries: a read-only client may not.
+func (s *Store) renews() bool { return s.opts.TTL > 0 && !s.opts.ReadOnly }
+
+// fetch reads d's value and, when hits renew expiries, the time it has
+// left, in the same round trip.
+func (s *Store) fetch(ctx context.Context, d kcache.Digest) (v []byte, ttl time.Duration, err error) {
+	if !s.renews() {
+		v, err = s.client.Get(ctx, s.names.value(d)).Bytes()
+		return v, 0, err
+	}
+	var get *goredis.StringCmd
+	var pttl *goredis.DurationCmd
+	_, err = s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		get = p.Get(ctx, s.names.value(d))
+		pttl = p.PTTL(ctx, s.names.value(d))
+		return nil
+	})
+	v, gerr := get.Bytes()
+	if gerr != nil || err != nil {
+		return nil, 0, cmp.Or(gerr, err)
+	}
+	return v, pttl.Val(), nil
+}
+
+// renewAfter is how much of its TTL an entry may have lost before a hit
+// renews it: a hot entry is renewed a few times per TTL rather than on
+// every hit of every machine, and never comes close to expiring.
+const renewAfter = 8
+
+// renew extends the expiry of d's value, which a hit just verified, when
+// an eighth of its TTL has passed since the last renewal (ttl is what was
+// left). It runs in the background, with nobody waiting: a renewal lost
+// costs nothing while the entry is still in use, since the next hit
+// renews it.
+func (s *Store) renew(d kcache.Digest, ttl time.Duration) {
+	if !s.renews() || ttl >= s.opts.TTL-s.opts.TTL/renewAfter {
+		return
+	}
+	s.tasks.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
+		defer cancel()
+		if err := s.client.PExpire(ctx, s.names.value(d), s.opts.TTL).Err(); err != nil {
+			s.log.Debug("kcache: remote entry's expiry not renewed", "key", d, "err", err)
+		}
+	})
+}
+
+// discard removes d's value v, which failed a check, if it is still the
+// value stored (compare-and-delete: a writer may have replaced it since).
+// Best effort: a value not removed is found again, and rejected again.
+func (s *Store) discard(ctx context.Context, d kcache.Digest, v []byte) {
+	if s.opts.ReadOnly {
+		return
+	}
+	sum := sha1.Sum(v)
+	r, err := s.script(ctx, removeIf, []string{s.names.value(d)}, hex.EncodeToString(sum[:]))
+	if err != nil {
+		s.log.Debug("kcache: rejected remote entry not removed", "key", d, "err", err)
+		return
+	}
+	if r == 1 {
+		s.log.Debug("kcache: rejected remote entry removed", "key", d)
+	}
+}
+
+// removeIf deletes KEYS[1] if its value's SHA-1 is ARGV[1]. The SHA-1
+// only names the value seen, as the script's own hash function; the value
+// was already rejected, so nothing trusts it.
+var removeIf = goredis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and redis.sha1hex(v) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`)
+
 // warnRejected logs the first rejected value as a warning and the rest at
-// debug level. The value stays: the reader may be the one with the wrong
-// secret, and deleting would let any misconfigured client wipe the fleet's
-// cache.
+// debug level.
 func (s *Store) warnRejected(d kcache.Digest, err error) {
 	if s.rejected.CompareAndSwap(false, true) {
-		s.log.Warn("kcache: remote entry rejected; building instead", "where", s.where, "key", d, "err", err)
+		s.log.Warn("kcache: remote entry rejected; removing it and building instead", "where", s.where, "key", d, "err", err)
 		return
 	}
 	s.log.Debug("kcache: remote entry rejected", "key", d, "err", err)
@@ -176,17 +247,18 @@ func (s *Store) Delete(ctx context.Context, key *kcache.Key) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	if err := s.client.Del(ctx, valueKey(key.Digest())).Err(); err != nil {
+	if err := s.client.Del(ctx, s.names.value(key.Digest())).Err(); err != nil {
 		return s.failed("delete", err, s.opts.Timeout)
 	}
 	s.brk.succeed()
 	return nil
 }
 
-// TierStats reports the failures of background writes, which no caller
-// sees.
+// TierStats reports what became of background writes, which no caller
+// sees: failures, drops, and values found already stored.
 func (s *Store) TierStats() kcache.TierStats {
-	return kcache.TierStats{Errors: s.errors.Load(), Timeouts: s.timeouts.Load()}
+	return kcache.TierStats{Errors: s.errors.Load(), Timeouts: s.timeouts.Load(),
+		Dropped: s.dropped.Load(), Existed: s.existed.Load()}
 }
 
 // Close writes what is queued, waits for leases being released, and closes
@@ -196,7 +268,7 @@ func (s *Store) Close(ctx context.Context) error {
 	errFlush := s.w.close(ctx)
 	s.closed.Do(func() { close(s.done) })
 	done := make(chan struct{})
-	go func() { s.leases.Wait(); close(done) }()
+	go func() { s.tasks.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():

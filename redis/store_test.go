@@ -53,9 +53,10 @@ func TestTwoNodes(t *testing.T) {
 	}
 }
 
-// TestRejectedAndRebuilt: a tampered value, an unsigned one and one signed
-// with another secret are each rejected, counted and rebuilt; the reader
-// leaves them in place.
+// TestRejectedAndRebuilt: a tampered value is rejected, counted, removed
+// and rebuilt, and the rebuild's value takes its place. Values of an
+// unsigned writer and of one with another secret live under other names:
+// the reader does not see them, builds, and leaves them alone.
 func TestRejectedAndRebuilt(t *testing.T) {
 	srv := startServer(t)
 	rc := srv.client()
@@ -76,7 +77,7 @@ func TestRejectedAndRebuilt(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.close(t)
-			vk := valueKey(key.Digest())
+			vk := namesFor(tc.writer.Secret).value(key.Digest())
 			if tc.tamper {
 				v, err := rc.Get(bg, vk).Bytes()
 				if err != nil {
@@ -94,16 +95,26 @@ func TestRejectedAndRebuilt(t *testing.T) {
 			if err != nil || res.Outcome != kcache.OutcomeBuilt || b.runs.Load() != 1 {
 				t.Fatalf("GetOrBuild = %v, %v after %d builds; want one build", res.Outcome, err, b.runs.Load())
 			}
-			if s := r.cache.Stats(); s.Remote.Rejected != 1 {
-				t.Errorf("remote stats %+v, want 1 rejected", s.Remote)
+			r.close(t)
+			wantRejected := int64(0)
+			if tc.tamper {
+				wantRejected = 1
 			}
-			if !strings.Contains(logs.String(), "remote entry rejected") {
-				t.Errorf("no warning logged: %q", logs.String())
+			if s := r.cache.Stats(); s.Remote.Rejected != wantRejected {
+				t.Errorf("remote stats %+v, want %d rejected", s.Remote, wantRejected)
 			}
-			// The reader's lease saw the (bad) value and did not overwrite
-			// it, and nothing deleted it.
-			if now, _ := rc.Get(bg, vk).Bytes(); string(now) != string(stored) {
-				t.Errorf("the reader changed the rejected value")
+			if tc.tamper != strings.Contains(logs.String(), "remote entry rejected") {
+				t.Errorf("logs: %q", logs.String())
+			}
+			now, _ := rc.Get(bg, vk).Bytes()
+			if tc.tamper == (string(now) == string(stored)) {
+				t.Errorf("value changed: %v; want it replaced only if tampered", string(now) != string(stored))
+			}
+			if tc.tamper {
+				c := newNode(t, srv.url(), "", Options{Secret: secret})
+				if res, err := c.cache.GetOrBuild(bg, key, nil); err != nil || res.Outcome != kcache.OutcomeRemote {
+					t.Errorf("after the rebuild: %v, %v; want a remote hit", res.Outcome, err)
+				}
 			}
 		})
 	}
@@ -132,7 +143,7 @@ func TestReadOnly(t *testing.T) {
 	}
 	ro.close(t)
 	keys, err := rc.Keys(bg, "*").Result()
-	if err != nil || len(keys) != 1 || keys[0] != valueKey(testKey(1).Digest()) {
+	if err != nil || len(keys) != 1 || keys[0] != unsigned.value(testKey(1).Digest()) {
 		t.Errorf("keys after the read-only client: %q, %v; want only key 1's value", keys, err)
 	}
 }
@@ -147,7 +158,7 @@ func TestTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.close(t)
-	vk := valueKey(key.Digest())
+	vk := unsigned.value(key.Digest())
 	if ttl := rc.PTTL(bg, vk).Val(); ttl <= 0 || ttl > time.Hour {
 		t.Fatalf("TTL after a write = %v, want up to an hour", ttl)
 	}
@@ -156,6 +167,7 @@ func TestTTL(t *testing.T) {
 	if _, err := n2.cache.Get(bg, key); err != nil {
 		t.Fatal(err)
 	}
+	n2.close(t) // the renewal runs in the background; Close waits for it
 	if ttl := rc.PTTL(bg, vk).Val(); ttl <= time.Minute {
 		t.Errorf("TTL after a hit = %v, want it renewed to an hour", ttl)
 	}
@@ -231,7 +243,7 @@ func TestLeaseReleasedOnlyByHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lk := leaseKey(key.Digest())
+	lk := unsigned.lease(key.Digest())
 	// A dies without releasing: stop its renewals by expiring the lease by
 	// hand and letting b take it.
 	rc.Del(bg, lk)
@@ -248,8 +260,9 @@ func TestLeaseReleasedOnlyByHolder(t *testing.T) {
 	}
 	unlockB()
 	b.close(t)
-	if n := rc.Exists(bg, lk).Val(); n != 0 {
-		t.Errorf("lease still there after its holder released it")
+	// b built nothing: the lease holds the failure marker, not b's token.
+	if v := rc.Get(bg, lk).Val(); v != "" && v != failedMarker {
+		t.Errorf("lease %q after its holder released it, want none or the failure marker", v)
 	}
 }
 
@@ -260,7 +273,7 @@ func TestLeaseExpiresWhenHolderStops(t *testing.T) {
 	rc := srv.client()
 	key := testKey(1)
 	// A holder that died: its lease is there, and nobody renews it.
-	rc.Set(bg, leaseKey(key.Digest()), "dead holder", 300*time.Millisecond)
+	rc.Set(bg, unsigned.lease(key.Digest()), "dead holder", 300*time.Millisecond)
 	n := newNode(t, srv.url(), "", Options{})
 	b := &builder{size: 10}
 	r, err := n.cache.GetOrBuild(bg, key, b.build(key))
@@ -275,7 +288,7 @@ func TestWaitBounded(t *testing.T) {
 	srv := startServer(t)
 	rc := srv.client()
 	key := testKey(1)
-	rc.Set(bg, leaseKey(key.Digest()), "hung holder", time.Hour)
+	rc.Set(bg, unsigned.lease(key.Digest()), "hung holder", time.Hour)
 	n := newNode(t, srv.url(), "", Options{BuildWait: 200 * time.Millisecond})
 	_, err := n.remote.Lock(bg, key)
 	if !errors.Is(err, ErrWaitTimeout) {
@@ -294,7 +307,7 @@ func TestACLUsers(t *testing.T) {
 	srv := startServer(t)
 	rc := srv.client()
 	for _, user := range [][]any{
-		{"ACL", "SETUSER", "writer", "on", ">wpass", "~kcache:*", "+get", "+getex", "+set", "+del", "+exists", "+pexpire", "+eval", "+evalsha", "+ping"},
+		{"ACL", "SETUSER", "writer", "on", ">wpass", "~kcache:*", "+get", "+pttl", "+set", "+del", "+exists", "+pexpire", "+eval", "+evalsha", "+ping"},
 		{"ACL", "SETUSER", "reader", "on", ">rpass", "~kcache:*", "+get"},
 	} {
 		if err := rc.Do(bg, user...).Err(); err != nil {

@@ -15,6 +15,8 @@ type job struct {
 	digest kcache.Digest
 	rec    []byte // the key's canonical encoding
 	entry  kcache.Entry
+	value  []byte        // the encoded value, when encoded on enqueue; else nil
+	cost   int64         // the bytes it holds against Options.QueueBytes
 	done   chan struct{} // closed once the write is over, sent or not
 }
 
@@ -24,8 +26,12 @@ type job struct {
 const writerCount = 2
 
 // writer sends queued writes in the background. Its queue is bounded in
-// entries and bytes; a write that does not fit is dropped, since a build's
-// caller must never wait on the remote tier.
+// entries and bytes; a write that does not fit is dropped and counted,
+// since a build's caller must never wait on the remote tier. A binary is
+// charged its own length, an upper bound of its value's (the writers
+// compress it), except one that would not fit that way: it is encoded at
+// once and charged what it will hold, so that a large binary that
+// compresses well (300 MiB of zeros is 34 KB) is sent rather than dropped.
 type writer struct {
 	s      *Store
 	queue  chan job
@@ -50,21 +56,39 @@ func newWriter(s *Store) *writer {
 
 // enqueue queues j, or drops it when the queue is full or closed.
 func (w *writer) enqueue(j job) {
-	n := int64(len(j.entry.Binary))
+	j.cost = int64(len(j.entry.Binary))
+	if w.bytes.Load()+j.cost > w.s.opts.QueueBytes && w.open() && j.cost <= maxBinary {
+		j.value = w.s.codec.encode(j.digest, j.rec, j.entry)
+		j.cost, j.entry.Binary = int64(len(j.value)), nil
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed || w.bytes.Load()+n > w.s.opts.QueueBytes {
-		w.s.log.Debug("kcache: remote write dropped: queue full or closed", "key", j.digest)
+	if w.closed || w.bytes.Load()+j.cost > w.s.opts.QueueBytes {
+		w.drop(j, "queue full or closed")
 		return
 	}
 	j.done = make(chan struct{})
 	select {
 	case w.queue <- j:
-		w.bytes.Add(n)
+		w.bytes.Add(j.cost)
 		w.pending[j.digest] = j.done
 	default:
-		w.s.log.Debug("kcache: remote write dropped: queue full", "key", j.digest)
+		w.drop(j, "queue full")
 	}
+}
+
+// open reports whether the writer takes writes and the server is not
+// being skipped: only then is a value worth encoding on the caller's time.
+func (w *writer) open() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.closed && w.s.brk.allow() == nil
+}
+
+// drop counts a write not queued.
+func (w *writer) drop(j job, why string) {
+	w.s.dropped.Add(1)
+	w.s.log.Debug("kcache: remote write dropped: "+why, "key", j.digest, "bytes", j.cost)
 }
 
 // written returns a channel closed once no write of digest is queued or in
@@ -83,7 +107,7 @@ func (w *writer) written(d kcache.Digest) <-chan struct{} {
 func (w *writer) run() {
 	for j := range w.queue {
 		w.write(j)
-		w.bytes.Add(-int64(len(j.entry.Binary)))
+		w.bytes.Add(-j.cost)
 		w.mu.Lock()
 		if w.pending[j.digest] == j.done {
 			delete(w.pending, j.digest)
@@ -98,17 +122,25 @@ func (w *writer) run() {
 func (w *writer) write(j job) {
 	s := w.s
 	if s.brk.allow() != nil || w.ctx.Err() != nil {
+		s.dropped.Add(1) // the server is being skipped, or the flush ran out
 		return
 	}
-	v := s.codec.encode(j.digest, j.rec, j.entry)
+	v := j.value
+	if v == nil {
+		v = s.codec.encode(j.digest, j.rec, j.entry)
+	}
 	ctx, cancel := context.WithTimeout(w.ctx, s.opts.WriteTimeout)
 	defer cancel()
-	// NX: a value already there is kept, even one this process rejects.
-	// A reader may hold the wrong secret, and must not replace the fleet's
-	// values with its own.
-	err := s.client.SetNX(ctx, valueKey(j.digest), v, s.opts.TTL).Err()
+	// NX: a value already there is kept. It is another machine's build of
+	// the same key, or one a reader rejects, and a reader removes those
+	// itself (Store.discard), by compare-and-delete: a write must not
+	// replace a value it has not checked.
+	set, err := s.client.SetNX(ctx, s.names.value(j.digest), v, s.opts.TTL).Result()
 	if err == nil {
 		s.brk.succeed()
+		if !set {
+			s.existed.Add(1)
+		}
 		return
 	}
 	s.errors.Add(1)

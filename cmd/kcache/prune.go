@@ -30,21 +30,24 @@ func newPruneCmd() *cobra.Command {
 		Use:   "prune [--max-size SIZE] [--older-than AGE] [--dry-run] [--json]",
 		Short: "Remove least recently used entries",
 		Long: `Remove entries unused for longer than --older-than, then the least recently
-used ones until the cache fits in --max-size. With neither flag, apply the
-configured limits (KCACHE_MAX_SIZE and KCACHE_THRESHOLD). --dry-run lists what
-would go and removes nothing.`,
+used ones until the cache fits in --max-size. --max-size also stores SIZE in the
+cache as its own limit, which a process's smaller KCACHE_MAX_SIZE no longer
+lowers (--max-size 0 removes it). With neither flag, apply the configured
+limits (the cache's stored limit or KCACHE_MAX_SIZE, whichever is larger, and
+KCACHE_THRESHOLD). --dry-run lists what would go and removes nothing.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			io := newStreams(cmd)
 			io.exactBytes = exact
-			if !cmd.Flags().Changed("max-size") && !cmd.Flags().Changed("older-than") {
+			configured := !cmd.Flags().Changed("max-size") && !cmd.Flags().Changed("older-than")
+			if configured {
 				cfg, err := configFromEnv()
 				if err != nil {
 					return err
 				}
-				o.MaxSize, o.OlderThan = cfg.MaxSize, cfg.AgeThreshold
+				o.OlderThan = cfg.AgeThreshold
 			}
-			return runPrune(cmd.Context(), io, o, asJSON)
+			return runPrune(cmd.Context(), io, o, asJSON, configured, cmd.Flags().Changed("max-size"))
 		},
 	}
 	f := cmd.Flags()
@@ -56,10 +59,20 @@ would go and removes nothing.`,
 	return cmd
 }
 
-func runPrune(ctx context.Context, io *streams, o disk.PruneOptions, asJSON bool) error {
+// runPrune prunes as o says. configured takes the size from the store's
+// limit; store keeps o.MaxSize as the cache's limit.
+func runPrune(ctx context.Context, io *streams, o disk.PruneOptions, asJSON, configured, store bool) error {
 	st, err := openStore()
 	if err != nil {
 		return err
+	}
+	if configured {
+		o.MaxSize = st.MaxSize()
+	}
+	if store && !o.DryRun {
+		if err := st.SetMaxSize(ctx, o.MaxSize); err != nil {
+			return err
+		}
 	}
 	r, err := st.Prune(ctx, o)
 	if err != nil {

@@ -20,6 +20,10 @@ type statsJSON struct {
 	Damaged  int           `json:"damaged"`  // slots missing their record or binary
 	Devices  []groupJSON   `json:"devices"`
 	Counters disk.Counters `json:"counters"`
+
+	// StoredMaxSize is the limit kept in the cache (kcache prune
+	// --max-size); 0: none, each process's KCACHE_MAX_SIZE applies.
+	StoredMaxSize int64 `json:"stored_max_size"`
 }
 
 type groupJSON struct {
@@ -66,6 +70,7 @@ func runStats(ctx context.Context, io *streams, asJSON, zero bool) error {
 	}
 	out := statsJSON{Dir: st.Dir(), Entries: sum.Entries, Bytes: sum.Bytes, MaxSize: sum.MaxSize,
 		Damaged: sum.Damaged, Devices: []groupJSON{}, Counters: counters}
+	out.StoredMaxSize, _ = st.StoredMaxSize()
 	for _, g := range sum.Groups {
 		out.Devices = append(out.Devices, groupJSON(g))
 	}
@@ -87,6 +92,9 @@ func printStats(io *streams, s statsJSON) error {
 	fmt.Fprintf(w, "entries\t%d\n", s.Entries)
 	if s.MaxSize > 0 {
 		fmt.Fprintf(w, "size\t%s of %s (%.0f%%)\n", io.size(s.Bytes), io.size(s.MaxSize), 100*float64(s.Bytes)/float64(s.MaxSize))
+		if s.StoredMaxSize > 0 {
+			fmt.Fprintf(w, "limit\t%s stored in the cache (kcache prune --max-size)\n", io.size(s.StoredMaxSize))
+		}
 	} else {
 		fmt.Fprintf(w, "size\t%s (no limit)\n", io.size(s.Bytes))
 	}
@@ -106,9 +114,16 @@ func printStats(io *streams, s statsJSON) error {
 	if c.DiskErrors > 0 {
 		fmt.Fprintf(w, "disk errors\t%d\n", c.DiskErrors)
 	}
+	if c.DiskDropped > 0 {
+		fmt.Fprintf(w, "not stored\t%d (the cache at its ceiling while eviction ran)\n", c.DiskDropped)
+	}
 	if r := c.RemoteHits + c.RemoteMisses + c.RemoteErrors + c.RemoteRejected; r > 0 {
 		fmt.Fprintf(w, "remote\t%d hits (%d waited for another machine's build), %d misses, %d errors (%d timeouts), %d rejected\n",
 			c.RemoteHits, c.RemoteWaited, c.RemoteMisses, c.RemoteErrors, c.RemoteTimeouts, c.RemoteRejected)
+	}
+	if c.RemoteDropped+c.RemoteExisted > 0 {
+		fmt.Fprintf(w, "remote writes\t%d dropped (queue full, or server skipped), %d found a value already stored\n",
+			c.RemoteDropped, c.RemoteExisted)
 	}
 	if err := w.Flush(); err != nil {
 		return err
