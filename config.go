@@ -3,7 +3,6 @@ package kcache
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -306,15 +305,11 @@ func ParseFraction(s string) (float64, error) {
 // reach logs with.
 func shownValue(name, v string) string {
 	switch name {
-	case EnvRemoteSecret:
+	case EnvRemoteSecret, EnvRemote:
+		// A URL that failed to parse cannot say where its password is
+		// ("redis://user:/pw@host" reads as host "user:" and path
+		// "/pw@host"), so no part of it is shown.
 		return "(hidden)"
-	case EnvRemote:
-		// Only a URL with a host can say where its password is; anything
-		// else might be one.
-		if u, err := url.Parse(strings.TrimSpace(v)); err == nil && u.Host != "" {
-			return u.Redacted()
-		}
-		return "(hidden: not a URL with a host)"
 	}
 	return v
 }

@@ -162,7 +162,7 @@ func TestConfigReportsAllErrors(t *testing.T) {
 // TestConfigErrorHidesSecrets: an error about KCACHE_REMOTE names the
 // variable and what is wrong, but never prints a password.
 func TestConfigErrorHidesSecrets(t *testing.T) {
-	for _, v := range []string{"http://user:hunter2@cache:6379", "user:hunter2@cache", "%zz:hunter2"} {
+	for _, v := range []string{"http://user:hunter2@cache:6379", "user:hunter2@cache", "%zz:hunter2", "REDIS://user:/hunter2@host/0"} {
 		_, err := ConfigFromGetenv(envOf(map[string]string{EnvRemote: v}))
 		if err == nil || !strings.Contains(err.Error(), EnvRemote) {
 			t.Fatalf("%q: want an error naming %s, got %v", v, EnvRemote, err)
