@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/cuda"
@@ -12,21 +11,21 @@ import (
 // runCUDABuild is `kcache build --backend cuda`: each CUDA C++ file
 // compiled through the cache for the selected GPU, reported as the OpenCL
 // build reports.
-func runCUDABuild(ctx context.Context, out io.Writer, files []string, in buildInput, device int, asJSON bool) error {
+func runCUDABuild(ctx context.Context, ios *streams, files []string, in buildInput, device int, asJSON bool) error {
 	sess, err := openCUDASession(device)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
 	opts := deps.SplitOptions(in.options)
-	return buildFiles(out, files, asJSON, func(f string) buildReport { return buildCUDAOne(ctx, sess, f, opts, in.depends) })
+	return buildFiles(ios, files, asJSON, func(f string) buildReport { return buildCUDAOne(ctx, sess, f, opts, in.depends) })
 }
 
 func buildCUDAOne(ctx context.Context, sess *cudaSession, file string, opts, depends []string) buildReport {
 	source := func(code []byte) cuda.Source {
 		return cuda.Source{Code: code, Path: file, Options: opts, Depends: depends}
 	}
-	return buildFile(sess.bins, file, func(code []byte) (string, string, error) {
+	return buildFile(ctx, sess.store, file, func(code []byte) (string, string, error) {
 		m, err := sess.cache.Module(ctx, source(code))
 		if err != nil {
 			return "", "", err

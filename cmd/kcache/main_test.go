@@ -115,12 +115,12 @@ func TestBuildErrorExitsOne(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit status %d, want 1", code)
 	}
-	if len(reports) != 3 || !strings.Contains(reports[0].Error, "no_such_symbol") || reports[0].Outcome != "built" ||
+	if len(reports) != 3 || !strings.Contains(reports[0].Error, "no_such_symbol") || reports[0].Outcome != "failed" ||
 		reports[1].Outcome != "built" || reports[1].Error != "" {
 		t.Fatalf("reports %+v", reports)
 	}
 	// The second request for the broken file gets the kept error: no compile.
-	if reports[2].Outcome != "memory" || reports[2].Error != reports[0].Error || reports[2].Digest != reports[0].Digest {
+	if reports[2].Outcome != "failed" || reports[2].Error != reports[0].Error || reports[2].Digest != reports[0].Digest {
 		t.Errorf("kept error: %+v", reports[2])
 	}
 }

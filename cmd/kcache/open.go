@@ -3,20 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/opencl"
-	"github.com/kcache/kcache/tiers"
 )
-
-// openCache opens the binary tiers the configuration asks for (disk, and
-// remote when KCACHE_REMOTE is set). A tier that cannot be opened is a
-// warning: the builds go on without it.
-func openCache(cfg kcache.Config, log *slog.Logger) *kcache.Cache {
-	return tiers.Open(cfg, log)
-}
 
 // selectDevice returns device n of every OpenCL device, in platform order.
 func selectDevice(n int) (opencl.Device, error) {
@@ -37,6 +28,7 @@ type session struct {
 	dev   opencl.Device
 	cl    *opencl.Context
 	bins  *kcache.Cache
+	store *storage // where bins stores, to check that it did
 	cache *opencl.Cache
 }
 
@@ -55,9 +47,9 @@ func openSession(n int, commitDelay time.Duration) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	bins := openCache(cfg, logger(cfg.Debug || cfg.Trace))
+	bins, store := openCache(cfg, logger(cfg.Debug || cfg.Trace))
 	cache := opencl.NewCache(cl, bins, opencl.CacheOptions{CommitDelay: commitDelay})
-	return &session{dev: dev, cl: cl, bins: bins, cache: cache}, nil
+	return &session{dev: dev, cl: cl, bins: bins, store: store, cache: cache}, nil
 }
 
 // closeWait bounds how long a command waits, as it exits, for the remote

@@ -52,6 +52,7 @@ binaries, so that a process loading them compiles nothing.`,
 				return usageError{err}
 			}
 			o.options = strings.TrimSpace(o.options + includeOptions(includes))
+			defer captureStderr()() // before newStreams, which takes os.Stderr
 			return runWarm(cmd.Context(), newStreams(cmd), a, o)
 		},
 	}
@@ -106,7 +107,7 @@ func runWarm(ctx context.Context, ios *streams, paths []string, o warmOptions) e
 	close(next)
 	wg.Wait()
 	bar.Finish()
-	return warmSummary(ios, reports, o.json)
+	return warmSummary(ios, reports, sess.store.where(), o.json)
 }
 
 // newBar returns a progress bar on w, or one that draws nothing when
@@ -123,32 +124,38 @@ func newBar(w io.Writer, n int, visible bool) *progressbar.ProgressBar {
 	)
 }
 
-// warmSummary prints the failures and a count of outcomes, and returns
-// the exit status.
-func warmSummary(ios *streams, reports []buildReport, asJSON bool) error {
+// warmSummary prints the failures and a count of outcomes and of the
+// binaries stored, and returns the exit status: 1 when a build failed or
+// a binary that built was not stored.
+func warmSummary(ios *streams, reports []buildReport, where string, asJSON bool) error {
 	counts := map[string]int{}
-	failed := 0
+	stored := 0
 	for _, r := range reports {
-		if r.Error != "" {
-			failed++
-			if !asJSON {
-				fmt.Fprintf(ios.out, "%s: error\n%s\n", r.File, indent(r.Error))
-			}
-			continue
-		}
 		counts[r.Outcome]++
+		if r.Stored {
+			stored++
+		}
+		if r.Error != "" && !asJSON {
+			fmt.Fprintf(ios.out, "%s: error\n%s\n", r.File, indent(r.Error))
+		}
 	}
 	var parts []string
-	for _, o := range []string{"built", "waited", "disk", "remote", "memory"} {
+	for _, o := range []string{"built", "waited", "disk", "remote", "memory", outcomeFailed} {
 		if counts[o] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
 		}
 	}
-	if failed > 0 {
-		parts = append(parts, fmt.Sprintf("%d failed", failed))
+	kept := "none stored"
+	if where != "" {
+		kept = fmt.Sprintf("%d stored in %s", stored, where)
 	}
-	fmt.Fprintf(ios.errOut, "warmed %d files: %s\n", len(reports), strings.Join(parts, ", "))
-	if failed > 0 {
+	fmt.Fprintf(ios.errOut, "warmed %s: %s; %s\n", plural(len(reports), "file"), strings.Join(parts, ", "), kept)
+	failed := counts[outcomeFailed] > 0
+	if err := notStoredError(reports); err != nil {
+		printError(ios.errOut, err)
+		failed = true
+	}
+	if failed {
 		return exitError{exitFailure}
 	}
 	return nil
