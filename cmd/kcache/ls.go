@@ -76,18 +76,10 @@ func runLs(ctx context.Context, io *streams, o lsOptions) error {
 	}
 	now := time.Now()
 	var entries []*disk.Info
-	damaged := 0
-	var mu sync.Mutex // protects entries and damaged
-	err = st.WalkParallel(ctx, func(in disk.Info) error {
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case in.Err != nil:
-			damaged++
-		case o.keeps(&in, now):
-			entries = append(entries, &in)
+	damaged, err := walkEntries(ctx, st, func(in *disk.Info) {
+		if o.keeps(in, now) {
+			entries = append(entries, in)
 		}
-		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("reading the cache: %w", err)
@@ -98,7 +90,7 @@ func runLs(ctx context.Context, io *streams, o lsOptions) error {
 		return cmp.Or(lsSorts[o.sort](a, b), cmp.Compare(a.Dir, b.Dir), cmp.Compare(a.Slot, b.Slot))
 	})
 	if damaged > 0 {
-		fmt.Fprintf(io.errOut, "kcache: %d damaged entries not listed; run kcache verify --repair\n", damaged)
+		fmt.Fprintf(io.errOut, "kcache: %s not listed; run kcache verify --repair\n", plural(damaged, "damaged entry"))
 	}
 	if o.json {
 		return writeEntriesJSON(io.out, entries)

@@ -17,9 +17,10 @@ type statsJSON struct {
 	Entries  int           `json:"entries"`
 	Bytes    int64         `json:"bytes"`
 	MaxSize  int64         `json:"max_size"` // 0: no size limit
-	Damaged  int           `json:"damaged"`  // slots missing their record or binary
+	Damaged  int           `json:"damaged"`  // slots failing the checks that read no binary (walkEntries)
 	Devices  []groupJSON   `json:"devices"`
 	Counters disk.Counters `json:"counters"`
+	HitRate  float64       `json:"hit_rate"` // hits / (hits + misses), 0 to 1; see hitRate
 }
 
 type groupJSON struct {
@@ -56,7 +57,7 @@ func runStats(ctx context.Context, io *streams, asJSON, zero bool) error {
 	if err != nil {
 		return err
 	}
-	sum, err := st.Summarize(ctx)
+	sum, err := summarize(ctx, st)
 	if err != nil {
 		return fmt.Errorf("reading the cache: %w", err)
 	}
@@ -65,7 +66,7 @@ func runStats(ctx context.Context, io *streams, asJSON, zero bool) error {
 		fmt.Fprintf(io.errOut, "kcache: %v; run kcache stats --zero to start the counters afresh\n", err)
 	}
 	out := statsJSON{Dir: st.Dir(), Entries: sum.Entries, Bytes: sum.Bytes, MaxSize: sum.MaxSize,
-		Damaged: sum.Damaged, Devices: []groupJSON{}, Counters: counters}
+		Damaged: sum.Damaged, Devices: []groupJSON{}, Counters: counters, HitRate: hitRate(counters)}
 	for _, g := range sum.Groups {
 		out.Devices = append(out.Devices, groupJSON(g))
 	}
@@ -93,13 +94,13 @@ func printStats(io *streams, s statsJSON) error {
 	if s.Damaged > 0 {
 		fmt.Fprintf(w, "damaged\t%d (run kcache verify --repair)\n", s.Damaged)
 	}
-	hits := c.MemoryHits + c.DiskHits + c.RemoteHits
-	fmt.Fprintf(w, "hits\t%d (memory %d, disk %d, remote %d)\n", hits, c.MemoryHits, c.DiskHits, c.RemoteHits)
+	fmt.Fprintf(w, "hits\t%d (memory %d, disk %d, remote %d; %d waited for a build)\n", hits(c), c.MemoryHits, c.DiskHits, c.RemoteHits, c.Waited)
 	fmt.Fprintf(w, "misses\t%d\n", c.Misses)
-	if hits+c.Misses > 0 {
-		fmt.Fprintf(w, "hit rate\t%.1f%%\n", 100*float64(hits)/float64(hits+c.Misses))
+	if hits(c)+c.Misses > 0 {
+		fmt.Fprintf(w, "hit rate\t%.1f%%\n", 100*s.HitRate)
 	}
-	fmt.Fprintf(w, "builds\t%d (%d failed; %d hits waited for a build)\n", c.Builds+c.FailedBuilds, c.FailedBuilds, c.Waited)
+	fmt.Fprintf(w, "builds\t%d\n", c.Builds)
+	fmt.Fprintf(w, "failed builds\t%d\n", c.FailedBuilds)
 	fmt.Fprintf(w, "build time\t%s\n", duration(c.BuildTime))
 	fmt.Fprintf(w, "build time saved\t%s\n", duration(c.SavedTime))
 	fmt.Fprintf(w, "evictions\t%d (%s)\n", c.Evictions, io.size(c.EvictedBytes))
@@ -123,4 +124,16 @@ func printStats(io *streams, s statsJSON) error {
 		fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", g.Device, cell(g.Compiler, io.tty), g.Entries, io.size(g.Bytes))
 	}
 	return w.Flush()
+}
+
+// hits counts the lookups a tier answered: the same sum in both outputs.
+func hits(c disk.Counters) int64 { return c.MemoryHits + c.DiskHits + c.RemoteHits }
+
+// hitRate is the share of lookups a tier answered, hits / (hits + misses),
+// where a miss is a lookup that ran the compiler; 0 before any lookup.
+func hitRate(c disk.Counters) float64 {
+	if n := hits(c) + c.Misses; n > 0 {
+		return float64(hits(c)) / float64(n)
+	}
+	return 0
 }
