@@ -29,6 +29,9 @@ type buildReport struct {
 	// process finds it; NotStored says why not, for a build that worked.
 	Stored    bool   `json:"stored"`
 	NotStored string `json:"not_stored,omitempty"`
+	// Specialized lists the --specialize shapes added to an entry that
+	// was cached without them.
+	Specialized []string `json:"specialized,omitempty"`
 	Error     string `json:"error,omitempty"` // the build log, on a build error
 }
 
@@ -61,7 +64,10 @@ work-group functions, and a process that loads it compiles a specialized
 one at each kernel's first launch. --specialize names the specializations
 to compile into the binaries instead, in PoCL's notation: a comma-separated
 list of LOCALX-LOCALY-LOCALZ, each optionally followed by -goffs0 (global
-offset zero) and -smallgrid, e.g. "64-1-1-goffs0-smallgrid,16-16-1-goffs0".`,
+offset zero) and -smallgrid, e.g. "64-1-1-goffs0-smallgrid,16-16-1-goffs0".
+A file already cached without some of them is built again with them (and
+the shapes its entry had), and its entry replaced: the report lists the
+shapes added.`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			if err := checkSpecializations(special); err != nil {
@@ -71,7 +77,7 @@ offset zero) and -smallgrid, e.g. "64-1-1-goffs0-smallgrid,16-16-1-goffs0".`,
 			if err := checkBackend(backend); err != nil {
 				return usageError{err}
 			}
-			in := buildInput{options: opts, depends: depends}
+			in := buildInput{options: opts, depends: depends, specialize: special}
 			defer captureStderr()() // before newStreams, which takes os.Stderr
 			if backend == "cuda" {
 				if special != "" {
@@ -79,7 +85,7 @@ offset zero) and -smallgrid, e.g. "64-1-1-goffs0-smallgrid,16-16-1-goffs0".`,
 				}
 				return runCUDABuild(cmd.Context(), newStreams(cmd), files, in, device, asJSON)
 			}
-			return runBuild(cmd.Context(), newStreams(cmd), files, in, device, special, asJSON)
+			return runBuild(cmd.Context(), newStreams(cmd), files, in, device, asJSON)
 		},
 	}
 	cmd.Flags().StringArrayVarP(&includes, "include", "I", nil, "add `DIR` to the header search path (repeatable)")
@@ -155,14 +161,15 @@ func includeOptions(dirs []string) string {
 
 // buildInput is what every file of one kcache build is built with.
 type buildInput struct {
-	options string
-	depends []string
+	options    string
+	depends    []string
+	specialize string // --specialize: added to entries cached without it
 }
 
-func runBuild(ctx context.Context, ios *streams, files []string, in buildInput, device int, specialize string, asJSON bool) error {
+func runBuild(ctx context.Context, ios *streams, files []string, in buildInput, device int, asJSON bool) error {
 	// Nothing is launched here, so there is nothing to wait for: store
 	// each binary as soon as it is built.
-	sess, restore, err := specializeAfterKey(specialize, func() (*session, error) { return openSession(device, -1) })
+	sess, restore, err := specializeAfterKey(in.specialize, func() (*session, error) { return openSession(device, -1) })
 	if err != nil {
 		return err
 	}
@@ -175,14 +182,26 @@ func buildOne(ctx context.Context, sess *session, file string, in buildInput) bu
 	source := func(code []byte) opencl.Source {
 		return opencl.Source{Code: code, Path: file, Options: in.options, Depends: in.depends}
 	}
-	return buildFile(ctx, sess.store, file, func(code []byte) (string, string, error) {
+	key := func(code []byte) (*kcache.Key, error) { return sess.cache.Key(sess.dev, source(code)) }
+	return buildFile(ctx, sess.store, file, func(code []byte) (buildReport, error) {
 		p, err := sess.cache.Program(ctx, sess.dev, source(code))
 		if err != nil {
-			return "", "", err
+			return buildReport{}, err
 		}
 		defer p.Release()
-		return p.Outcome.String(), p.BlobID().String(), nil
-	}, func(code []byte) (*kcache.Key, error) { return sess.cache.Key(sess.dev, source(code)) })
+		r := buildReport{Outcome: p.Outcome.String(), Digest: p.BlobID().String()}
+		if in.specialize == "" || p.Outcome == kcache.OutcomeBuilt || p.Outcome == kcache.OutcomeMemory {
+			return r, nil
+		}
+		k, err := key(code)
+		if err == nil {
+			r.Specialized, err = specializeEntry(ctx, sess, p, k, source(code), in.specialize)
+		}
+		if err != nil {
+			return r, fmt.Errorf("specializing the cached entry: %w", err)
+		}
+		return r, nil
+	}, key)
 }
 
 // buildFiles builds each file through one and prints its report, as a
@@ -234,7 +253,7 @@ func notStoredError(reports []buildReport) error {
 // where the binary came from and its digest, then checks that store holds
 // the binary. A failure carries the compiler's log where there is one,
 // and the key's digest where key can compute it.
-func buildFile(ctx context.Context, store *storage, file string, build func(code []byte) (outcome, digest string, err error), key func(code []byte) (*kcache.Key, error)) buildReport {
+func buildFile(ctx context.Context, store *storage, file string, build func(code []byte) (buildReport, error), key func(code []byte) (*kcache.Key, error)) buildReport {
 	r := buildReport{File: file, Outcome: outcomeFailed}
 	code, err := os.ReadFile(file)
 	if err != nil {
@@ -242,7 +261,7 @@ func buildFile(ctx context.Context, store *storage, file string, build func(code
 		return r
 	}
 	start := time.Now()
-	outcome, digest, err := build(code)
+	b, err := build(code)
 	r.MS = float64(time.Since(start).Microseconds()) / 1000
 	k, kerr := key(code)
 	if err != nil {
@@ -255,7 +274,7 @@ func buildFile(ctx context.Context, store *storage, file string, build func(code
 		}
 		return r
 	}
-	r.Outcome, r.Digest = outcome, digest
+	r.Outcome, r.Digest, r.Specialized = b.Outcome, b.Digest, b.Specialized
 	if kerr != nil {
 		r.NotStored = fmt.Sprintf("its key cannot be computed again: %v", kerr)
 		return r
@@ -287,8 +306,11 @@ func printReport(out io.Writer, r buildReport, asJSON bool) error {
 		return err
 	}
 	note := ""
+	if len(r.Specialized) > 0 {
+		note = "  (specialized " + strings.Join(r.Specialized, ",") + ")"
+	}
 	if !r.Stored {
-		note = "  (not stored)"
+		note += "  (not stored)"
 	}
 	_, err := fmt.Fprintf(out, "%-8s %9.1f ms  %.16s  %s%s\n", r.Outcome, r.MS, r.Digest, r.File, note)
 	return err

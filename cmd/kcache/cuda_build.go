@@ -25,12 +25,12 @@ func buildCUDAOne(ctx context.Context, sess *cudaSession, file string, opts, dep
 	source := func(code []byte) cuda.Source {
 		return cuda.Source{Code: code, Path: file, Options: opts, Depends: depends}
 	}
-	return buildFile(ctx, sess.store, file, func(code []byte) (string, string, error) {
+	return buildFile(ctx, sess.store, file, func(code []byte) (buildReport, error) {
 		m, err := sess.cache.Module(ctx, source(code))
 		if err != nil {
-			return "", "", err
+			return buildReport{}, err
 		}
 		defer m.Release()
-		return m.Outcome.String(), m.Digest().String(), nil
+		return buildReport{Outcome: m.Outcome.String(), Digest: m.Digest().String()}, nil
 	}, func(code []byte) (*kcache.Key, error) { return sess.cache.Key(ctx, source(code)) })
 }

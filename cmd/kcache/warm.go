@@ -80,7 +80,7 @@ func runWarm(ctx context.Context, ios *streams, paths []string, o warmOptions) e
 	}
 	defer restore()
 	defer sess.Close()
-	in := buildInput{options: o.options, depends: o.depends}
+	in := buildInput{options: o.options, depends: o.depends, specialize: o.specialize}
 	bar := newBar(ios.errOut, len(files), !o.json && ios.errTTY)
 	reports := make([]buildReport, len(files))
 	var (
