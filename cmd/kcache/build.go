@@ -32,7 +32,7 @@ type buildReport struct {
 	// Specialized lists the --specialize shapes added to an entry that
 	// was cached without them.
 	Specialized []string `json:"specialized,omitempty"`
-	Error     string `json:"error,omitempty"` // the build log, on a build error
+	Error       string   `json:"error,omitempty"` // the build log, on a build error
 }
 
 // outcomeFailed is the outcome of a file that did not build: the compiler
