@@ -93,8 +93,9 @@ func newStreams(cmd *cobra.Command) *streams {
 		tty: isTerminal(cmd.OutOrStdout()), errTTY: isTerminal(cmd.ErrOrStderr())}
 }
 
-// isTerminal reports whether w is a character device: a terminal.
-func isTerminal(w io.Writer) bool {
+// isTerminal reports whether w (a writer or a reader) is a character
+// device: a terminal.
+func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -55,6 +56,10 @@ to standard error).`,
 }
 
 func runExport(ctx context.Context, ios *streams, file string, o *lsOptions, asJSON bool) error {
+	if file == "-" && ios.tty {
+		// As zstd and gzip do: compressed bytes on a screen help no one.
+		return errors.New("refusing to write a compressed bundle to a terminal; redirect standard output (kcache export - > cache.tar.zst) or give a FILE")
+	}
 	st, err := openStore()
 	if err != nil {
 		return err
@@ -74,9 +79,9 @@ func runExport(ctx context.Context, ios *streams, file string, o *lsOptions, asJ
 	if asJSON {
 		return json.NewEncoder(report).Encode(e)
 	}
-	fmt.Fprintf(ios.errOut, "exported %d entries (%s) to %s\n", e.Entries, ios.size(e.Bytes), file)
+	fmt.Fprintf(ios.errOut, "exported %s (%s) to %s\n", plural(e.Entries, "entry"), ios.size(e.Bytes), file)
 	if e.Skipped > 0 {
-		fmt.Fprintf(ios.errOut, "kcache: %d damaged entries left out; run kcache verify --repair\n", e.Skipped)
+		fmt.Fprintf(ios.errOut, "kcache: %s left out; run kcache verify --repair\n", plural(e.Skipped, "damaged entry"))
 	}
 	return nil
 }
