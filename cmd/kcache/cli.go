@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -164,12 +165,42 @@ func duration(d time.Duration) string {
 }
 
 // openStore opens the persistent tier the environment configures, for
-// commands that work on the cache directly.
+// commands that work on the cache directly, creating its directory if
+// need be.
 func openStore() (*disk.Store, error) {
 	cfg, err := configFromEnv()
 	if err != nil {
 		return nil, fmt.Errorf("%w; fix the variable or unset it", err)
 	}
+	return openStoreAt(cfg)
+}
+
+// noCacheError is what openExisting returns when the cache directory does
+// not exist: a command that only reads reports an empty cache rather than
+// create one (with HOME unset or wrong, in a place nobody meant).
+type noCacheError struct{ cfg kcache.Config }
+
+func (e noCacheError) Error() string {
+	return fmt.Sprintf("no cache at %s: nothing has been stored there yet", e.cfg.Dir)
+}
+
+// openExisting opens the persistent tier for a command that only reads
+// it, or returns a noCacheError when its directory does not exist.
+func openExisting() (*disk.Store, error) {
+	cfg, err := configFromEnv()
+	if err != nil {
+		return nil, fmt.Errorf("%w; fix the variable or unset it", err)
+	}
+	if cfg.Dir != "" {
+		if _, err := os.Stat(cfg.Dir); errors.Is(err, fs.ErrNotExist) {
+			return nil, noCacheError{cfg}
+		}
+	}
+	return openStoreAt(cfg)
+}
+
+// openStoreAt opens the persistent tier cfg configures.
+func openStoreAt(cfg kcache.Config) (*disk.Store, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("no cache directory: set KCACHE_DIR to an absolute path (or HOME or XDG_CACHE_HOME)")
 	}

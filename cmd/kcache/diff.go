@@ -36,7 +36,7 @@ environment. IDs are unique prefixes of the IDs kcache ls prints.`,
 }
 
 func runDiff(ctx context.Context, io *streams, id1, id2 string, asJSON bool) error {
-	st, err := openStore()
+	st, err := openExisting()
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,7 @@ func runExport(ctx context.Context, ios *streams, file string, o *lsOptions, asJ
 		// As zstd and gzip do: compressed bytes on a screen help no one.
 		return errors.New("refusing to write a compressed bundle to a terminal; redirect standard output (kcache export - > cache.tar.zst) or give a FILE")
 	}
-	st, err := openStore()
+	st, err := openExisting()
 	if err != nil {
 		return err
 	}

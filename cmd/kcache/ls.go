@@ -70,7 +70,13 @@ it is tab-separated with full IDs.`,
 }
 
 func runLs(ctx context.Context, io *streams, o lsOptions) error {
-	st, err := openStore()
+	st, err := openExisting()
+	if errors.As(err, new(noCacheError)) {
+		if o.json {
+			return writeEntriesJSON(io.out, nil)
+		}
+		return printLs(io, nil, time.Now())
+	}
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ func main() {
 	}
 	root.AddCommand(newBuildCmd(), newDemoCmd(), newDemoPhaseCmd(), newCUDADemoPhaseCmd(), newDemoPrefilledCmd())
 	addCacheCommands(root)
+	keepPoCLCacheOff()
 	cleanup := privatePoCLDir()
 	err := root.Execute()
 	cleanup()
@@ -64,6 +65,18 @@ func printError(w io.Writer, err error) {
 		msg = errorPrefix + msg
 	}
 	fmt.Fprintln(w, msg)
+}
+
+// keepPoCLCacheOff turns PoCL's own kernel cache off for kcache's
+// commands, unless the user set POCL_KERNEL_CACHE: kcache is the cache.
+// Left on, PoCL fills a second cache under ~/.cache/pocl that clear and
+// prune do not manage, and its writes distort build times and the time
+// saved. The variable does not enter keys (keyparts.OpenCLEnv), and the
+// demo sets it for each of its phases.
+func keepPoCLCacheOff() {
+	if _, set := os.LookupEnv("POCL_KERNEL_CACHE"); !set {
+		os.Setenv("POCL_KERNEL_CACHE", "0")
+	}
 }
 
 // privatePoCLDir gives this process a PoCL directory of its own when

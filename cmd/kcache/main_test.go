@@ -275,3 +275,28 @@ func TestMedianRun(t *testing.T) {
 		t.Error("a failed run must not be hidden by the median")
 	}
 }
+
+// TestPoCLCacheKeptOut runs build as a user would, with no PoCL variable
+// set: PoCL's own cache stays empty (kcache is the cache), and the
+// scratch directory the command gives PoCL is gone when it exits.
+func TestPoCLCacheKeptOut(t *testing.T) {
+	requireOpenCL(t)
+	dir := t.TempDir()
+	file := writeKernel(t, dir)
+	home, runtime := t.TempDir(), t.TempDir()
+	cmd := kcacheCmd(t, dir, "build", "--options", "-DFACTOR=2", file)
+	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "POCL_") })
+	cmd.Env = append(cmd.Env, "HOME="+home, "XDG_CACHE_HOME="+filepath.Join(home, ".cache"), "XDG_RUNTIME_DIR="+runtime)
+	if r := runCmd(t, cmd); r.code != 0 {
+		t.Fatalf("build: exit %d\n%s", r.code, r.stderr)
+	}
+	filepath.WalkDir(home, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			t.Errorf("PoCL's cache was written: %s", path)
+		}
+		return nil
+	})
+	if left, _ := os.ReadDir(runtime); len(left) > 0 {
+		t.Errorf("scratch left behind in %s: %v", runtime, left)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/kcache/kcache"
@@ -35,6 +36,20 @@ type session struct {
 // openSession reads the configuration, opens the tiers and a context on
 // device n. commitDelay is the program cache's (see opencl.CacheOptions).
 func openSession(n int, commitDelay time.Duration) (*session, error) {
+	return openSessionWith(n, commitDelay, openCache)
+}
+
+// keySession opens a session on device n that only computes keys: it
+// has no tiers, so it creates no cache directory (why reads the cache
+// through openExisting).
+func keySession(n int) (*session, error) {
+	return openSessionWith(n, -1, func(cfg kcache.Config, log *slog.Logger) (*kcache.Cache, *storage) {
+		return kcache.New(cfg, log), &storage{off: "no tiers"}
+	})
+}
+
+// openSessionWith is openSession with the binary tiers that open opens.
+func openSessionWith(n int, commitDelay time.Duration, open func(kcache.Config, *slog.Logger) (*kcache.Cache, *storage)) (*session, error) {
 	cfg, err := configFromEnv()
 	if err != nil {
 		return nil, err
@@ -47,7 +62,7 @@ func openSession(n int, commitDelay time.Duration) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	bins, store := openCache(cfg, logger(cfg.Debug || cfg.Trace))
+	bins, store := open(cfg, logger(cfg.Debug || cfg.Trace))
 	cache := opencl.NewCache(cl, bins, opencl.CacheOptions{CommitDelay: commitDelay})
 	return &session{dev: dev, cl: cl, bins: bins, store: store, cache: cache}, nil
 }

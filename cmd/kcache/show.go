@@ -73,7 +73,7 @@ kcache ls prints.`,
 }
 
 func runShow(ctx context.Context, io *streams, id string, asJSON bool) error {
-	st, err := openStore()
+	st, err := openExisting()
 	if err != nil {
 		return err
 	}

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/disk"
 	"github.com/spf13/cobra"
 )
@@ -53,7 +55,11 @@ hits per tier, misses, builds, failed builds, evictions and build time saved.
 }
 
 func runStats(ctx context.Context, io *streams, asJSON, zero bool) error {
-	st, err := openStore()
+	st, err := openExisting()
+	var none noCacheError
+	if errors.As(err, &none) {
+		return writeStats(io, emptyStats(none.cfg), asJSON)
+	}
 	if err != nil {
 		return err
 	}
@@ -70,11 +76,7 @@ func runStats(ctx context.Context, io *streams, asJSON, zero bool) error {
 	for _, g := range sum.Groups {
 		out.Devices = append(out.Devices, groupJSON(g))
 	}
-	if asJSON {
-		err = json.NewEncoder(io.out).Encode(out)
-	} else {
-		err = printStats(io, out)
-	}
+	err = writeStats(io, out, asJSON)
 	if err == nil && zero {
 		err = st.ZeroCounters(ctx)
 	}
@@ -136,4 +138,22 @@ func hitRate(c disk.Counters) float64 {
 		return float64(hits(c)) / float64(n)
 	}
 	return 0
+}
+
+// writeStats prints s as JSON or as a table.
+func writeStats(io *streams, s statsJSON, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(io.out).Encode(s)
+	}
+	return printStats(io, s)
+}
+
+// emptyStats is what stats shows for a cache directory that does not
+// exist yet: no entries, no counts, the limit that will apply.
+func emptyStats(cfg kcache.Config) statsJSON {
+	s := statsJSON{Dir: cfg.Dir, Devices: []groupJSON{}}
+	if !cfg.EvictionDisabled {
+		s.MaxSize = cfg.MaxSize
+	}
+	return s
 }

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+
+	"github.com/kcache/kcache/disk"
 
 	"github.com/spf13/cobra"
 )
@@ -48,13 +51,17 @@ The exit status is 1 if damage was found and not repaired.`,
 }
 
 func runVerify(ctx context.Context, io *streams, repair, asJSON bool) error {
-	st, err := openStore()
-	if err != nil {
+	var r disk.Report
+	st, err := openExisting()
+	switch {
+	case errors.As(err, new(noCacheError)):
+		// Nothing to check: an empty report.
+	case err != nil:
 		return err
-	}
-	r, err := st.Verify(ctx, repair)
-	if err != nil {
-		return fmt.Errorf("verifying the cache: %w", err)
+	default:
+		if r, err = st.Verify(ctx, repair); err != nil {
+			return fmt.Errorf("verifying the cache: %w", err)
+		}
 	}
 	v := verifyJSON{
 		Checked: r.Entries + r.Damaged + r.Incomplete, OK: r.Entries, Corrupt: r.Damaged + r.Incomplete,

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -67,11 +68,11 @@ func runWhy(ctx context.Context, io *streams, file, options string, device int, 
 	if err != nil {
 		return fmt.Errorf("%w; give the path of an OpenCL C file", err)
 	}
-	st, err := openStore()
-	if err != nil {
+	st, err := openExisting()
+	if err != nil && !errors.As(err, new(noCacheError)) {
 		return err
 	}
-	sess, err := openSession(device, -1)
+	sess, err := keySession(device)
 	if err != nil {
 		return err
 	}
@@ -80,9 +81,14 @@ func runWhy(ctx context.Context, io *streams, file, options string, device int, 
 	if err != nil {
 		return fmt.Errorf("computing the key of %s: %w; check its #include lines and -I directories", file, err)
 	}
-	hit, near, err := st.Explain(ctx, key, maxNearest)
-	if err != nil {
-		return fmt.Errorf("reading the cache: %w", err)
+	var (
+		hit  *disk.Info
+		near []disk.Near
+	)
+	if st != nil { // else there is no cache yet: a miss with nothing near
+		if hit, near, err = st.Explain(ctx, key, maxNearest); err != nil {
+			return fmt.Errorf("reading the cache: %w", err)
+		}
 	}
 	w := whyJSON{File: file, ID: key.Digest().String(), Outcome: "miss", Nearest: []nearJSON{}}
 	if hit != nil {
