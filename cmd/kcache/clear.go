@@ -21,7 +21,7 @@ func newClearCmd() *cobra.Command {
 		Short: "Remove every entry",
 		Long: `Remove every entry of the cache, of every format version. Other processes
 see an empty cache at once. The counters are kept (kcache stats --zero resets them).`,
-		Args: args(cobra.NoArgs),
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			io := newStreams(cmd)
 			io.exactBytes = exact

@@ -6,6 +6,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,10 +49,48 @@ func usagef(format string, args ...any) error {
 func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, a []string) error {
 		if err := check(cmd, a); err != nil {
-			return usageError{fmt.Errorf("%w; see kcache %s --help", err, cmd.Name())}
+			return usageError{fmt.Errorf("%w; see %s --help", err, cmd.CommandPath())}
 		}
 		return nil
 	}
+}
+
+// flagNamePattern finds the flag's name in pflag's message for a value
+// that does not parse: `invalid argument "x" for "-j, --jobs" flag: ...`.
+var flagNamePattern = regexp.MustCompile(`for "(?:-\w, )?(--[\w-]+)" flag`)
+
+// plainFlagError rewords pflag's error for a number or boolean that does
+// not parse, which otherwise ends in Go's "strconv.ParseInt: parsing "x":
+// invalid syntax", into what the flag wants. Other errors pass unchanged.
+func plainFlagError(err error) error {
+	var num *strconv.NumError
+	var bad interface{ GetValue() string }
+	if !errors.As(err, &num) || !errors.As(err, &bad) {
+		return err
+	}
+	name := "flag"
+	if m := flagNamePattern.FindStringSubmatch(err.Error()); m != nil {
+		name = m[1]
+	}
+	want := "a whole number"
+	switch {
+	case num.Func == "ParseBool":
+		want = "true or false"
+	case strings.HasPrefix(num.Func, "ParseFloat"):
+		want = "a number"
+	case errors.Is(num.Err, strconv.ErrRange):
+		want = "a smaller number"
+	}
+	return fmt.Errorf("%s %q: want %s", name, bad.GetValue(), want)
+}
+
+// noArgs is cobra.NoArgs with a message that names the command, rather
+// than taking the argument for an unknown subcommand.
+func noArgs(cmd *cobra.Command, a []string) error {
+	if len(a) > 0 {
+		return fmt.Errorf("%s takes no arguments, got %q", cmd.Name(), a[0])
+	}
+	return nil
 }
 
 // exitCode returns the exit status for an error a command returned.
@@ -70,7 +110,7 @@ func exitCode(err error) int {
 // and makes flag errors usage errors.
 func addCacheCommands(root *cobra.Command) {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usageError{fmt.Errorf("%w; see kcache %s --help", err, cmd.Name())}
+		return usageError{fmt.Errorf("%w; see %s --help", plainFlagError(err), cmd.CommandPath())}
 	})
 	root.AddCommand(newStatsCmd(), newLsCmd(), newShowCmd(), newVerifyCmd(), newPruneCmd(), newClearCmd(),
 		newWhyCmd(), newDiffCmd(), newExportCmd(), newImportCmd(), newWarmCmd())

@@ -68,7 +68,7 @@ process (warm), with PoCL's own kernel cache empty and then warm (the peer),
 and from a binary already in memory (the floor). The warm phases run --repeat
 times, interleaved, and each kernel keeps its median. Print, per kernel, the
 time to the first correct result in each, and the speedups.`,
-		Args: args(cobra.NoArgs),
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o := demoOptions{repeat: repeat, plot: plotFile, json: asJSON, keep: keep, cases: cases}
 			if err := checkBackend(backend); err != nil {

@@ -48,7 +48,7 @@ names the entry), size, build time, last use, device, build options and kernels.
 --sort used lists the most recently used first, size the largest, built the
 slowest to build. On a terminal the table has a header and short IDs; piped,
 it is tab-separated with full IDs.`,
-		Args: args(cobra.NoArgs),
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if lsSorts[o.sort] == nil {
 				return usagef("--sort %q: want used, size or built", o.sort)

@@ -30,10 +30,12 @@ func main() {
 	root := &cobra.Command{
 		Use:           "kcache",
 		Short:         "A JIT kernel cache: build device code once, reuse it everywhere",
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newBuildCmd(), newDemoCmd(), newDemoPhaseCmd(), newCUDADemoPhaseCmd(), newDemoPrefilledCmd())
+	root.SetVersionTemplate("kcache {{.Version}}\n")
+	root.AddCommand(newBuildCmd(), newDemoCmd(), newDemoPhaseCmd(), newCUDADemoPhaseCmd(), newDemoPrefilledCmd(), newConfigCmd(), newVersionCmd())
 	addCacheCommands(root)
 	keepPoCLCacheOff()
 	cleanup := privatePoCLDir()
@@ -43,6 +45,9 @@ func main() {
 		var ee exitError
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
+		}
+		if strings.HasPrefix(err.Error(), "unknown command") { // cobra's, for the root
+			err = usageError{fmt.Errorf("%w; see kcache --help", err)}
 		}
 		printError(os.Stderr, err)
 		os.Exit(exitCode(err))
@@ -74,10 +79,15 @@ func printError(w io.Writer, err error) {
 // saved. The variable does not enter keys (keyparts.OpenCLEnv), and the
 // demo sets it for each of its phases.
 func keepPoCLCacheOff() {
-	if _, set := os.LookupEnv("POCL_KERNEL_CACHE"); !set {
+	_, poclCacheSetByUser = os.LookupEnv("POCL_KERNEL_CACHE")
+	if !poclCacheSetByUser {
 		os.Setenv("POCL_KERNEL_CACHE", "0")
 	}
 }
+
+// poclCacheSetByUser records whether POCL_KERNEL_CACHE came from the
+// user, for kcache config.
+var poclCacheSetByUser bool
 
 // privatePoCLDir gives this process a PoCL directory of its own when
 // PoCL's kernel cache is off and no directory was chosen. PoCL then uses

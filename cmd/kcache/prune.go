@@ -33,7 +33,7 @@ func newPruneCmd() *cobra.Command {
 used ones until the cache fits in --max-size. With neither flag, apply the
 configured limits (KCACHE_MAX_SIZE and KCACHE_THRESHOLD). --dry-run lists what
 would go and removes nothing.`,
-		Args: args(cobra.NoArgs),
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			io := newStreams(cmd)
 			io.exactBytes = exact

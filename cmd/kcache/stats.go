@@ -41,7 +41,7 @@ func newStatsCmd() *cobra.Command {
 device and compiler, and the counters every process using the cache adds to:
 hits per tier, misses, builds, failed builds, evictions and build time saved.
 --zero sets the counters back to zero.`,
-		Args: args(cobra.NoArgs),
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			io := newStreams(cmd)
 			io.exactBytes = exact

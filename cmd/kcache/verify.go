@@ -37,7 +37,7 @@ func newVerifyCmd() *cobra.Command {
 places it, and that its binary has the recorded size, SHA-256 and CRC-32C.
 With --repair, remove damaged entries and leftovers of interrupted writes.
 The exit status is 1 if damage was found and not repaired.`,
-		Args: args(cobra.NoArgs),
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			io := newStreams(cmd)
 			io.exactBytes = exact
