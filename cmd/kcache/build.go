@@ -51,7 +51,15 @@ func newBuildCmd() *cobra.Command {
 		special  string
 	)
 	cmd := &cobra.Command{
-		Use:   "build [-I DIR]... [--depends FILE]... [--options \"...\"] [--device N] [--specialize LIST] [--backend opencl|cuda] [--json] FILE...",
+		Use: "build [-I DIR]... [--depends FILE]... [--options \"...\"] [--device N] [--specialize LIST] [--backend opencl|cuda] [--json] FILE...",
+		Example: `  # build a kernel, with headers from include/
+  kcache build -I include kernels/gemm.cl
+
+  # the launch shapes your kernels use, compiled into the stored binary
+  kcache build --specialize 64-1-1-goffs0-smallgrid kernels/gemm.cl
+
+  # for a script: one JSON object per file
+  kcache build --json --options "-DTILE=16" kernels/*.cl | jq -r 'select(.stored | not) | .file'`,
 		Short: "Build OpenCL C files through the cache",
 		Long: `Build each OpenCL C file through the cache for the selected device and report,
 per file, where the binary came from (built, memory, disk, remote, or waited

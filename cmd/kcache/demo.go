@@ -60,7 +60,9 @@ func newDemoCmd() *cobra.Command {
 		backend  string
 	)
 	cmd := &cobra.Command{
-		Use:   "demo [--plot FILE] [--json] [--case NAME]... [--repeat N]",
+		Use: "demo [--plot FILE] [--json] [--case NAME]... [--repeat N]",
+		Example: `  kcache demo --plot demo.svg
+  kcache demo --case transpose-tiled --repeat 5`,
 		Short: "Run the kernel suite cold, warm and against PoCL's own cache",
 		Long: `Run a suite of OpenCL kernels, each checked against a Go reference, in
 separate processes: through kcache with an empty cache (cold), again in a new

@@ -20,8 +20,9 @@ type diffJSON struct {
 func newDiffCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "diff [--json] ID1 ID2",
-		Short: "Show what differs between the keys of two entries",
+		Use:     "diff [--json] ID1 ID2",
+		Example: `  kcache diff 3f2a9c 7b01de`,
+		Short:   "Show what differs between the keys of two entries",
 		Long: `Show, component by component, what differs between the keys of two entries:
 device, compiler, source, headers, specialization constants, build options and
 environment. IDs are unique prefixes of the IDs kcache ls prints.`,

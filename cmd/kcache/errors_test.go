@@ -67,3 +67,16 @@ func TestVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryCommandHasExamples: each command a user runs shows examples in
+// its help, as clig.dev asks.
+func TestEveryCommandHasExamples(t *testing.T) {
+	for _, c := range newRootCmd().Commands() {
+		if c.Hidden || c.Name() == "completion" || c.Name() == "help" {
+			continue
+		}
+		if strings.TrimSpace(c.Example) == "" || !strings.Contains(c.Example, "kcache "+c.Name()) {
+			t.Errorf("kcache %s: no example of itself in its help", c.Name())
+		}
+	}
+}

@@ -32,7 +32,10 @@ func newExportCmd() *cobra.Command {
 		exact     bool
 	)
 	cmd := &cobra.Command{
-		Use:   "export [--device D] [--older-than AGE] [--json] FILE",
+		Use: "export [--device D] [--older-than AGE] [--json] FILE",
+		Example: `  kcache export cache.tar.zst
+  kcache export --device "NVIDIA A100" a100.tar.zst
+  kcache export - | ssh build-2 kcache import -`,
 		Short: "Write entries to a portable bundle (tar + zstd)",
 		Long: `Write the cache's entries to FILE, a tar archive compressed with zstd, to
 pre-warm other machines and container images with kcache import. Every binary

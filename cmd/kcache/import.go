@@ -27,7 +27,9 @@ type importJSON struct {
 func newImportCmd() *cobra.Command {
 	var allDevices, asJSON, exact bool
 	cmd := &cobra.Command{
-		Use:   "import [--all-devices] [--json] FILE",
+		Use: "import [--all-devices] [--json] FILE",
+		Example: `  kcache import cache.tar.zst
+  curl -s https://ci.example.com/cache.tar.zst | kcache import -`,
 		Short: "Add the entries of a bundle made by kcache export",
 		Long: `Add the entries of FILE, a bundle made by kcache export, to the cache. The
 whole bundle is verified first (every entry's key record and checksums): a

@@ -41,7 +41,10 @@ func newLsCmd() *cobra.Command {
 	var o lsOptions
 	var exact bool
 	cmd := &cobra.Command{
-		Use:   "ls [--device D] [--older-than AGE] [--larger-than SIZE] [--sort used|size|built] [--json]",
+		Use: "ls [--device D] [--older-than AGE] [--larger-than SIZE] [--sort used|size|built] [--json]",
+		Example: `  kcache ls --sort size | head
+  kcache ls --older-than 30d --device gfx90a
+  kcache ls --json | jq -r '.[] | select(.build_ms > 1000) | .id'`,
 		Short: "List the cache's entries",
 		Long: `List the cache's entries: ID (the start of the key digest; any unique prefix
 names the entry), size, build time, last use, device, build options and kernels.

@@ -27,16 +27,7 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 func main() {
-	root := &cobra.Command{
-		Use:           "kcache",
-		Short:         "A JIT kernel cache: build device code once, reuse it everywhere",
-		Version:       version(),
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.SetVersionTemplate("kcache {{.Version}}\n")
-	root.AddCommand(newBuildCmd(), newDemoCmd(), newDemoPhaseCmd(), newCUDADemoPhaseCmd(), newDemoPrefilledCmd(), newConfigCmd(), newVersionCmd())
-	addCacheCommands(root)
+	root := newRootCmd()
 	keepPoCLCacheOff()
 	cleanup := privatePoCLDir()
 	err := root.Execute()
@@ -52,6 +43,21 @@ func main() {
 		printError(os.Stderr, err)
 		os.Exit(exitCode(err))
 	}
+}
+
+// newRootCmd returns the kcache command with every subcommand.
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "kcache",
+		Short:         "A JIT kernel cache: build device code once, reuse it everywhere",
+		Version:       version(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetVersionTemplate("kcache {{.Version}}\n")
+	root.AddCommand(newBuildCmd(), newDemoCmd(), newDemoPhaseCmd(), newCUDADemoPhaseCmd(), newDemoPrefilledCmd(), newConfigCmd(), newVersionCmd())
+	addCacheCommands(root)
+	return root
 }
 
 // errorPrefix is how the command names itself on the errors it prints.

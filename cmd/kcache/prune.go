@@ -27,7 +27,10 @@ func newPruneCmd() *cobra.Command {
 		asJSON, exact bool
 	)
 	cmd := &cobra.Command{
-		Use:   "prune [--max-size SIZE] [--older-than AGE] [--dry-run] [--json]",
+		Use: "prune [--max-size SIZE] [--older-than AGE] [--dry-run] [--json]",
+		Example: `  kcache prune --older-than 30d
+  kcache prune --max-size 2GiB --dry-run
+  kcache prune   # apply KCACHE_MAX_SIZE and KCACHE_THRESHOLD now`,
 		Short: "Remove least recently used entries",
 		Long: `Remove entries unused for longer than --older-than, then the least recently
 used ones until the cache fits in --max-size. With neither flag, apply the

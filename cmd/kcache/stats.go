@@ -35,7 +35,10 @@ type groupJSON struct {
 func newStatsCmd() *cobra.Command {
 	var asJSON, exact, zero bool
 	cmd := &cobra.Command{
-		Use:   "stats [--json] [--bytes] [--zero]",
+		Use: "stats [--json] [--bytes] [--zero]",
+		Example: `  kcache stats
+  kcache stats --json | jq .hit_rate
+  kcache stats --zero   # print, then start the counters afresh`,
 		Short: "Show what the cache holds and what it saved",
 		Long: `Show the number of entries, their size against the maximum, a breakdown per
 device and compiler, and the counters every process using the cache adds to:

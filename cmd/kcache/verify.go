@@ -31,7 +31,9 @@ type problemJSON struct {
 func newVerifyCmd() *cobra.Command {
 	var asJSON, repair, exact bool
 	cmd := &cobra.Command{
-		Use:   "verify [--repair] [--json]",
+		Use: "verify [--repair] [--json]",
+		Example: `  kcache verify
+  kcache verify --repair   # remove what is damaged`,
 		Short: "Check every entry's record and checksums",
 		Long: `Read every entry and check that its record decodes and sits where its key
 places it, and that its binary has the recorded size, SHA-256 and CRC-32C.

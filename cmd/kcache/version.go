@@ -11,9 +11,10 @@ import (
 // newVersionCmd is `kcache version`, the same as `kcache --version`.
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "Show kcache's version",
-		Args:  args(noArgs),
+		Use:     "version",
+		Example: `  kcache version`,
+		Short:   "Show kcache's version",
+		Args:    args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := fmt.Fprintf(cmd.OutOrStdout(), "kcache %s\n", version())
 			return err

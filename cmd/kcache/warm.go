@@ -33,7 +33,12 @@ func newWarmCmd() *cobra.Command {
 		includes []string
 	)
 	cmd := &cobra.Command{
-		Use:   "warm [-I DIR]... [--depends FILE]... [--options \"...\"] [--specialize LIST] [--jobs N] [--device N] [--json] DIR|FILE...",
+		Use: "warm [-I DIR]... [--depends FILE]... [--options \"...\"] [--specialize LIST] [--jobs N] [--device N] [--json] DIR|FILE...",
+		Example: `  # pre-warm a CI cache or a container image; exits 1 if anything failed or was not stored
+  kcache warm -I include kernels/
+
+  # four builds at a time, as JSON lines
+  kcache warm --jobs 4 --json kernels/ > warm.jsonl`,
 		Short: "Build every kernel of directories and files into the cache, in parallel",
 		Long: `Build every OpenCL C file given, and every .cl file under each directory given,
 through the cache for the selected device, --jobs at a time, so that later runs

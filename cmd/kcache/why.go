@@ -43,7 +43,9 @@ func newWhyCmd() *cobra.Command {
 		asJSON   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "why [-I DIR]... [--options \"...\"] [--device N] [--json] FILE",
+		Use: "why [-I DIR]... [--options \"...\"] [--device N] [--json] FILE",
+		Example: `  # did this kernel hit, and if not, what changed?
+  kcache why -I include --options "-DTILE=16" kernels/gemm.cl`,
 		Short: "Explain whether FILE's build would come from the cache, and why not",
 		Long: `Compute the key FILE would have now, with the same flags as kcache build, and
 explain the outcome: a hit, or the nearest entries (built from the same source
