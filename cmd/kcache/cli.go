@@ -125,13 +125,18 @@ type streams struct {
 	tty         bool // out is a terminal
 	errTTY      bool // errOut is a terminal: progress may be drawn there
 	exactBytes  bool // --bytes: sizes in bytes, not human units
+	width       int  // columns a table may take on the terminal
 }
 
 // newStreams returns the command's streams, judging whether stdout is a
 // terminal.
 func newStreams(cmd *cobra.Command) *streams {
-	return &streams{out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(),
-		tty: isTerminal(cmd.OutOrStdout()), errTTY: isTerminal(cmd.ErrOrStderr())}
+	s := &streams{out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(),
+		tty: isTerminal(cmd.OutOrStdout()), errTTY: isTerminal(cmd.ErrOrStderr()), width: defaultWidth}
+	if s.tty {
+		s.width = terminalWidth(s.out)
+	}
+	return s
 }
 
 // isTerminal reports whether w (a writer or a reader) is a character

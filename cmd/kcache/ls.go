@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kcache/kcache/disk"
@@ -122,24 +121,25 @@ func (o *lsOptions) keeps(in *disk.Info, now time.Time) bool {
 
 func printLs(io *streams, entries []*disk.Info, now time.Time) error {
 	out := bufio.NewWriterSize(io.out, 64<<10) // not a system call a line
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	if io.tty {
-		fmt.Fprintln(w, "ID\tSIZE\tBUILD\tUSED\tDEVICE\tOPTIONS\tKERNELS")
+	row := func(in *disk.Info) []string {
+		return []string{io.id(in.ID()), io.size(in.Size), duration(in.BuildTime), age(now, in.AccessTime),
+			in.Key.Device.Name, optionsCell(in.Key.Options.Compile, io.tty), kernelsLabel(kernelNames(in.Key.Image.Source))}
 	}
-	for _, in := range entries {
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", io.id(in.ID()), io.size(in.Size), duration(in.BuildTime),
-			age(now, in.AccessTime), in.Key.Device.Name, optionsCell(in.Key.Options.Compile, io.tty),
-			kernelsLabel(kernelNames(in.Key.Image.Source)))
-		if !io.tty {
-			// Piped: plain tab-separated fields, for cut and awk.
-			if _, err := out.WriteString(line); err != nil {
+	if !io.tty {
+		// Piped: plain tab-separated fields, for cut and awk.
+		for _, in := range entries {
+			if _, err := out.WriteString(strings.Join(row(in), "\t") + "\n"); err != nil {
 				return err
 			}
-			continue
 		}
-		fmt.Fprint(w, line)
+		return out.Flush()
 	}
-	if err := w.Flush(); err != nil {
+	rows := [][]string{{"ID", "SIZE", "BUILD", "USED", "DEVICE", "OPTIONS", "KERNELS"}}
+	for _, in := range entries {
+		rows = append(rows, row(in))
+	}
+	fitTable(rows, []int{4, 5, 6}, io.width)
+	if err := writeTable(out, rows); err != nil {
 		return err
 	}
 	return out.Flush()

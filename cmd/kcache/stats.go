@@ -123,12 +123,14 @@ func printStats(io *streams, s statsJSON) error {
 		return nil
 	}
 	fmt.Fprintln(io.out)
-	w = tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "DEVICE\tCOMPILER\tENTRIES\tSIZE")
+	rows := [][]string{{"DEVICE", "COMPILER", "ENTRIES", "SIZE"}}
 	for _, g := range s.Devices {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", g.Device, cell(g.Compiler, io.tty), g.Entries, io.size(g.Bytes))
+		rows = append(rows, []string{g.Device, cell(g.Compiler, io.tty), itoa(g.Entries), io.size(g.Bytes)})
 	}
-	return w.Flush()
+	if io.tty {
+		fitTable(rows, []int{0, 1}, io.width)
+	}
+	return writeTable(io.out, rows)
 }
 
 // hits counts the lookups a tier answered: the same sum in both outputs.

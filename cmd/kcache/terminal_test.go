@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/kcache/kcache"
 )
 
 // onTerminal runs the CLI with args under script(1), so that its standard
@@ -56,5 +60,32 @@ func TestBundleRefusesTerminal(t *testing.T) {
 	r := run(t, dir, "export", "-")
 	if r.code != 0 || len(r.stdout) == 0 || !strings.HasPrefix(r.stderr, "exported 3 entries (") {
 		t.Errorf("piped export: exit %d, %d bytes, stderr %q", r.code, len(r.stdout), r.stderr)
+	}
+}
+
+// TestTablesFitTerminal lists entries with long device names and options
+// on an 80-column terminal: no line of ls or stats is wider, and the cut
+// cells say so with "…".
+func TestTablesFitTerminal(t *testing.T) {
+	dir := t.TempDir()
+	st := testStore(t, dir)
+	for i := range 3 {
+		k := fakeKey("pthread-skylake-avx512-AMD EPYC 7B13 64-Core Processor", i)
+		k.Options.Compile = "-I /home/someone/projects/kernels/include -DTILE=16 -cl-fast-relaxed-math -cl-mad-enable"
+		k.Compiler.Version = "The pocl project OpenCL 3.0 PoCL 6.0+debian Linux, LLVM 17.0.6"
+		if err := st.Put(context.Background(), k, kcache.Entry{Binary: []byte("binary")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"ls"}, {"stats"}} {
+		out, code := onTerminal(t, dir, []string{"COLUMNS=80"}, args...)
+		if code != 0 || !strings.Contains(out, "…") {
+			t.Errorf("%v: exit %d, nothing cut:\n%s", args, code, out)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if n := utf8.RuneCountInString(line); n > 80 {
+				t.Errorf("%v: a line of %d columns: %q", args, n, line)
+			}
+		}
 	}
 }
