@@ -22,7 +22,7 @@ import (
 // public interface: scripts parse them.
 type buildReport struct {
 	File    string  `json:"file"`
-	Outcome string  `json:"outcome"` // built, memory, disk, remote, waited; failed
+	Outcome string  `json:"outcome"` // built, memory, disk, remote, waited; failed, interrupted
 	MS      float64 `json:"ms"`
 	Digest  string  `json:"digest"`
 	// Stored says the binary is in a persistent tier now, where the next
@@ -33,6 +33,20 @@ type buildReport struct {
 	// was cached without them.
 	Specialized []string `json:"specialized,omitempty"`
 	Error       string   `json:"error,omitempty"` // the build log, on a build error
+}
+
+// outcomeInterrupted is the outcome of a file whose build failed after an
+// interrupt: the compiler's own signal handler (LLVM's) removes the
+// temporary files of a compile under way, so the failure says nothing
+// about the file.
+const outcomeInterrupted = "interrupted"
+
+// markInterrupted reports a failure that came with an interrupt as one.
+func markInterrupted(ctx context.Context, r buildReport) buildReport {
+	if r.Error != "" && ctx.Err() != nil {
+		r.Outcome = outcomeInterrupted
+	}
+	return r
 }
 
 // outcomeFailed is the outcome of a file that did not build: the compiler
@@ -183,7 +197,9 @@ func runBuild(ctx context.Context, ios *streams, files []string, in buildInput, 
 	}
 	defer restore()
 	defer sess.Close()
-	return buildFiles(ios, files, asJSON, func(f string) buildReport { return buildOne(ctx, sess, f, in) })
+	// A file under way when an interrupt comes finishes: see buildFiles.
+	builds := context.WithoutCancel(ctx)
+	return buildFiles(ctx, ios, files, asJSON, func(f string) buildReport { return buildOne(builds, sess, f, in) })
 }
 
 func buildOne(ctx context.Context, sess *session, file string, in buildInput) buildReport {
@@ -215,21 +231,28 @@ func buildOne(ctx context.Context, sess *session, file string, in buildInput) bu
 // buildFiles builds each file through one and prints its report, as a
 // line of JSON with asJSON. The exit status is 1 if any failed, or built
 // without being stored.
-func buildFiles(ios *streams, files []string, asJSON bool, one func(file string) buildReport) error {
+func buildFiles(ctx context.Context, ios *streams, files []string, asJSON bool, one func(file string) buildReport) error {
 	reports := make([]buildReport, 0, len(files))
 	for _, f := range files {
-		r := one(f)
+		if ctx.Err() != nil {
+			printError(ios.errOut, fmt.Errorf("interrupted after %d of %s", len(reports), plural(len(files), "file")))
+			break
+		}
+		r := markInterrupted(ctx, one(f))
 		reports = append(reports, r)
 		if err := printReport(ios.out, r, asJSON); err != nil {
 			return err
 		}
 	}
-	failed := slices.ContainsFunc(reports, func(r buildReport) bool { return r.Error != "" })
+	failed := slices.ContainsFunc(reports, func(r buildReport) bool { return r.Outcome == outcomeFailed })
 	if err := notStoredError(reports); err != nil {
 		printError(ios.errOut, err)
 		failed = true
 	}
-	if failed {
+	switch {
+	case ctx.Err() != nil:
+		return exitError{exitInterrupted}
+	case failed:
 		return exitError{exitFailure}
 	}
 	return nil

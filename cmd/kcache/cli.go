@@ -21,6 +21,9 @@ import (
 const (
 	exitFailure = 1 // the command ran and failed
 	exitUsage   = 2 // the command line was wrong
+	// exitInterrupted is a shell's status for a command ended by SIGINT
+	// (128 + 2), which kcache returns when it stops early, intact.
+	exitInterrupted = 130
 )
 
 // usageError marks a mistake in the command line: a bad flag, a missing or

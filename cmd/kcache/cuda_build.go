@@ -18,7 +18,8 @@ func runCUDABuild(ctx context.Context, ios *streams, files []string, in buildInp
 	}
 	defer sess.Close()
 	opts := deps.SplitOptions(in.options)
-	return buildFiles(ios, files, asJSON, func(f string) buildReport { return buildCUDAOne(ctx, sess, f, opts, in.depends) })
+	builds := context.WithoutCancel(ctx)
+	return buildFiles(ctx, ios, files, asJSON, func(f string) buildReport { return buildCUDAOne(builds, sess, f, opts, in.depends) })
 }
 
 func buildCUDAOne(ctx context.Context, sess *cudaSession, file string, opts, depends []string) buildReport {

@@ -10,12 +10,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -30,12 +33,19 @@ func main() {
 	root := newRootCmd()
 	keepPoCLCacheOff()
 	cleanup := privatePoCLDir()
-	err := root.Execute()
+	ctx, stop := interruptible()
+	err := root.ExecuteContext(ctx)
+	interrupted := ctx.Err() != nil
+	stop()
 	cleanup()
 	if err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
+		}
+		if interrupted && errors.Is(err, context.Canceled) {
+			printError(os.Stderr, errors.New("interrupted"))
+			os.Exit(exitInterrupted)
 		}
 		if strings.HasPrefix(err.Error(), "unknown command") { // cobra's, for the root
 			err = usageError{fmt.Errorf("%w; see kcache --help", err)}
@@ -43,6 +53,16 @@ func main() {
 		printError(os.Stderr, err)
 		os.Exit(exitCode(err))
 	}
+}
+
+// interruptible returns a context that SIGINT and SIGTERM end, so that a
+// command stops early and intact: it reports what it did, merges its
+// counters and removes its scratch directory. A second signal ends the
+// process at once, as it would without kcache's handling.
+func interruptible() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop) // the next signal gets the default action
+	return ctx, stop
 }
 
 // newRootCmd returns the kcache command with every subcommand.

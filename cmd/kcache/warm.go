@@ -93,10 +93,22 @@ func runWarm(ctx context.Context, ios *streams, paths []string, o warmOptions) e
 		mu   sync.Mutex // serialises output lines
 		next = make(chan int)
 	)
+	// An interrupt stops the dispatch; the builds under way finish, with a
+	// context of their own, so that what they built is stored and counted.
+	builds := context.WithoutCancel(ctx)
+	stopNotice := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if ios.errTTY && !o.json {
+			fmt.Fprintln(ios.errOut) // past the progress bar
+		}
+		fmt.Fprintln(ios.errOut, "kcache: interrupted; finishing the builds under way (interrupt again to stop at once)")
+	})
+	defer stopNotice()
 	for range min(o.jobs, len(files)) {
 		wg.Go(func() {
 			for i := range next {
-				reports[i] = buildOne(ctx, sess, files[i], in)
+				reports[i] = markInterrupted(ctx, buildOne(builds, sess, files[i], in))
 				mu.Lock()
 				if o.json {
 					printReport(ios.out, reports[i], true)
@@ -106,13 +118,28 @@ func runWarm(ctx context.Context, ios *streams, paths []string, o warmOptions) e
 			}
 		})
 	}
-	for i := range files {
-		next <- i
-	}
-	close(next)
+	sent := dispatch(ctx, next, len(files))
 	wg.Wait()
 	bar.Finish()
-	return warmSummary(ios, reports, sess.store.where(), o.json)
+	err = warmSummary(ios, reports[:sent], len(files), sess.store.where(), o.json)
+	if ctx.Err() != nil {
+		return exitError{exitInterrupted}
+	}
+	return err
+}
+
+// dispatch sends the indexes 0 to n-1 on next until ctx ends, closes it,
+// and returns how many it sent.
+func dispatch(ctx context.Context, next chan<- int, n int) int {
+	defer close(next)
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			return i
+		}
+	}
+	return n
 }
 
 // newBar returns a progress bar on w, or one that draws nothing when
@@ -132,7 +159,7 @@ func newBar(w io.Writer, n int, visible bool) *progressbar.ProgressBar {
 // warmSummary prints the failures and a count of outcomes and of the
 // binaries stored, and returns the exit status: 1 when a build failed or
 // a binary that built was not stored.
-func warmSummary(ios *streams, reports []buildReport, where string, asJSON bool) error {
+func warmSummary(ios *streams, reports []buildReport, of int, where string, asJSON bool) error {
 	counts := map[string]int{}
 	stored := 0
 	for _, r := range reports {
@@ -145,7 +172,7 @@ func warmSummary(ios *streams, reports []buildReport, where string, asJSON bool)
 		}
 	}
 	var parts []string
-	for _, o := range []string{"built", "waited", "disk", "remote", "memory", outcomeFailed} {
+	for _, o := range []string{"built", "waited", "disk", "remote", "memory", outcomeFailed, outcomeInterrupted} {
 		if counts[o] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
 		}
@@ -154,7 +181,14 @@ func warmSummary(ios *streams, reports []buildReport, where string, asJSON bool)
 	if where != "" {
 		kept = fmt.Sprintf("%d stored in %s", stored, where)
 	}
-	fmt.Fprintf(ios.errOut, "warmed %s: %s; %s\n", plural(len(reports), "file"), strings.Join(parts, ", "), kept)
+	done := plural(len(reports), "file")
+	if len(reports) < of {
+		done = fmt.Sprintf("%d of %s (interrupted)", len(reports), plural(of, "file"))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "nothing built")
+	}
+	fmt.Fprintf(ios.errOut, "warmed %s: %s; %s\n", done, strings.Join(parts, ", "), kept)
 	failed := counts[outcomeFailed] > 0
 	if err := notStoredError(reports); err != nil {
 		printError(ios.errOut, err)
