@@ -201,6 +201,37 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
+// usePrecision is how precisely the cache records an entry's last use:
+// the disk tier refreshes an entry's access time on a hit only when it is
+// an hour old (disk's mtimeInterval), so that hits write nothing most of
+// the time. An entry used a minute ago may show as used 59 minutes ago.
+const usePrecision = time.Hour
+
+// usedAge formats how long ago an entry was last used, no more precisely
+// than the cache records it: "<1h" for anything within the hour.
+func usedAge(now, t time.Time) string {
+	if !t.IsZero() && now.Sub(t) < usePrecision {
+		return "<1h"
+	}
+	return age(now, t)
+}
+
+// useAgeValue is an --older-than flag: an age of last use, which cannot
+// be told apart below usePrecision.
+type useAgeValue struct{ ageValue }
+
+func (v useAgeValue) Set(s string) error {
+	var d time.Duration
+	if err := (ageValue{&d}).Set(s); err != nil {
+		return err
+	}
+	if d > 0 && d < usePrecision {
+		return fmt.Errorf("under %v: the cache records last use to within an hour, so younger entries cannot be told apart", usePrecision)
+	}
+	*v.d = d
+	return nil
+}
+
 // duration formats a build time: "850ms", "2.4s", "3m10s".
 func duration(d time.Duration) string {
 	switch {

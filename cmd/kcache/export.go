@@ -52,7 +52,7 @@ to standard error).`,
 		},
 	}
 	cmd.Flags().StringVar(&device, "device", "", "only entries for devices whose name contains `D`")
-	cmd.Flags().Var(ageValue{&olderThan}, "older-than", "only entries unused for longer than `AGE`")
+	cmd.Flags().Var(useAgeValue{ageValue{&olderThan}}, "older-than", "only entries unused for longer than `AGE` (1h or more)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	cmd.Flags().BoolVar(&exact, "bytes", false, "print sizes in bytes")
 	return cmd

@@ -49,7 +49,8 @@ func newLsCmd() *cobra.Command {
 names the entry), size, build time, last use, device, build options and kernels.
 --sort used lists the most recently used first, size the largest, built the
 slowest to build. On a terminal the table has a header and short IDs; piped,
-it is tab-separated with full IDs.`,
+it is tab-separated with full IDs. Last use is recorded to within an hour:
+USED shows "<1h" for anything more recent, and --older-than takes 1h or more.`,
 		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if lsSorts[o.sort] == nil {
@@ -62,7 +63,7 @@ it is tab-separated with full IDs.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.device, "device", "", "only entries for devices whose name contains `D`")
-	f.Var(ageValue{&o.olderThan}, "older-than", "only entries unused for longer than `AGE` (7d, 36h)")
+	f.Var(useAgeValue{ageValue{&o.olderThan}}, "older-than", "only entries unused for longer than `AGE` (7d, 36h; 1h or more)")
 	f.Var(sizeValue{&o.largerThan}, "larger-than", "only entries larger than `SIZE` (512KiB, 2M)")
 	f.StringVar(&o.sort, "sort", "used", "order by `KEY`: used, size or built")
 	f.BoolVar(&o.json, "json", false, "print a JSON array of entries")
@@ -122,7 +123,7 @@ func (o *lsOptions) keeps(in *disk.Info, now time.Time) bool {
 func printLs(io *streams, entries []*disk.Info, now time.Time) error {
 	out := bufio.NewWriterSize(io.out, 64<<10) // not a system call a line
 	row := func(in *disk.Info) []string {
-		return []string{io.id(in.ID()), io.size(in.Size), duration(in.BuildTime), age(now, in.AccessTime),
+		return []string{io.id(in.ID()), io.size(in.Size), duration(in.BuildTime), usedAge(now, in.AccessTime),
 			in.Key.Device.Name, optionsCell(in.Key.Options.Compile, io.tty), kernelsLabel(kernelNames(in.Key.Image.Source))}
 	}
 	if !io.tty {

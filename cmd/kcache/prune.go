@@ -35,7 +35,11 @@ func newPruneCmd() *cobra.Command {
 		Long: `Remove entries unused for longer than --older-than, then the least recently
 used ones until the cache fits in --max-size. With neither flag, apply the
 configured limits (KCACHE_MAX_SIZE and KCACHE_THRESHOLD). --dry-run lists what
-would go and removes nothing.`,
+would go and removes nothing.
+
+Last use is recorded to within an hour (a hit rewrites nothing unless the
+entry's time is an hour old): --older-than takes 1h or more, and entries used
+within the same hour are removed by --max-size in no particular order.`,
 		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			io := newStreams(cmd)
@@ -52,7 +56,7 @@ would go and removes nothing.`,
 	}
 	f := cmd.Flags()
 	f.Var(sizeValue{&o.MaxSize}, "max-size", "remove least recently used entries until the cache fits in `SIZE`")
-	f.Var(ageValue{&o.OlderThan}, "older-than", "remove entries unused for longer than `AGE` (7d, 36h)")
+	f.Var(useAgeValue{ageValue{&o.OlderThan}}, "older-than", "remove entries unused for longer than `AGE` (7d, 36h; 1h or more)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "list what would be removed; remove nothing")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&exact, "bytes", false, "print sizes in bytes")
@@ -81,7 +85,7 @@ func runPrune(ctx context.Context, io *streams, o disk.PruneOptions, asJSON bool
 		verb = "would remove"
 	}
 	for _, in := range r.RemovedEntries {
-		fmt.Fprintf(io.out, "%s  %s\t%s\tused %s ago\n", verb, io.id(in.ID()), io.size(in.Size), age(now, in.AccessTime))
+		fmt.Fprintf(io.out, "%s  %s\t%s\tused %s ago\n", verb, io.id(in.ID()), io.size(in.Size), usedAge(now, in.AccessTime))
 	}
 	fmt.Fprintf(io.errOut, "%s %d entries (%s); %d entries (%s) remain\n", verb, r.Removed, io.size(r.Freed), r.Entries, io.size(r.Bytes))
 	if r.Damaged > 0 {

@@ -121,7 +121,7 @@ func newNearJSON(n *disk.Near) nearJSON {
 func printWhy(io *streams, w *whyJSON) error {
 	if w.Entry != nil {
 		_, err := fmt.Fprintf(io.out, "%s: hit: entry %s, built in %s, last used %s ago\n", w.File, io.id(w.ID),
-			duration(time.Duration(w.Entry.BuildMS*float64(time.Millisecond))), age(time.Now(), w.Entry.Used))
+			duration(time.Duration(w.Entry.BuildMS*float64(time.Millisecond))), usedAge(time.Now(), w.Entry.Used))
 		return err
 	}
 	fmt.Fprintf(io.out, "%s: miss: no entry has key %s\n", w.File, io.id(w.ID))
