@@ -15,6 +15,7 @@ import (
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/disk"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 )
 
 // Exit statuses, as clig.dev and most Unix tools use them.
@@ -285,12 +286,25 @@ func openStoreAt(cfg kcache.Config) (*disk.Store, error) {
 	}
 	st, err := disk.Open(disk.FromConfig(cfg))
 	if errors.Is(err, disk.ErrUnsafeDir) {
-		return nil, fmt.Errorf("%w; the cache must belong to you and be writable by you alone", err)
+		return nil, unsafeDirError(err, cfg.Dir)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w; check KCACHE_DIR", err)
 	}
 	return st, nil
+}
+
+// unsafeDirError explains the ownership rule a cache directory broke, and
+// the ways out. The rule exists because a binary in the cache is code the
+// user will run: one that another user can write is one they can plant.
+func unsafeDirError(err error, dir string) error {
+	fix := fmt.Sprintf("chmod -R go-w %s", dir)
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) == nil && int(st.Uid) != os.Geteuid() {
+		fix = fmt.Sprintf("chown -R \"$(id -u)\" %s", dir)
+	}
+	return fmt.Errorf("%w; the cache must belong to you and be writable by you alone, as a binary anyone else "+
+		"can write is code they can make you run: take it over (%s), or set KCACHE_DIR to a directory of your own", err, fix)
 }
 
 // sizeValue is a flag holding a byte size ("512MiB", "8G").

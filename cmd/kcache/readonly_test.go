@@ -57,3 +57,31 @@ func homeless(cmd *exec.Cmd, home string) *exec.Cmd {
 	cmd.Env = append(cmd.Env, "HOME="+home)
 	return cmd
 }
+
+// TestOwnershipRuleExplained: a cache directory writable by others, or
+// owned by another user (a container image pre-warmed as root, used as
+// another), is refused with the rule and the ways out.
+func TestOwnershipRuleExplained(t *testing.T) {
+	shared := filepath.Join(t.TempDir(), "shared")
+	os.Mkdir(shared, 0o775)
+	os.Chmod(shared, 0o775) // past the umask
+	dirs := map[string]string{"group-writable": shared}
+	fixes := map[string]string{"group-writable": "chmod -R go-w", "another user's": "chown -R"}
+	if os.Geteuid() == 0 {
+		other := filepath.Join(t.TempDir(), "other")
+		os.Mkdir(other, 0o700)
+		if err := os.Chown(other, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		dirs["another user's"] = other
+	}
+	for name, dir := range dirs {
+		cmd := kcacheCmd(t, t.TempDir(), "stats")
+		cmd.Env = append(cmd.Env, "KCACHE_DIR="+dir)
+		r := runCmd(t, cmd)
+		if r.code != 1 || !strings.Contains(r.stderr, "must belong to you and be writable by you alone") ||
+			!strings.Contains(r.stderr, fixes[name]) || !strings.Contains(r.stderr, "KCACHE_DIR") {
+			t.Errorf("%s: exit %d, stderr %q", name, r.code, r.stderr)
+		}
+	}
+}

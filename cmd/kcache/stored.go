@@ -90,6 +90,9 @@ func openDiskTier(cfg kcache.Config, log *slog.Logger) (*disk.Store, error) {
 	opts := disk.FromConfig(cfg)
 	opts.Logger = log
 	d, err := disk.Open(opts)
+	if errors.Is(err, disk.ErrUnsafeDir) {
+		return nil, unsafeDirError(err, cfg.Dir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("the cache directory cannot be used: %w", err)
 	}
