@@ -56,7 +56,7 @@ func runDiff(ctx context.Context, io *streams, id1, id2 string, asJSON bool) err
 	if asJSON {
 		return json.NewEncoder(io.out).Encode(d)
 	}
-	fmt.Fprintf(io.out, "%s -> %s: %d difference(s)\n", io.id(d.A), io.id(d.B), len(d.Changes))
+	fmt.Fprintf(io.out, "%s -> %s: %s\n", io.id(d.A), io.id(d.B), plural(len(d.Changes), "difference"))
 	for _, c := range d.Changes {
 		fmt.Fprintf(io.out, "  %s\n", c)
 	}

@@ -87,9 +87,9 @@ func runPrune(ctx context.Context, io *streams, o disk.PruneOptions, asJSON bool
 	for _, in := range r.RemovedEntries {
 		fmt.Fprintf(io.out, "%s  %s\t%s\tused %s ago\n", verb, io.id(in.ID()), io.size(in.Size), usedAge(now, in.AccessTime))
 	}
-	fmt.Fprintf(io.errOut, "%s %d entries (%s); %d entries (%s) remain\n", verb, r.Removed, io.size(r.Freed), r.Entries, io.size(r.Bytes))
+	fmt.Fprintf(io.errOut, "%s %s (%s); %s (%s) remain\n", verb, plural(r.Removed, "entry"), io.size(r.Freed), plural(r.Entries, "entry"), io.size(r.Bytes))
 	if r.Damaged > 0 {
-		fmt.Fprintf(io.errOut, "kcache: %d damaged entries left alone; run kcache verify --repair\n", r.Damaged)
+		fmt.Fprintf(io.errOut, "kcache: %s left alone; run kcache verify --repair\n", plural(r.Damaged, "damaged entry"))
 	}
 	return nil
 }

@@ -136,7 +136,7 @@ func printWhy(io *streams, w *whyJSON) error {
 
 func printNear(io *streams, near []nearJSON) {
 	for _, n := range near {
-		fmt.Fprintf(io.out, "  %s  %d difference(s)\n", io.id(n.ID), len(n.Changes))
+		fmt.Fprintf(io.out, "  %s  %s\n", io.id(n.ID), plural(len(n.Changes), "difference"))
 		if n.Damaged != "" {
 			fmt.Fprintf(io.out, "    the entry is damaged (%s); run kcache verify --repair\n", n.Damaged)
 		}
