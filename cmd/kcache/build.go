@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,11 +22,37 @@ import (
 // public interface: scripts parse them.
 type buildReport struct {
 	File    string  `json:"file"`
-	Outcome string  `json:"outcome"` // built, memory, disk, remote, waited; "" if nothing was attempted
+	Outcome string  `json:"outcome"` // built, memory, disk, remote, waited; failed, interrupted
 	MS      float64 `json:"ms"`
 	Digest  string  `json:"digest"`
-	Error   string  `json:"error,omitempty"` // the build log, on a build error
+	// Stored says the binary is in a persistent tier now, where the next
+	// process finds it; NotStored says why not, for a build that worked.
+	Stored    bool   `json:"stored"`
+	NotStored string `json:"not_stored,omitempty"`
+	// Specialized lists the --specialize shapes added to an entry that
+	// was cached without them.
+	Specialized []string `json:"specialized,omitempty"`
+	Error       string   `json:"error,omitempty"` // the build log, on a build error
 }
+
+// outcomeInterrupted is the outcome of a file whose build failed after an
+// interrupt: the compiler's own signal handler (LLVM's) removes the
+// temporary files of a compile under way, so the failure says nothing
+// about the file.
+const outcomeInterrupted = "interrupted"
+
+// markInterrupted reports a failure that came with an interrupt as one.
+func markInterrupted(ctx context.Context, r buildReport) buildReport {
+	if r.Error != "" && ctx.Err() != nil {
+		r.Outcome = outcomeInterrupted
+	}
+	return r
+}
+
+// outcomeFailed is the outcome of a file that did not build: the compiler
+// failed now, or failed earlier in this run and the cache kept the error,
+// or the file could not be read.
+const outcomeFailed = "failed"
 
 func newBuildCmd() *cobra.Command {
 	var (
@@ -38,7 +65,15 @@ func newBuildCmd() *cobra.Command {
 		special  string
 	)
 	cmd := &cobra.Command{
-		Use:   "build [-I DIR]... [--depends FILE]... [--options \"...\"] [--device N] [--specialize LIST] [--backend opencl|cuda] [--json] FILE...",
+		Use: "build [-I DIR]... [--depends FILE]... [--options \"...\"] [--device N] [--specialize LIST] [--backend opencl|cuda] [--json] FILE...",
+		Example: `  # build a kernel, with headers from include/
+  kcache build -I include kernels/gemm.cl
+
+  # the launch shapes your kernels use, compiled into the stored binary
+  kcache build --specialize 64-1-1-goffs0-smallgrid kernels/gemm.cl
+
+  # for a script: one JSON object per file
+  kcache build --json --options "-DTILE=16" kernels/*.cl | jq -r 'select(.stored | not) | .file'`,
 		Short: "Build OpenCL C files through the cache",
 		Long: `Build each OpenCL C file through the cache for the selected device and report,
 per file, where the binary came from (built, memory, disk, remote, or waited
@@ -52,7 +87,10 @@ work-group functions, and a process that loads it compiles a specialized
 one at each kernel's first launch. --specialize names the specializations
 to compile into the binaries instead, in PoCL's notation: a comma-separated
 list of LOCALX-LOCALY-LOCALZ, each optionally followed by -goffs0 (global
-offset zero) and -smallgrid, e.g. "64-1-1-goffs0-smallgrid,16-16-1-goffs0".`,
+offset zero) and -smallgrid, e.g. "64-1-1-goffs0-smallgrid,16-16-1-goffs0".
+A file already cached without some of them is built again with them (and
+the shapes its entry had), and its entry replaced: the report lists the
+shapes added.`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			if err := checkSpecializations(special); err != nil {
@@ -62,14 +100,15 @@ offset zero) and -smallgrid, e.g. "64-1-1-goffs0-smallgrid,16-16-1-goffs0".`,
 			if err := checkBackend(backend); err != nil {
 				return usageError{err}
 			}
-			in := buildInput{options: opts, depends: depends}
+			in := buildInput{options: opts, depends: depends, specialize: special}
+			defer captureStderr()() // before newStreams, which takes os.Stderr
 			if backend == "cuda" {
 				if special != "" {
 					return usagef("--specialize applies to PoCL's OpenCL only, not --backend cuda")
 				}
-				return runCUDABuild(cmd.Context(), cmd.OutOrStdout(), files, in, device, asJSON)
+				return runCUDABuild(cmd.Context(), newStreams(cmd), files, in, device, asJSON)
 			}
-			return runBuild(cmd.Context(), cmd.OutOrStdout(), files, in, device, special, asJSON)
+			return runBuild(cmd.Context(), newStreams(cmd), files, in, device, asJSON)
 		},
 	}
 	cmd.Flags().StringArrayVarP(&includes, "include", "I", nil, "add `DIR` to the header search path (repeatable)")
@@ -145,85 +184,134 @@ func includeOptions(dirs []string) string {
 
 // buildInput is what every file of one kcache build is built with.
 type buildInput struct {
-	options string
-	depends []string
+	options    string
+	depends    []string
+	specialize string // --specialize: added to entries cached without it
 }
 
-func runBuild(ctx context.Context, out io.Writer, files []string, in buildInput, device int, specialize string, asJSON bool) error {
+func runBuild(ctx context.Context, ios *streams, files []string, in buildInput, device int, asJSON bool) error {
 	// Nothing is launched here, so there is nothing to wait for: store
 	// each binary as soon as it is built.
-	sess, restore, err := specializeAfterKey(specialize, func() (*session, error) { return openSession(device, -1) })
+	sess, restore, err := specializeAfterKey(in.specialize, func() (*session, error) { return openSession(device, -1) })
 	if err != nil {
 		return err
 	}
 	defer restore()
 	defer sess.Close()
-	return buildFiles(out, files, asJSON, func(f string) buildReport { return buildOne(ctx, sess, f, in) })
+	// A file under way when an interrupt comes finishes: see buildFiles.
+	builds := context.WithoutCancel(ctx)
+	return buildFiles(ctx, ios, files, asJSON, func(f string) buildReport { return buildOne(builds, sess, f, in) })
 }
 
 func buildOne(ctx context.Context, sess *session, file string, in buildInput) buildReport {
 	source := func(code []byte) opencl.Source {
 		return opencl.Source{Code: code, Path: file, Options: in.options, Depends: in.depends}
 	}
-	return buildFile(sess.bins, file, func(code []byte) (string, string, error) {
+	key := func(code []byte) (*kcache.Key, error) { return sess.cache.Key(sess.dev, source(code)) }
+	return buildFile(ctx, sess.store, file, func(code []byte) (buildReport, error) {
 		p, err := sess.cache.Program(ctx, sess.dev, source(code))
 		if err != nil {
-			return "", "", err
+			return buildReport{}, err
 		}
 		defer p.Release()
-		return p.Outcome.String(), p.BlobID().String(), nil
-	}, func(code []byte) (*kcache.Key, error) { return sess.cache.Key(sess.dev, source(code)) })
+		r := buildReport{Outcome: p.Outcome.String(), Digest: p.BlobID().String()}
+		if in.specialize == "" || p.Outcome == kcache.OutcomeBuilt || p.Outcome == kcache.OutcomeMemory {
+			return r, nil
+		}
+		k, err := key(code)
+		if err == nil {
+			r.Specialized, err = specializeEntry(ctx, sess, p, k, source(code), in.specialize)
+		}
+		if err != nil {
+			return r, fmt.Errorf("specializing the cached entry: %w", err)
+		}
+		return r, nil
+	}, key)
 }
 
 // buildFiles builds each file through one and prints its report, as a
-// line of JSON with asJSON. The exit status is 1 if any failed.
-func buildFiles(out io.Writer, files []string, asJSON bool, one func(file string) buildReport) error {
-	failed := false
+// line of JSON with asJSON. The exit status is 1 if any failed, or built
+// without being stored.
+func buildFiles(ctx context.Context, ios *streams, files []string, asJSON bool, one func(file string) buildReport) error {
+	reports := make([]buildReport, 0, len(files))
 	for _, f := range files {
-		r := one(f)
-		failed = failed || r.Error != ""
-		if err := printReport(out, r, asJSON); err != nil {
+		if ctx.Err() != nil {
+			printError(ios.errOut, fmt.Errorf("interrupted after %d of %s", len(reports), plural(len(files), "file")))
+			break
+		}
+		r := markInterrupted(ctx, one(f))
+		reports = append(reports, r)
+		if err := printReport(ios.out, r, asJSON); err != nil {
 			return err
 		}
 	}
-	if failed {
-		return exitError{1}
+	failed := slices.ContainsFunc(reports, func(r buildReport) bool { return r.Outcome == outcomeFailed })
+	if err := notStoredError(reports); err != nil {
+		printError(ios.errOut, err)
+		failed = true
+	}
+	switch {
+	case ctx.Err() != nil:
+		return exitError{exitInterrupted}
+	case failed:
+		return exitError{exitFailure}
 	}
 	return nil
 }
 
+// notStoredError returns the error that says which files built but were
+// not stored, and why, or nil when every file that built was stored.
+func notStoredError(reports []buildReport) error {
+	var (
+		n       int
+		reasons []string
+	)
+	for _, r := range reports {
+		if r.Error != "" || r.Stored {
+			continue
+		}
+		n++
+		if !slices.Contains(reasons, r.NotStored) {
+			reasons = append(reasons, r.NotStored)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s built but not stored: %s", plural(n, "file"), strings.Join(reasons, "; "))
+}
+
 // buildFile reads file and builds it through build, timed, which returns
-// where the binary came from and its digest. A failure is reported built
-// if this build ran the compiler (the count of failed builds of bins
-// grew), or memory if the cache remembered it: the same file again in one
-// run reports its error without compiling. It carries the compiler's log
-// where there is one, and the key's digest where key can compute it.
-func buildFile(bins *kcache.Cache, file string, build func(code []byte) (outcome, digest string, err error), key func(code []byte) (*kcache.Key, error)) buildReport {
-	r := buildReport{File: file}
+// where the binary came from and its digest, then checks that store holds
+// the binary. A failure carries the compiler's log where there is one,
+// and the key's digest where key can compute it.
+func buildFile(ctx context.Context, store *storage, file string, build func(code []byte) (buildReport, error), key func(code []byte) (*kcache.Key, error)) buildReport {
+	r := buildReport{File: file, Outcome: outcomeFailed}
 	code, err := os.ReadFile(file)
 	if err != nil {
 		r.Error = err.Error()
 		return r
 	}
-	failedBefore := bins.Stats().FailedBuilds
 	start := time.Now()
-	outcome, digest, err := build(code)
+	b, err := build(code)
 	r.MS = float64(time.Since(start).Microseconds()) / 1000
+	k, kerr := key(code)
 	if err != nil {
-		r.Outcome = kcache.OutcomeMemory.String()
-		if bins.Stats().FailedBuilds > failedBefore {
-			r.Outcome = kcache.OutcomeBuilt.String()
-		}
 		r.Error = err.Error()
 		if log := compilerLog(err); log != "" {
 			r.Error = strings.TrimSpace(log)
 		}
-		if k, kerr := key(code); kerr == nil {
+		if kerr == nil {
 			r.Digest = k.Digest().String()
 		}
 		return r
 	}
-	r.Outcome, r.Digest = outcome, digest
+	r.Outcome, r.Digest, r.Specialized = b.Outcome, b.Digest, b.Specialized
+	if kerr != nil {
+		r.NotStored = fmt.Sprintf("its key cannot be computed again: %v", kerr)
+		return r
+	}
+	r.Stored, r.NotStored = store.stored(ctx, k)
 	return r
 }
 
@@ -249,7 +337,14 @@ func printReport(out io.Writer, r buildReport, asJSON bool) error {
 		_, err := fmt.Fprintf(out, "%s: error (%.1f ms)\n%s\n", r.File, r.MS, indent(r.Error))
 		return err
 	}
-	_, err := fmt.Fprintf(out, "%-8s %9.1f ms  %.16s  %s\n", r.Outcome, r.MS, r.Digest, r.File)
+	note := ""
+	if len(r.Specialized) > 0 {
+		note = "  (specialized " + strings.Join(r.Specialized, ",") + ")"
+	}
+	if !r.Stored {
+		note += "  (not stored)"
+	}
+	_, err := fmt.Fprintf(out, "%-8s %9.1f ms  %.16s  %s%s\n", r.Outcome, r.MS, r.Digest, r.File, note)
 	return err
 }
 

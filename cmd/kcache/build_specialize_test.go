@@ -87,3 +87,45 @@ func TestBuildSpecializeRejectsBadList(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildSpecializeExisting: --specialize on a file already cached
+// without those shapes rebuilds the entry with them, keeping the shapes it
+// had, and says so; asked again, it has nothing to add.
+func TestBuildSpecializeExisting(t *testing.T) {
+	requireOpenCL(t)
+	dir := t.TempDir()
+	file := writeKernel(t, dir)
+	build := func(args ...string) buildReport {
+		t.Helper()
+		r, code := runJSON(t, kcacheCmd(t, dir, append([]string{"build", "--json", "--options", "-DFACTOR=2"}, args...)...))
+		if code != 0 || len(r) != 1 {
+			t.Fatalf("exit %d, reports %+v", code, r)
+		}
+		return r[0]
+	}
+	first := build(file)
+	steps := []struct {
+		list  string
+		added []string
+		has   []string
+	}{
+		{"8-1-1", []string{"8-1-1"}, []string{"/twice/0-0-0/", "/twice/8-1-1/"}},
+		{"8-1-1", nil, []string{"/twice/8-1-1/"}},
+		{"16-1-1-goffs0,8-1-1", []string{"16-1-1-goffs0"}, []string{"/twice/8-1-1/", "/twice/16-1-1-goffs0/"}},
+	}
+	for _, s := range steps {
+		r := build("--specialize", s.list, file)
+		if r.Outcome != "disk" || r.Digest != first.Digest || !r.Stored || strings.Join(r.Specialized, ",") != strings.Join(s.added, ",") {
+			t.Errorf("--specialize %s: %+v, want a disk hit that added %v", s.list, r, s.added)
+		}
+		bin := storedBinary(t, dir)
+		for _, h := range s.has {
+			if !bytes.Contains(bin, []byte(h)) {
+				t.Errorf("--specialize %s: binary lacks %s", s.list, h)
+			}
+		}
+	}
+	if r := run(t, dir, "build", "--options", "-DFACTOR=2", "--specialize", "4-1-1", file); !strings.Contains(r.stdout, "(specialized 4-1-1)") {
+		t.Errorf("human output %q does not say what was specialized", r.stdout)
+	}
+}

@@ -186,7 +186,7 @@ func TestBadIDsAndUsage(t *testing.T) {
 		{"bad age", []string{"prune", "--older-than", "soon"}, 2, "older-than"},
 		{"unknown flag", []string{"stats", "--frobnicate"}, 2, "unknown flag"},
 		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
-		{"extra argument", []string{"stats", "now"}, 2, "unknown command"},
+		{"extra argument", []string{"stats", "now"}, 2, `stats takes no arguments, got "now"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

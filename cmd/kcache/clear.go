@@ -17,11 +17,12 @@ type clearJSON struct {
 func newClearCmd() *cobra.Command {
 	var asJSON, exact bool
 	cmd := &cobra.Command{
-		Use:   "clear [--json]",
-		Short: "Remove every entry",
+		Use:     "clear [--json]",
+		Example: `  kcache clear`,
+		Short:   "Remove every entry",
 		Long: `Remove every entry of the cache, of every format version. Other processes
 see an empty cache at once. The counters are kept (kcache stats --zero resets them).`,
-		Args: args(cobra.NoArgs),
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			io := newStreams(cmd)
 			io.exactBytes = exact

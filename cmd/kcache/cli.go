@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,12 +15,16 @@ import (
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/disk"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 )
 
 // Exit statuses, as clig.dev and most Unix tools use them.
 const (
 	exitFailure = 1 // the command ran and failed
 	exitUsage   = 2 // the command line was wrong
+	// exitInterrupted is a shell's status for a command ended by SIGINT
+	// (128 + 2), which kcache returns when it stops early, intact.
+	exitInterrupted = 130
 )
 
 // usageError marks a mistake in the command line: a bad flag, a missing or
@@ -46,10 +53,48 @@ func usagef(format string, args ...any) error {
 func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, a []string) error {
 		if err := check(cmd, a); err != nil {
-			return usageError{fmt.Errorf("%w; see kcache %s --help", err, cmd.Name())}
+			return usageError{fmt.Errorf("%w; see %s --help", err, cmd.CommandPath())}
 		}
 		return nil
 	}
+}
+
+// flagNamePattern finds the flag's name in pflag's message for a value
+// that does not parse: `invalid argument "x" for "-j, --jobs" flag: ...`.
+var flagNamePattern = regexp.MustCompile(`for "(?:-\w, )?(--[\w-]+)" flag`)
+
+// plainFlagError rewords pflag's error for a number or boolean that does
+// not parse, which otherwise ends in Go's "strconv.ParseInt: parsing "x":
+// invalid syntax", into what the flag wants. Other errors pass unchanged.
+func plainFlagError(err error) error {
+	var num *strconv.NumError
+	var bad interface{ GetValue() string }
+	if !errors.As(err, &num) || !errors.As(err, &bad) {
+		return err
+	}
+	name := "flag"
+	if m := flagNamePattern.FindStringSubmatch(err.Error()); m != nil {
+		name = m[1]
+	}
+	want := "a whole number"
+	switch {
+	case num.Func == "ParseBool":
+		want = "true or false"
+	case strings.HasPrefix(num.Func, "ParseFloat"):
+		want = "a number"
+	case errors.Is(num.Err, strconv.ErrRange):
+		want = "a smaller number"
+	}
+	return fmt.Errorf("%s %q: want %s", name, bad.GetValue(), want)
+}
+
+// noArgs is cobra.NoArgs with a message that names the command, rather
+// than taking the argument for an unknown subcommand.
+func noArgs(cmd *cobra.Command, a []string) error {
+	if len(a) > 0 {
+		return fmt.Errorf("%s takes no arguments, got %q", cmd.Name(), a[0])
+	}
+	return nil
 }
 
 // exitCode returns the exit status for an error a command returned.
@@ -69,7 +114,7 @@ func exitCode(err error) int {
 // and makes flag errors usage errors.
 func addCacheCommands(root *cobra.Command) {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usageError{fmt.Errorf("%w; see kcache %s --help", err, cmd.Name())}
+		return usageError{fmt.Errorf("%w; see %s --help", plainFlagError(err), cmd.CommandPath())}
 	})
 	root.AddCommand(newStatsCmd(), newLsCmd(), newShowCmd(), newVerifyCmd(), newPruneCmd(), newClearCmd(),
 		newWhyCmd(), newDiffCmd(), newExportCmd(), newImportCmd(), newWarmCmd())
@@ -84,17 +129,23 @@ type streams struct {
 	tty         bool // out is a terminal
 	errTTY      bool // errOut is a terminal: progress may be drawn there
 	exactBytes  bool // --bytes: sizes in bytes, not human units
+	width       int  // columns a table may take on the terminal
 }
 
 // newStreams returns the command's streams, judging whether stdout is a
 // terminal.
 func newStreams(cmd *cobra.Command) *streams {
-	return &streams{out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(),
-		tty: isTerminal(cmd.OutOrStdout()), errTTY: isTerminal(cmd.ErrOrStderr())}
+	s := &streams{out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(),
+		tty: isTerminal(cmd.OutOrStdout()), errTTY: isTerminal(cmd.ErrOrStderr()), width: defaultWidth}
+	if s.tty {
+		s.width = terminalWidth(s.out)
+	}
+	return s
 }
 
-// isTerminal reports whether w is a character device: a terminal.
-func isTerminal(w io.Writer) bool {
+// isTerminal reports whether w (a writer or a reader) is a character
+// device: a terminal.
+func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
@@ -140,6 +191,48 @@ func age(now, t time.Time) string {
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
+// plural formats a count of things: "1 file", "3 files".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// usePrecision is how precisely the cache records an entry's last use:
+// the disk tier refreshes an entry's access time on a hit only when it is
+// an hour old (disk's mtimeInterval), so that hits write nothing most of
+// the time. An entry used a minute ago may show as used 59 minutes ago.
+const usePrecision = time.Hour
+
+// usedAge formats how long ago an entry was last used, no more precisely
+// than the cache records it: "<1h" for anything within the hour.
+func usedAge(now, t time.Time) string {
+	if !t.IsZero() && now.Sub(t) < usePrecision {
+		return "<1h"
+	}
+	return age(now, t)
+}
+
+// useAgeValue is an --older-than flag: an age of last use, which cannot
+// be told apart below usePrecision.
+type useAgeValue struct{ ageValue }
+
+func (v useAgeValue) Set(s string) error {
+	var d time.Duration
+	if err := (ageValue{&d}).Set(s); err != nil {
+		return err
+	}
+	if d > 0 && d < usePrecision {
+		return fmt.Errorf("under %v: the cache records last use to within an hour, so younger entries cannot be told apart", usePrecision)
+	}
+	*v.d = d
+	return nil
+}
+
 // duration formats a build time: "850ms", "2.4s", "3m10s".
 func duration(d time.Duration) string {
 	switch {
@@ -152,23 +245,66 @@ func duration(d time.Duration) string {
 }
 
 // openStore opens the persistent tier the environment configures, for
-// commands that work on the cache directly.
+// commands that work on the cache directly, creating its directory if
+// need be.
 func openStore() (*disk.Store, error) {
 	cfg, err := configFromEnv()
 	if err != nil {
 		return nil, fmt.Errorf("%w; fix the variable or unset it", err)
 	}
+	return openStoreAt(cfg)
+}
+
+// noCacheError is what openExisting returns when the cache directory does
+// not exist: a command that only reads reports an empty cache rather than
+// create one (with HOME unset or wrong, in a place nobody meant).
+type noCacheError struct{ cfg kcache.Config }
+
+func (e noCacheError) Error() string {
+	return fmt.Sprintf("no cache at %s: nothing has been stored there yet", e.cfg.Dir)
+}
+
+// openExisting opens the persistent tier for a command that only reads
+// it, or returns a noCacheError when its directory does not exist.
+func openExisting() (*disk.Store, error) {
+	cfg, err := configFromEnv()
+	if err != nil {
+		return nil, fmt.Errorf("%w; fix the variable or unset it", err)
+	}
+	if cfg.Dir != "" {
+		if _, err := os.Stat(cfg.Dir); errors.Is(err, fs.ErrNotExist) {
+			return nil, noCacheError{cfg}
+		}
+	}
+	return openStoreAt(cfg)
+}
+
+// openStoreAt opens the persistent tier cfg configures.
+func openStoreAt(cfg kcache.Config) (*disk.Store, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("no cache directory: set KCACHE_DIR to an absolute path (or HOME or XDG_CACHE_HOME)")
 	}
 	st, err := disk.Open(disk.FromConfig(cfg))
 	if errors.Is(err, disk.ErrUnsafeDir) {
-		return nil, fmt.Errorf("%w; the cache must belong to you and be writable by you alone", err)
+		return nil, unsafeDirError(err, cfg.Dir)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w; check KCACHE_DIR", err)
 	}
 	return st, nil
+}
+
+// unsafeDirError explains the ownership rule a cache directory broke, and
+// the ways out. The rule exists because a binary in the cache is code the
+// user will run: one that another user can write is one they can plant.
+func unsafeDirError(err error, dir string) error {
+	fix := fmt.Sprintf("chmod -R go-w %s", dir)
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) == nil && int(st.Uid) != os.Geteuid() {
+		fix = fmt.Sprintf("chown -R \"$(id -u)\" %s", dir)
+	}
+	return fmt.Errorf("%w; the cache must belong to you and be writable by you alone, as a binary anyone else "+
+		"can write is code they can make you run: take it over (%s), or set KCACHE_DIR to a directory of your own", err, fix)
 }
 
 // sizeValue is a flag holding a byte size ("512MiB", "8G").

@@ -18,9 +18,9 @@ func completeIDs(n int) cobra.CompletionFunc {
 		if len(a) >= n {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		st, err := openStore()
+		st, err := openExisting()
 		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
+			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		prefix = strings.ToLower(prefix)
 		var out []cobra.Completion

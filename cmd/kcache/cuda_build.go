@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/cuda"
@@ -12,26 +11,27 @@ import (
 // runCUDABuild is `kcache build --backend cuda`: each CUDA C++ file
 // compiled through the cache for the selected GPU, reported as the OpenCL
 // build reports.
-func runCUDABuild(ctx context.Context, out io.Writer, files []string, in buildInput, device int, asJSON bool) error {
+func runCUDABuild(ctx context.Context, ios *streams, files []string, in buildInput, device int, asJSON bool) error {
 	sess, err := openCUDASession(device)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
 	opts := deps.SplitOptions(in.options)
-	return buildFiles(out, files, asJSON, func(f string) buildReport { return buildCUDAOne(ctx, sess, f, opts, in.depends) })
+	builds := context.WithoutCancel(ctx)
+	return buildFiles(ctx, ios, files, asJSON, func(f string) buildReport { return buildCUDAOne(builds, sess, f, opts, in.depends) })
 }
 
 func buildCUDAOne(ctx context.Context, sess *cudaSession, file string, opts, depends []string) buildReport {
 	source := func(code []byte) cuda.Source {
 		return cuda.Source{Code: code, Path: file, Options: opts, Depends: depends}
 	}
-	return buildFile(sess.bins, file, func(code []byte) (string, string, error) {
+	return buildFile(ctx, sess.store, file, func(code []byte) (buildReport, error) {
 		m, err := sess.cache.Module(ctx, source(code))
 		if err != nil {
-			return "", "", err
+			return buildReport{}, err
 		}
 		defer m.Release()
-		return m.Outcome.String(), m.Digest().String(), nil
+		return buildReport{Outcome: m.Outcome.String(), Digest: m.Digest().String()}, nil
 	}, func(code []byte) (*kcache.Key, error) { return sess.cache.Key(ctx, source(code)) })
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -22,6 +23,7 @@ func checkBackend(b string) error {
 type cudaSession struct {
 	ctx   *cuda.Context
 	bins  *kcache.Cache
+	store *storage // where bins stores, to check that it did
 	cache *cuda.Cache
 	// setup is what opening the session cost: loading the driver and
 	// NVRTC, the context, the device's identity.
@@ -42,17 +44,24 @@ func openCUDASession(device int) (*cudaSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	bins := openCache(cfg, logger(cfg.Debug || cfg.Trace))
+	bins, store := openCache(cfg, logger(cfg.Debug || cfg.Trace))
 	cache, err := cuda.NewCache(ctx, bins, cuda.CacheOptions{})
 	if err != nil {
 		ctx.Release()
 		return nil, err
 	}
-	return &cudaSession{ctx: ctx, bins: bins, cache: cache, setup: time.Since(start)}, nil
+	return &cudaSession{ctx: ctx, bins: bins, store: store, cache: cache, setup: time.Since(start)}, nil
 }
 
-// Close unloads the modules and releases the context.
+// Close unloads the modules, sends the remote tier's queued writes,
+// merges this process's counters into the cache's and releases the
+// context.
 func (s *cudaSession) Close() {
 	s.cache.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), closeWait)
+	defer cancel()
+	if err := s.bins.Close(ctx); err != nil {
+		s.bins.Logger().Warn("kcache: closing the cache", "err", err)
+	}
 	s.ctx.Release()
 }

@@ -36,8 +36,8 @@ func TestCUDABuild(t *testing.T) {
 	os.WriteFile(src, []byte("#include \"k.cuh\"\nextern \"C\" __global__ void k(float* p) { p[threadIdx.x] *= F; }\n"), 0o644)
 	build := func() buildReport {
 		t.Helper()
-		var out bytes.Buffer
-		err := runCUDABuild(context.Background(), &out, []string{src}, buildInput{options: "-std=c++17"}, 0, true)
+		var out, errOut bytes.Buffer
+		err := runCUDABuild(context.Background(), &streams{out: &out, errOut: &errOut}, []string{src}, buildInput{options: "-std=c++17"}, 0, true)
 		if err != nil {
 			if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) || errors.Is(err, cuda.ErrNoNVRTC) {
 				if !strings.Contains(err.Error(), "libcuda.so.1") && !strings.Contains(err.Error(), "GPU") && !strings.Contains(err.Error(), "NVRTC") {
@@ -54,7 +54,7 @@ func TestCUDABuild(t *testing.T) {
 		return r
 	}
 	first := build()
-	if first.Outcome != "built" || first.Error != "" {
+	if first.Outcome != "built" || first.Error != "" || !first.Stored {
 		t.Fatalf("first build: %+v", first)
 	}
 	if second := build(); second.Outcome != "disk" || second.Digest != first.Digest {

@@ -60,7 +60,9 @@ func newDemoCmd() *cobra.Command {
 		backend  string
 	)
 	cmd := &cobra.Command{
-		Use:   "demo [--plot FILE] [--json] [--case NAME]... [--repeat N]",
+		Use: "demo [--plot FILE] [--json] [--case NAME]... [--repeat N]",
+		Example: `  kcache demo --plot demo.svg
+  kcache demo --case transpose-tiled --repeat 5`,
 		Short: "Run the kernel suite cold, warm and against PoCL's own cache",
 		Long: `Run a suite of OpenCL kernels, each checked against a Go reference, in
 separate processes: through kcache with an empty cache (cold), again in a new
@@ -68,7 +70,7 @@ process (warm), with PoCL's own kernel cache empty and then warm (the peer),
 and from a binary already in memory (the floor). The warm phases run --repeat
 times, interleaved, and each kernel keeps its median. Print, per kernel, the
 time to the first correct result in each, and the speedups.`,
-		Args: args(cobra.NoArgs),
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o := demoOptions{repeat: repeat, plot: plotFile, json: asJSON, keep: keep, cases: cases}
 			if err := checkBackend(backend); err != nil {

@@ -20,8 +20,9 @@ type diffJSON struct {
 func newDiffCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "diff [--json] ID1 ID2",
-		Short: "Show what differs between the keys of two entries",
+		Use:     "diff [--json] ID1 ID2",
+		Example: `  kcache diff 3f2a9c 7b01de`,
+		Short:   "Show what differs between the keys of two entries",
 		Long: `Show, component by component, what differs between the keys of two entries:
 device, compiler, source, headers, specialization constants, build options and
 environment. IDs are unique prefixes of the IDs kcache ls prints.`,
@@ -36,7 +37,7 @@ environment. IDs are unique prefixes of the IDs kcache ls prints.`,
 }
 
 func runDiff(ctx context.Context, io *streams, id1, id2 string, asJSON bool) error {
-	st, err := openStore()
+	st, err := openExisting()
 	if err != nil {
 		return err
 	}
@@ -55,7 +56,7 @@ func runDiff(ctx context.Context, io *streams, id1, id2 string, asJSON bool) err
 	if asJSON {
 		return json.NewEncoder(io.out).Encode(d)
 	}
-	fmt.Fprintf(io.out, "%s -> %s: %d difference(s)\n", io.id(d.A), io.id(d.B), len(d.Changes))
+	fmt.Fprintf(io.out, "%s -> %s: %s\n", io.id(d.A), io.id(d.B), plural(len(d.Changes), "difference"))
 	for _, c := range d.Changes {
 		fmt.Fprintf(io.out, "  %s\n", c)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,7 +32,10 @@ func newExportCmd() *cobra.Command {
 		exact     bool
 	)
 	cmd := &cobra.Command{
-		Use:   "export [--device D] [--older-than AGE] [--json] FILE",
+		Use: "export [--device D] [--older-than AGE] [--json] FILE",
+		Example: `  kcache export cache.tar.zst
+  kcache export --device "NVIDIA A100" a100.tar.zst
+  kcache export - | ssh build-2 kcache import -`,
 		Short: "Write entries to a portable bundle (tar + zstd)",
 		Long: `Write the cache's entries to FILE, a tar archive compressed with zstd, to
 pre-warm other machines and container images with kcache import. Every binary
@@ -48,14 +52,18 @@ to standard error).`,
 		},
 	}
 	cmd.Flags().StringVar(&device, "device", "", "only entries for devices whose name contains `D`")
-	cmd.Flags().Var(ageValue{&olderThan}, "older-than", "only entries unused for longer than `AGE`")
+	cmd.Flags().Var(useAgeValue{ageValue{&olderThan}}, "older-than", "only entries unused for longer than `AGE` (1h or more)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	cmd.Flags().BoolVar(&exact, "bytes", false, "print sizes in bytes")
 	return cmd
 }
 
 func runExport(ctx context.Context, ios *streams, file string, o *lsOptions, asJSON bool) error {
-	st, err := openStore()
+	if file == "-" && ios.tty {
+		// As zstd and gzip do: compressed bytes on a screen help no one.
+		return errors.New("refusing to write a compressed bundle to a terminal; redirect standard output (kcache export - > cache.tar.zst) or give a FILE")
+	}
+	st, err := openExisting()
 	if err != nil {
 		return err
 	}
@@ -74,9 +82,9 @@ func runExport(ctx context.Context, ios *streams, file string, o *lsOptions, asJ
 	if asJSON {
 		return json.NewEncoder(report).Encode(e)
 	}
-	fmt.Fprintf(ios.errOut, "exported %d entries (%s) to %s\n", e.Entries, ios.size(e.Bytes), file)
+	fmt.Fprintf(ios.errOut, "exported %s (%s) to %s\n", plural(e.Entries, "entry"), ios.size(e.Bytes), file)
 	if e.Skipped > 0 {
-		fmt.Fprintf(ios.errOut, "kcache: %d damaged entries left out; run kcache verify --repair\n", e.Skipped)
+		fmt.Fprintf(ios.errOut, "kcache: %s left out; run kcache verify --repair\n", plural(e.Skipped, "damaged entry"))
 	}
 	return nil
 }

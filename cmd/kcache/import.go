@@ -27,7 +27,9 @@ type importJSON struct {
 func newImportCmd() *cobra.Command {
 	var allDevices, asJSON, exact bool
 	cmd := &cobra.Command{
-		Use:   "import [--all-devices] [--json] FILE",
+		Use: "import [--all-devices] [--json] FILE",
+		Example: `  kcache import cache.tar.zst
+  curl -s https://ci.example.com/cache.tar.zst | kcache import -`,
 		Short: "Add the entries of a bundle made by kcache export",
 		Long: `Add the entries of FILE, a bundle made by kcache export, to the cache. The
 whole bundle is verified first (every entry's key record and checksums): a
@@ -48,6 +50,11 @@ FILE - reads the bundle from standard input.`,
 }
 
 func runImport(ctx context.Context, ios *streams, stdin io.Reader, file string, allDevices, asJSON bool) error {
+	if f, ok := stdin.(*os.File); ok && file == "-" && isTerminal(f) {
+		// As zstd does: a bundle is not typed in, and waiting for one
+		// on a terminal looks like a hang.
+		return errors.New("refusing to read a bundle from a terminal; redirect standard input (kcache import - < cache.tar.zst) or give a FILE")
+	}
 	st, err := openStore()
 	if err != nil {
 		return err
@@ -77,9 +84,9 @@ func runImport(ctx context.Context, ios *streams, stdin io.Reader, file string, 
 	if asJSON {
 		return json.NewEncoder(ios.out).Encode(j)
 	}
-	fmt.Fprintf(ios.errOut, "imported %d of %d entries (%s) from %s\n", j.Imported, j.Entries, ios.size(j.Bytes), bundleName(file))
+	fmt.Fprintf(ios.errOut, "imported %d of %s (%s) from %s\n", j.Imported, plural(j.Entries, "entry"), ios.size(j.Bytes), bundleName(file))
 	if j.Skipped > 0 {
-		fmt.Fprintf(ios.errOut, "skipped %d entries for devices this machine does not have; --all-devices imports them\n", j.Skipped)
+		fmt.Fprintf(ios.errOut, "skipped %s for devices this machine does not have; --all-devices imports them\n", plural(j.Skipped, "entry"))
 	}
 	return nil
 }

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kcache/kcache/disk"
@@ -41,14 +40,18 @@ func newLsCmd() *cobra.Command {
 	var o lsOptions
 	var exact bool
 	cmd := &cobra.Command{
-		Use:   "ls [--device D] [--older-than AGE] [--larger-than SIZE] [--sort used|size|built] [--json]",
+		Use: "ls [--device D] [--older-than AGE] [--larger-than SIZE] [--sort used|size|built] [--json]",
+		Example: `  kcache ls --sort size | head
+  kcache ls --older-than 30d --device gfx90a
+  kcache ls --json | jq -r '.[] | select(.build_ms > 1000) | .id'`,
 		Short: "List the cache's entries",
 		Long: `List the cache's entries: ID (the start of the key digest; any unique prefix
 names the entry), size, build time, last use, device, build options and kernels.
 --sort used lists the most recently used first, size the largest, built the
 slowest to build. On a terminal the table has a header and short IDs; piped,
-it is tab-separated with full IDs.`,
-		Args: args(cobra.NoArgs),
+it is tab-separated with full IDs. Last use is recorded to within an hour:
+USED shows "<1h" for anything more recent, and --older-than takes 1h or more.`,
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if lsSorts[o.sort] == nil {
 				return usagef("--sort %q: want used, size or built", o.sort)
@@ -60,7 +63,7 @@ it is tab-separated with full IDs.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.device, "device", "", "only entries for devices whose name contains `D`")
-	f.Var(ageValue{&o.olderThan}, "older-than", "only entries unused for longer than `AGE` (7d, 36h)")
+	f.Var(useAgeValue{ageValue{&o.olderThan}}, "older-than", "only entries unused for longer than `AGE` (7d, 36h; 1h or more)")
 	f.Var(sizeValue{&o.largerThan}, "larger-than", "only entries larger than `SIZE` (512KiB, 2M)")
 	f.StringVar(&o.sort, "sort", "used", "order by `KEY`: used, size or built")
 	f.BoolVar(&o.json, "json", false, "print a JSON array of entries")
@@ -70,24 +73,22 @@ it is tab-separated with full IDs.`,
 }
 
 func runLs(ctx context.Context, io *streams, o lsOptions) error {
-	st, err := openStore()
+	st, err := openExisting()
+	if errors.As(err, new(noCacheError)) {
+		if o.json {
+			return writeEntriesJSON(io.out, nil)
+		}
+		return printLs(io, nil, time.Now())
+	}
 	if err != nil {
 		return err
 	}
 	now := time.Now()
 	var entries []*disk.Info
-	damaged := 0
-	var mu sync.Mutex // protects entries and damaged
-	err = st.WalkParallel(ctx, func(in disk.Info) error {
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case in.Err != nil:
-			damaged++
-		case o.keeps(&in, now):
-			entries = append(entries, &in)
+	damaged, err := walkEntries(ctx, st, func(in *disk.Info) {
+		if o.keeps(in, now) {
+			entries = append(entries, in)
 		}
-		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("reading the cache: %w", err)
@@ -98,7 +99,7 @@ func runLs(ctx context.Context, io *streams, o lsOptions) error {
 		return cmp.Or(lsSorts[o.sort](a, b), cmp.Compare(a.Dir, b.Dir), cmp.Compare(a.Slot, b.Slot))
 	})
 	if damaged > 0 {
-		fmt.Fprintf(io.errOut, "kcache: %d damaged entries not listed; run kcache verify --repair\n", damaged)
+		fmt.Fprintf(io.errOut, "kcache: %s not listed; run kcache verify --repair\n", plural(damaged, "damaged entry"))
 	}
 	if o.json {
 		return writeEntriesJSON(io.out, entries)
@@ -121,24 +122,25 @@ func (o *lsOptions) keeps(in *disk.Info, now time.Time) bool {
 
 func printLs(io *streams, entries []*disk.Info, now time.Time) error {
 	out := bufio.NewWriterSize(io.out, 64<<10) // not a system call a line
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	if io.tty {
-		fmt.Fprintln(w, "ID\tSIZE\tBUILD\tUSED\tDEVICE\tOPTIONS\tKERNELS")
+	row := func(in *disk.Info) []string {
+		return []string{io.id(in.ID()), io.size(in.Size), duration(in.BuildTime), usedAge(now, in.AccessTime),
+			in.Key.Device.Name, optionsCell(in.Key.Options.Compile, io.tty), kernelsLabel(kernelNames(in.Key.Image.Source))}
 	}
-	for _, in := range entries {
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", io.id(in.ID()), io.size(in.Size), duration(in.BuildTime),
-			age(now, in.AccessTime), in.Key.Device.Name, optionsCell(in.Key.Options.Compile, io.tty),
-			kernelsLabel(kernelNames(in.Key.Image.Source)))
-		if !io.tty {
-			// Piped: plain tab-separated fields, for cut and awk.
-			if _, err := out.WriteString(line); err != nil {
+	if !io.tty {
+		// Piped: plain tab-separated fields, for cut and awk.
+		for _, in := range entries {
+			if _, err := out.WriteString(strings.Join(row(in), "\t") + "\n"); err != nil {
 				return err
 			}
-			continue
 		}
-		fmt.Fprint(w, line)
+		return out.Flush()
 	}
-	if err := w.Flush(); err != nil {
+	rows := [][]string{{"ID", "SIZE", "BUILD", "USED", "DEVICE", "OPTIONS", "KERNELS"}}
+	for _, in := range entries {
+		rows = append(rows, row(in))
+	}
+	fitTable(rows, []int{4, 5, 6}, io.width)
+	if err := writeTable(out, rows); err != nil {
 		return err
 	}
 	return out.Flush()

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,5 +31,27 @@ func TestWriteEntriesJSON(t *testing.T) {
 		if !bytes.Equal(got.Bytes(), want.Bytes()) {
 			t.Fatalf("%d entries: got %q, want %q", n, got.String()[:min(got.Len(), 200)], want.String()[:min(want.Len(), 200)])
 		}
+	}
+}
+
+// TestLastUseToTheHour: the cache records last use to within an hour, so
+// ls shows a recent use as "<1h" rather than a precise-looking "4m", and
+// --older-than refuses ages it cannot tell apart.
+func TestLastUseToTheHour(t *testing.T) {
+	dir := t.TempDir()
+	putFakes(t, testStore(t, dir), "Fake GPU", 2)
+	out, code := onTerminal(t, dir, []string{"COLUMNS=120"}, "ls")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 3 || !strings.Contains(lines[1], "  <1h  ") || !strings.Contains(lines[2], "  <1h  ") {
+		t.Errorf("ls on a terminal: exit %d\n%s", code, out)
+	}
+	for _, args := range [][]string{{"ls", "--older-than", "1m"}, {"prune", "--older-than", "30m"}, {"export", "--older-than", "59m", "x"}} {
+		r := run(t, dir, args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "to within an hour") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and the reason", args, r.code, r.stderr)
+		}
+	}
+	if r := run(t, dir, "prune", "--older-than", "1h", "--dry-run"); r.code != 0 {
+		t.Errorf("--older-than 1h: exit %d, %s", r.code, r.stderr)
 	}
 }

@@ -10,12 +10,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -27,25 +30,54 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 func main() {
-	root := &cobra.Command{
-		Use:           "kcache",
-		Short:         "A JIT kernel cache: build device code once, reuse it everywhere",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.AddCommand(newBuildCmd(), newDemoCmd(), newDemoPhaseCmd(), newCUDADemoPhaseCmd(), newDemoPrefilledCmd())
-	addCacheCommands(root)
+	root := newRootCmd()
+	keepPoCLCacheOff()
 	cleanup := privatePoCLDir()
-	err := root.Execute()
+	ctx, stop := interruptible()
+	err := root.ExecuteContext(ctx)
+	interrupted := ctx.Err() != nil
+	stop()
 	cleanup()
 	if err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
 		}
+		if interrupted && errors.Is(err, context.Canceled) {
+			printError(os.Stderr, errors.New("interrupted"))
+			os.Exit(exitInterrupted)
+		}
+		if strings.HasPrefix(err.Error(), "unknown command") { // cobra's, for the root
+			err = usageError{fmt.Errorf("%w; see kcache --help", err)}
+		}
 		printError(os.Stderr, err)
 		os.Exit(exitCode(err))
 	}
+}
+
+// interruptible returns a context that SIGINT and SIGTERM end, so that a
+// command stops early and intact: it reports what it did, merges its
+// counters and removes its scratch directory. A second signal ends the
+// process at once, as it would without kcache's handling.
+func interruptible() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop) // the next signal gets the default action
+	return ctx, stop
+}
+
+// newRootCmd returns the kcache command with every subcommand.
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "kcache",
+		Short:         "A JIT kernel cache: build device code once, reuse it everywhere",
+		Version:       version(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetVersionTemplate("kcache {{.Version}}\n")
+	root.AddCommand(newBuildCmd(), newDemoCmd(), newDemoPhaseCmd(), newCUDADemoPhaseCmd(), newDemoPrefilledCmd(), newConfigCmd(), newVersionCmd())
+	addCacheCommands(root)
+	return root
 }
 
 // errorPrefix is how the command names itself on the errors it prints.
@@ -65,6 +97,23 @@ func printError(w io.Writer, err error) {
 	}
 	fmt.Fprintln(w, msg)
 }
+
+// keepPoCLCacheOff turns PoCL's own kernel cache off for kcache's
+// commands, unless the user set POCL_KERNEL_CACHE: kcache is the cache.
+// Left on, PoCL fills a second cache under ~/.cache/pocl that clear and
+// prune do not manage, and its writes distort build times and the time
+// saved. The variable does not enter keys (keyparts.OpenCLEnv), and the
+// demo sets it for each of its phases.
+func keepPoCLCacheOff() {
+	_, poclCacheSetByUser = os.LookupEnv("POCL_KERNEL_CACHE")
+	if !poclCacheSetByUser {
+		os.Setenv("POCL_KERNEL_CACHE", "0")
+	}
+}
+
+// poclCacheSetByUser records whether POCL_KERNEL_CACHE came from the
+// user, for kcache config.
+var poclCacheSetByUser bool
 
 // privatePoCLDir gives this process a PoCL directory of its own when
 // PoCL's kernel cache is off and no directory was chosen. PoCL then uses

@@ -115,12 +115,12 @@ func TestBuildErrorExitsOne(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit status %d, want 1", code)
 	}
-	if len(reports) != 3 || !strings.Contains(reports[0].Error, "no_such_symbol") || reports[0].Outcome != "built" ||
+	if len(reports) != 3 || !strings.Contains(reports[0].Error, "no_such_symbol") || reports[0].Outcome != "failed" ||
 		reports[1].Outcome != "built" || reports[1].Error != "" {
 		t.Fatalf("reports %+v", reports)
 	}
 	// The second request for the broken file gets the kept error: no compile.
-	if reports[2].Outcome != "memory" || reports[2].Error != reports[0].Error || reports[2].Digest != reports[0].Digest {
+	if reports[2].Outcome != "failed" || reports[2].Error != reports[0].Error || reports[2].Digest != reports[0].Digest {
 		t.Errorf("kept error: %+v", reports[2])
 	}
 }
@@ -273,5 +273,30 @@ func TestMedianRun(t *testing.T) {
 	runs = append(runs, phaseResult{MS: 2, Error: "wrong result"})
 	if got := medianRun(runs); got.Error == "" {
 		t.Error("a failed run must not be hidden by the median")
+	}
+}
+
+// TestPoCLCacheKeptOut runs build as a user would, with no PoCL variable
+// set: PoCL's own cache stays empty (kcache is the cache), and the
+// scratch directory the command gives PoCL is gone when it exits.
+func TestPoCLCacheKeptOut(t *testing.T) {
+	requireOpenCL(t)
+	dir := t.TempDir()
+	file := writeKernel(t, dir)
+	home, runtime := t.TempDir(), t.TempDir()
+	cmd := kcacheCmd(t, dir, "build", "--options", "-DFACTOR=2", file)
+	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "POCL_") })
+	cmd.Env = append(cmd.Env, "HOME="+home, "XDG_CACHE_HOME="+filepath.Join(home, ".cache"), "XDG_RUNTIME_DIR="+runtime)
+	if r := runCmd(t, cmd); r.code != 0 {
+		t.Fatalf("build: exit %d\n%s", r.code, r.stderr)
+	}
+	filepath.WalkDir(home, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			t.Errorf("PoCL's cache was written: %s", path)
+		}
+		return nil
+	})
+	if left, _ := os.ReadDir(runtime); len(left) > 0 {
+		t.Errorf("scratch left behind in %s: %v", runtime, left)
 	}
 }

@@ -8,15 +8,7 @@ import (
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/opencl"
-	"github.com/kcache/kcache/tiers"
 )
-
-// openCache opens the binary tiers the configuration asks for (disk, and
-// remote when KCACHE_REMOTE is set). A tier that cannot be opened is a
-// warning: the builds go on without it.
-func openCache(cfg kcache.Config, log *slog.Logger) *kcache.Cache {
-	return tiers.Open(cfg, log)
-}
 
 // selectDevice returns device n of every OpenCL device, in platform order.
 func selectDevice(n int) (opencl.Device, error) {
@@ -37,12 +29,27 @@ type session struct {
 	dev   opencl.Device
 	cl    *opencl.Context
 	bins  *kcache.Cache
+	store *storage // where bins stores, to check that it did
 	cache *opencl.Cache
 }
 
 // openSession reads the configuration, opens the tiers and a context on
 // device n. commitDelay is the program cache's (see opencl.CacheOptions).
 func openSession(n int, commitDelay time.Duration) (*session, error) {
+	return openSessionWith(n, commitDelay, openCache)
+}
+
+// keySession opens a session on device n that only computes keys: it
+// has no tiers, so it creates no cache directory (why reads the cache
+// through openExisting).
+func keySession(n int) (*session, error) {
+	return openSessionWith(n, -1, func(cfg kcache.Config, log *slog.Logger) (*kcache.Cache, *storage) {
+		return kcache.New(cfg, log), &storage{off: "no tiers"}
+	})
+}
+
+// openSessionWith is openSession with the binary tiers that open opens.
+func openSessionWith(n int, commitDelay time.Duration, open func(kcache.Config, *slog.Logger) (*kcache.Cache, *storage)) (*session, error) {
 	cfg, err := configFromEnv()
 	if err != nil {
 		return nil, err
@@ -55,9 +62,9 @@ func openSession(n int, commitDelay time.Duration) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	bins := openCache(cfg, logger(cfg.Debug || cfg.Trace))
+	bins, store := open(cfg, logger(cfg.Debug || cfg.Trace))
 	cache := opencl.NewCache(cl, bins, opencl.CacheOptions{CommitDelay: commitDelay})
-	return &session{dev: dev, cl: cl, bins: bins, cache: cache}, nil
+	return &session{dev: dev, cl: cl, bins: bins, store: store, cache: cache}, nil
 }
 
 // closeWait bounds how long a command waits, as it exits, for the remote

@@ -27,15 +27,22 @@ func newPruneCmd() *cobra.Command {
 		asJSON, exact bool
 	)
 	cmd := &cobra.Command{
-		Use:   "prune [--max-size SIZE] [--older-than AGE] [--dry-run] [--json]",
+		Use: "prune [--max-size SIZE] [--older-than AGE] [--dry-run] [--json]",
+		Example: `  kcache prune --older-than 30d
+  kcache prune --max-size 2GiB --dry-run
+  kcache prune   # apply KCACHE_MAX_SIZE and KCACHE_THRESHOLD now`,
 		Short: "Remove least recently used entries",
 		Long: `Remove entries unused for longer than --older-than, then the least recently
 used ones until the cache fits in --max-size. --max-size also stores SIZE in the
 cache as its own limit, which a process's smaller KCACHE_MAX_SIZE no longer
 lowers (--max-size 0 removes it). With neither flag, apply the configured
 limits (the cache's stored limit or KCACHE_MAX_SIZE, whichever is larger, and
-KCACHE_THRESHOLD). --dry-run lists what would go and removes nothing.`,
-		Args: args(cobra.NoArgs),
+KCACHE_THRESHOLD). --dry-run lists what would go and removes nothing.
+
+Last use is recorded to within an hour (a hit rewrites nothing unless the
+entry's time is an hour old): --older-than takes 1h or more, and entries used
+within the same hour are removed by --max-size in no particular order.`,
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			io := newStreams(cmd)
 			io.exactBytes = exact
@@ -52,7 +59,7 @@ KCACHE_THRESHOLD). --dry-run lists what would go and removes nothing.`,
 	}
 	f := cmd.Flags()
 	f.Var(sizeValue{&o.MaxSize}, "max-size", "remove least recently used entries until the cache fits in `SIZE`")
-	f.Var(ageValue{&o.OlderThan}, "older-than", "remove entries unused for longer than `AGE` (7d, 36h)")
+	f.Var(useAgeValue{ageValue{&o.OlderThan}}, "older-than", "remove entries unused for longer than `AGE` (7d, 36h; 1h or more)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "list what would be removed; remove nothing")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&exact, "bytes", false, "print sizes in bytes")
@@ -91,11 +98,11 @@ func runPrune(ctx context.Context, io *streams, o disk.PruneOptions, asJSON, con
 		verb = "would remove"
 	}
 	for _, in := range r.RemovedEntries {
-		fmt.Fprintf(io.out, "%s  %s\t%s\tused %s ago\n", verb, io.id(in.ID()), io.size(in.Size), age(now, in.AccessTime))
+		fmt.Fprintf(io.out, "%s  %s\t%s\tused %s ago\n", verb, io.id(in.ID()), io.size(in.Size), usedAge(now, in.AccessTime))
 	}
-	fmt.Fprintf(io.errOut, "%s %d entries (%s); %d entries (%s) remain\n", verb, r.Removed, io.size(r.Freed), r.Entries, io.size(r.Bytes))
+	fmt.Fprintf(io.errOut, "%s %s (%s); %s (%s) remain\n", verb, plural(r.Removed, "entry"), io.size(r.Freed), plural(r.Entries, "entry"), io.size(r.Bytes))
 	if r.Damaged > 0 {
-		fmt.Fprintf(io.errOut, "kcache: %d damaged entries left alone; run kcache verify --repair\n", r.Damaged)
+		fmt.Fprintf(io.errOut, "kcache: %s left alone; run kcache verify --repair\n", plural(r.Damaged, "damaged entry"))
 	}
 	return nil
 }

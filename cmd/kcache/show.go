@@ -52,7 +52,9 @@ const sourceHeadLines = 20
 func newShowCmd() *cobra.Command {
 	var asJSON, exact bool
 	cmd := &cobra.Command{
-		Use:   "show [--json] ID",
+		Use: "show [--json] ID",
+		Example: `  kcache show 3f2a9c
+  kcache show --json 3f2a9c | jq .headers`,
 		Short: "Show an entry's full key record",
 		Long: `Show everything an entry was built from: device, compiler, build options,
 environment, specialization constants, every header with its digest and the
@@ -73,7 +75,7 @@ kcache ls prints.`,
 }
 
 func runShow(ctx context.Context, io *streams, id string, asJSON bool) error {
-	st, err := openStore()
+	st, err := openExisting()
 	if err != nil {
 		return err
 	}

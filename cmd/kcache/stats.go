@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/disk"
 	"github.com/spf13/cobra"
 )
@@ -17,9 +19,10 @@ type statsJSON struct {
 	Entries  int           `json:"entries"`
 	Bytes    int64         `json:"bytes"`
 	MaxSize  int64         `json:"max_size"` // 0: no size limit
-	Damaged  int           `json:"damaged"`  // slots missing their record or binary
+	Damaged  int           `json:"damaged"`  // slots failing the checks that read no binary (walkEntries)
 	Devices  []groupJSON   `json:"devices"`
 	Counters disk.Counters `json:"counters"`
+	HitRate  float64       `json:"hit_rate"` // hits / (hits + misses), 0 to 1; see hitRate
 
 	// StoredMaxSize is the limit kept in the cache (kcache prune
 	// --max-size); 0: none, each process's KCACHE_MAX_SIZE applies.
@@ -36,13 +39,16 @@ type groupJSON struct {
 func newStatsCmd() *cobra.Command {
 	var asJSON, exact, zero bool
 	cmd := &cobra.Command{
-		Use:   "stats [--json] [--bytes] [--zero]",
+		Use: "stats [--json] [--bytes] [--zero]",
+		Example: `  kcache stats
+  kcache stats --json | jq .hit_rate
+  kcache stats --zero   # print, then start the counters afresh`,
 		Short: "Show what the cache holds and what it saved",
 		Long: `Show the number of entries, their size against the maximum, a breakdown per
 device and compiler, and the counters every process using the cache adds to:
 hits per tier, misses, builds, failed builds, evictions and build time saved.
 --zero sets the counters back to zero.`,
-		Args: args(cobra.NoArgs),
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			io := newStreams(cmd)
 			io.exactBytes = exact
@@ -56,11 +62,15 @@ hits per tier, misses, builds, failed builds, evictions and build time saved.
 }
 
 func runStats(ctx context.Context, io *streams, asJSON, zero bool) error {
-	st, err := openStore()
+	st, err := openExisting()
+	var none noCacheError
+	if errors.As(err, &none) {
+		return writeStats(io, emptyStats(none.cfg), asJSON)
+	}
 	if err != nil {
 		return err
 	}
-	sum, err := st.Summarize(ctx)
+	sum, err := summarize(ctx, st)
 	if err != nil {
 		return fmt.Errorf("reading the cache: %w", err)
 	}
@@ -69,16 +79,12 @@ func runStats(ctx context.Context, io *streams, asJSON, zero bool) error {
 		fmt.Fprintf(io.errOut, "kcache: %v; run kcache stats --zero to start the counters afresh\n", err)
 	}
 	out := statsJSON{Dir: st.Dir(), Entries: sum.Entries, Bytes: sum.Bytes, MaxSize: sum.MaxSize,
-		Damaged: sum.Damaged, Devices: []groupJSON{}, Counters: counters}
+		Damaged: sum.Damaged, Devices: []groupJSON{}, Counters: counters, HitRate: hitRate(counters)}
 	out.StoredMaxSize, _ = st.StoredMaxSize()
 	for _, g := range sum.Groups {
 		out.Devices = append(out.Devices, groupJSON(g))
 	}
-	if asJSON {
-		err = json.NewEncoder(io.out).Encode(out)
-	} else {
-		err = printStats(io, out)
-	}
+	err = writeStats(io, out, asJSON)
 	if err == nil && zero {
 		err = st.ZeroCounters(ctx)
 	}
@@ -101,13 +107,13 @@ func printStats(io *streams, s statsJSON) error {
 	if s.Damaged > 0 {
 		fmt.Fprintf(w, "damaged\t%d (run kcache verify --repair)\n", s.Damaged)
 	}
-	hits := c.MemoryHits + c.DiskHits + c.RemoteHits
-	fmt.Fprintf(w, "hits\t%d (memory %d, disk %d, remote %d)\n", hits, c.MemoryHits, c.DiskHits, c.RemoteHits)
+	fmt.Fprintf(w, "hits\t%d (memory %d, disk %d, remote %d; %d waited for a build)\n", hits(c), c.MemoryHits, c.DiskHits, c.RemoteHits, c.Waited)
 	fmt.Fprintf(w, "misses\t%d\n", c.Misses)
-	if hits+c.Misses > 0 {
-		fmt.Fprintf(w, "hit rate\t%.1f%%\n", 100*float64(hits)/float64(hits+c.Misses))
+	if hits(c)+c.Misses > 0 {
+		fmt.Fprintf(w, "hit rate\t%.1f%%\n", 100*s.HitRate)
 	}
-	fmt.Fprintf(w, "builds\t%d (%d failed; %d hits waited for a build)\n", c.Builds+c.FailedBuilds, c.FailedBuilds, c.Waited)
+	fmt.Fprintf(w, "builds\t%d\n", c.Builds)
+	fmt.Fprintf(w, "failed builds\t%d\n", c.FailedBuilds)
 	fmt.Fprintf(w, "build time\t%s\n", duration(c.BuildTime))
 	fmt.Fprintf(w, "build time saved\t%s\n", duration(c.SavedTime))
 	fmt.Fprintf(w, "evictions\t%d (%s)\n", c.Evictions, io.size(c.EvictedBytes))
@@ -132,10 +138,42 @@ func printStats(io *streams, s statsJSON) error {
 		return nil
 	}
 	fmt.Fprintln(io.out)
-	w = tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "DEVICE\tCOMPILER\tENTRIES\tSIZE")
+	rows := [][]string{{"DEVICE", "COMPILER", "ENTRIES", "SIZE"}}
 	for _, g := range s.Devices {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", g.Device, cell(g.Compiler, io.tty), g.Entries, io.size(g.Bytes))
+		rows = append(rows, []string{g.Device, cell(g.Compiler, io.tty), itoa(g.Entries), io.size(g.Bytes)})
 	}
-	return w.Flush()
+	if io.tty {
+		fitTable(rows, []int{0, 1}, io.width)
+	}
+	return writeTable(io.out, rows)
+}
+
+// hits counts the lookups a tier answered: the same sum in both outputs.
+func hits(c disk.Counters) int64 { return c.MemoryHits + c.DiskHits + c.RemoteHits }
+
+// hitRate is the share of lookups a tier answered, hits / (hits + misses),
+// where a miss is a lookup that ran the compiler; 0 before any lookup.
+func hitRate(c disk.Counters) float64 {
+	if n := hits(c) + c.Misses; n > 0 {
+		return float64(hits(c)) / float64(n)
+	}
+	return 0
+}
+
+// writeStats prints s as JSON or as a table.
+func writeStats(io *streams, s statsJSON, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(io.out).Encode(s)
+	}
+	return printStats(io, s)
+}
+
+// emptyStats is what stats shows for a cache directory that does not
+// exist yet: no entries, no counts, the limit that will apply.
+func emptyStats(cfg kcache.Config) statsJSON {
+	s := statsJSON{Dir: cfg.Dir, Devices: []groupJSON{}}
+	if !cfg.EvictionDisabled {
+		s.MaxSize = cfg.MaxSize
+	}
+	return s
 }

@@ -3,7 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
+
+	"github.com/kcache/kcache/disk"
 
 	"github.com/spf13/cobra"
 )
@@ -28,13 +32,15 @@ type problemJSON struct {
 func newVerifyCmd() *cobra.Command {
 	var asJSON, repair, exact bool
 	cmd := &cobra.Command{
-		Use:   "verify [--repair] [--json]",
+		Use: "verify [--repair] [--json]",
+		Example: `  kcache verify
+  kcache verify --repair   # remove what is damaged`,
 		Short: "Check every entry's record and checksums",
 		Long: `Read every entry and check that its record decodes and sits where its key
 places it, and that its binary has the recorded size, SHA-256 and CRC-32C.
 With --repair, remove damaged entries and leftovers of interrupted writes.
 The exit status is 1 if damage was found and not repaired.`,
-		Args: args(cobra.NoArgs),
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			io := newStreams(cmd)
 			io.exactBytes = exact
@@ -48,13 +54,20 @@ The exit status is 1 if damage was found and not repaired.`,
 }
 
 func runVerify(ctx context.Context, io *streams, repair, asJSON bool) error {
-	st, err := openStore()
-	if err != nil {
+	var r disk.Report
+	st, err := openExisting()
+	switch {
+	case errors.As(err, new(noCacheError)):
+		// Nothing to check: an empty report.
+	case err != nil:
 		return err
-	}
-	r, err := st.Verify(ctx, repair)
-	if err != nil {
-		return fmt.Errorf("verifying the cache: %w", err)
+	default:
+		if r, err = st.Verify(ctx, repair); err != nil {
+			return fmt.Errorf("verifying the cache: %w", err)
+		}
+		if err := leaveOutInternal(ctx, st, &r); err != nil {
+			return fmt.Errorf("verifying the cache: %w", err)
+		}
 	}
 	v := verifyJSON{
 		Checked: r.Entries + r.Damaged + r.Incomplete, OK: r.Entries, Corrupt: r.Damaged + r.Incomplete,
@@ -83,4 +96,20 @@ func printVerify(io *streams, v *verifyJSON, repair bool) error {
 		fmt.Fprintln(io.errOut, "kcache: damaged entries found; run kcache verify --repair to remove them")
 	}
 	return nil
+}
+
+// leaveOutInternal takes the cache's bookkeeping entries (see internal)
+// out of r's sound entries, so that verify's "ok" counts what stats and
+// ls count as entries. Damage is counted whatever the slot held.
+func leaveOutInternal(ctx context.Context, st *disk.Store, r *disk.Report) error {
+	var mu sync.Mutex // protects r
+	return st.WalkParallel(ctx, func(in disk.Info) error {
+		if in.Err == nil && internal(&in) {
+			mu.Lock()
+			r.Entries--
+			r.Bytes -= in.Size
+			mu.Unlock()
+		}
+		return nil
+	})
 }

@@ -33,7 +33,12 @@ func newWarmCmd() *cobra.Command {
 		includes []string
 	)
 	cmd := &cobra.Command{
-		Use:   "warm [-I DIR]... [--depends FILE]... [--options \"...\"] [--specialize LIST] [--jobs N] [--device N] [--json] DIR|FILE...",
+		Use: "warm [-I DIR]... [--depends FILE]... [--options \"...\"] [--specialize LIST] [--jobs N] [--device N] [--json] DIR|FILE...",
+		Example: `  # pre-warm a CI cache or a container image; exits 1 if anything failed or was not stored
+  kcache warm -I include kernels/
+
+  # four builds at a time, as JSON lines
+  kcache warm --jobs 4 --json kernels/ > warm.jsonl`,
 		Short: "Build every kernel of directories and files into the cache, in parallel",
 		Long: `Build every OpenCL C file given, and every .cl file under each directory given,
 through the cache for the selected device, --jobs at a time, so that later runs
@@ -52,6 +57,7 @@ binaries, so that a process loading them compiles nothing.`,
 				return usageError{err}
 			}
 			o.options = strings.TrimSpace(o.options + includeOptions(includes))
+			defer captureStderr()() // before newStreams, which takes os.Stderr
 			return runWarm(cmd.Context(), newStreams(cmd), a, o)
 		},
 	}
@@ -79,7 +85,7 @@ func runWarm(ctx context.Context, ios *streams, paths []string, o warmOptions) e
 	}
 	defer restore()
 	defer sess.Close()
-	in := buildInput{options: o.options, depends: o.depends}
+	in := buildInput{options: o.options, depends: o.depends, specialize: o.specialize}
 	bar := newBar(ios.errOut, len(files), !o.json && ios.errTTY)
 	reports := make([]buildReport, len(files))
 	var (
@@ -87,10 +93,22 @@ func runWarm(ctx context.Context, ios *streams, paths []string, o warmOptions) e
 		mu   sync.Mutex // serialises output lines
 		next = make(chan int)
 	)
+	// An interrupt stops the dispatch; the builds under way finish, with a
+	// context of their own, so that what they built is stored and counted.
+	builds := context.WithoutCancel(ctx)
+	stopNotice := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if ios.errTTY && !o.json {
+			fmt.Fprintln(ios.errOut) // past the progress bar
+		}
+		fmt.Fprintln(ios.errOut, "kcache: interrupted; finishing the builds under way (interrupt again to stop at once)")
+	})
+	defer stopNotice()
 	for range min(o.jobs, len(files)) {
 		wg.Go(func() {
 			for i := range next {
-				reports[i] = buildOne(ctx, sess, files[i], in)
+				reports[i] = markInterrupted(ctx, buildOne(builds, sess, files[i], in))
 				mu.Lock()
 				if o.json {
 					printReport(ios.out, reports[i], true)
@@ -100,13 +118,28 @@ func runWarm(ctx context.Context, ios *streams, paths []string, o warmOptions) e
 			}
 		})
 	}
-	for i := range files {
-		next <- i
-	}
-	close(next)
+	sent := dispatch(ctx, next, len(files))
 	wg.Wait()
 	bar.Finish()
-	return warmSummary(ios, reports, o.json)
+	err = warmSummary(ios, reports[:sent], len(files), sess.store.where(), o.json)
+	if ctx.Err() != nil {
+		return exitError{exitInterrupted}
+	}
+	return err
+}
+
+// dispatch sends the indexes 0 to n-1 on next until ctx ends, closes it,
+// and returns how many it sent.
+func dispatch(ctx context.Context, next chan<- int, n int) int {
+	defer close(next)
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			return i
+		}
+	}
+	return n
 }
 
 // newBar returns a progress bar on w, or one that draws nothing when
@@ -123,32 +156,45 @@ func newBar(w io.Writer, n int, visible bool) *progressbar.ProgressBar {
 	)
 }
 
-// warmSummary prints the failures and a count of outcomes, and returns
-// the exit status.
-func warmSummary(ios *streams, reports []buildReport, asJSON bool) error {
+// warmSummary prints the failures and a count of outcomes and of the
+// binaries stored, and returns the exit status: 1 when a build failed or
+// a binary that built was not stored.
+func warmSummary(ios *streams, reports []buildReport, of int, where string, asJSON bool) error {
 	counts := map[string]int{}
-	failed := 0
+	stored := 0
 	for _, r := range reports {
-		if r.Error != "" {
-			failed++
-			if !asJSON {
-				fmt.Fprintf(ios.out, "%s: error\n%s\n", r.File, indent(r.Error))
-			}
-			continue
-		}
 		counts[r.Outcome]++
+		if r.Stored {
+			stored++
+		}
+		if r.Error != "" && !asJSON {
+			fmt.Fprintf(ios.out, "%s: error\n%s\n", r.File, indent(r.Error))
+		}
 	}
 	var parts []string
-	for _, o := range []string{"built", "waited", "disk", "remote", "memory"} {
+	for _, o := range []string{"built", "waited", "disk", "remote", "memory", outcomeFailed, outcomeInterrupted} {
 		if counts[o] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
 		}
 	}
-	if failed > 0 {
-		parts = append(parts, fmt.Sprintf("%d failed", failed))
+	kept := "none stored"
+	if where != "" {
+		kept = fmt.Sprintf("%d stored in %s", stored, where)
 	}
-	fmt.Fprintf(ios.errOut, "warmed %d files: %s\n", len(reports), strings.Join(parts, ", "))
-	if failed > 0 {
+	done := plural(len(reports), "file")
+	if len(reports) < of {
+		done = fmt.Sprintf("%d of %s (interrupted)", len(reports), plural(of, "file"))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "nothing built")
+	}
+	fmt.Fprintf(ios.errOut, "warmed %s: %s; %s\n", done, strings.Join(parts, ", "), kept)
+	failed := counts[outcomeFailed] > 0
+	if err := notStoredError(reports); err != nil {
+		printError(ios.errOut, err)
+		failed = true
+	}
+	if failed {
 		return exitError{exitFailure}
 	}
 	return nil

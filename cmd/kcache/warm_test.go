@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -92,5 +95,63 @@ func TestWarmProgress(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("progress on standard output: %q", out.String())
+	}
+}
+
+// TestWarmInterrupted interrupts a warm run, as ^C does, once its first
+// file is built: it stops early with status 130, says so with a summary
+// of what it did, keeps its counters, and leaves no scratch directory.
+func TestWarmInterrupted(t *testing.T) {
+	requireOpenCL(t)
+	kernels := writeKernels(t, 8)
+	dir, runtime := t.TempDir(), t.TempDir()
+	cmd := kcacheCmd(t, dir, "warm", "--json", "--jobs", "1", filepath.Join(kernels, "sub"))
+	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "POCL_CACHE_DIR=") })
+	cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+runtime)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	built, reported := 0, 0
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if reported++; reported == 1 {
+			cmd.Process.Signal(os.Interrupt)
+		}
+		// A compile under way at the interrupt may fail: LLVM's signal
+		// handler removes its temporary files.
+		var r buildReport
+		json.Unmarshal(sc.Bytes(), &r)
+		switch r.Outcome {
+		case "built":
+			built++
+		case "interrupted":
+		default:
+			t.Errorf("outcome %q: %s", r.Outcome, sc.Text())
+		}
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want status 130\n%s", err, stderr.String())
+	}
+	want := fmt.Sprintf("warmed %d of 8 files (interrupted): %d built", reported, built)
+	if reported >= 8 || !strings.Contains(stderr.String(), "kcache: interrupted") || !strings.Contains(stderr.String(), want) {
+		t.Errorf("%d built; stderr %q, want %q\n%s", built, stderr.String(), want, strings.Join(lines, "\n"))
+	}
+	var stats statsJSON
+	runJSONOut(t, dir, &stats, "stats", "--json")
+	if stats.Counters.Builds != int64(built) || stats.Entries != built {
+		t.Errorf("after the interrupt: %d builds counted, %d entries; want %d", stats.Counters.Builds, stats.Entries, built)
+	}
+	if left, _ := os.ReadDir(runtime); len(left) > 0 {
+		t.Errorf("scratch left behind: %v", left)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -45,7 +46,9 @@ func newWhyCmd() *cobra.Command {
 		special  string
 	)
 	cmd := &cobra.Command{
-		Use:   "why [-I DIR]... [--depends FILE]... [--options \"...\"] [--device N] [--specialize LIST] [--json] FILE",
+		Use: "why [-I DIR]... [--depends FILE]... [--options \"...\"] [--device N] [--specialize LIST] [--json] FILE",
+		Example: `  # did this kernel hit, and if not, what changed?
+  kcache why -I include --options "-DTILE=16" kernels/gemm.cl`,
 		Short: "Explain whether FILE's build would come from the cache, and why not",
 		Long: `Compute the key FILE would have now, with the same flags as kcache build, and
 explain the outcome: a hit, or the nearest entries (built from the same source
@@ -84,11 +87,11 @@ func runWhy(ctx context.Context, io *streams, file string, in buildInput, device
 	if err != nil {
 		return fmt.Errorf("%w; give the path of an OpenCL C file", err)
 	}
-	st, err := openStore()
-	if err != nil {
+	st, err := openExisting()
+	if err != nil && !errors.As(err, new(noCacheError)) {
 		return err
 	}
-	sess, err := openSession(device, -1)
+	sess, err := keySession(device)
 	if err != nil {
 		return err
 	}
@@ -97,9 +100,14 @@ func runWhy(ctx context.Context, io *streams, file string, in buildInput, device
 	if err != nil {
 		return fmt.Errorf("computing the key of %s: %w; check its #include lines and -I directories", file, err)
 	}
-	hit, near, err := st.Explain(ctx, key, maxNearest)
-	if err != nil {
-		return fmt.Errorf("reading the cache: %w", err)
+	var (
+		hit  *disk.Info
+		near []disk.Near
+	)
+	if st != nil { // else there is no cache yet: a miss with nothing near
+		if hit, near, err = st.Explain(ctx, key, maxNearest); err != nil {
+			return fmt.Errorf("reading the cache: %w", err)
+		}
 	}
 	w := whyJSON{File: file, ID: key.Digest().String(), Outcome: "miss", Nearest: []nearJSON{}}
 	if hit != nil {
@@ -130,7 +138,7 @@ func newNearJSON(n *disk.Near) nearJSON {
 func printWhy(io *streams, w *whyJSON) error {
 	if w.Entry != nil {
 		_, err := fmt.Fprintf(io.out, "%s: hit: entry %s, built in %s, last used %s ago\n", w.File, io.id(w.ID),
-			duration(time.Duration(w.Entry.BuildMS*float64(time.Millisecond))), age(time.Now(), w.Entry.Used))
+			duration(time.Duration(w.Entry.BuildMS*float64(time.Millisecond))), usedAge(time.Now(), w.Entry.Used))
 		return err
 	}
 	fmt.Fprintf(io.out, "%s: miss: no entry has key %s\n", w.File, io.id(w.ID))
@@ -145,7 +153,7 @@ func printWhy(io *streams, w *whyJSON) error {
 
 func printNear(io *streams, near []nearJSON) {
 	for _, n := range near {
-		fmt.Fprintf(io.out, "  %s  %d difference(s)\n", io.id(n.ID), len(n.Changes))
+		fmt.Fprintf(io.out, "  %s  %s\n", io.id(n.ID), plural(len(n.Changes), "difference"))
 		if n.Damaged != "" {
 			fmt.Fprintf(io.out, "    the entry is damaged (%s); run kcache verify --repair\n", n.Damaged)
 		}
