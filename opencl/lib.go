@@ -3,6 +3,7 @@ package opencl
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"unsafe"
 )
@@ -68,13 +69,22 @@ func probePlatforms() error {
 	var n uint32
 	code := clGetPlatformIDs(0, nil, &n)
 	if code == CodePlatformNotFoundKHR || (code == 0 && n == 0) {
-		return &runtimeError{msg: "no OpenCL platform found: the ICD loader is installed but no driver is registered in /etc/OpenCL/vendors; " + driverHint,
+		return &runtimeError{msg: "no OpenCL platform found: the ICD loader is installed but no driver is registered in " + vendorsDir() + "; " + driverHint,
 			cause: newError(CodePlatformNotFoundKHR, "clGetPlatformIDs")}
 	}
 	if code != 0 {
 		return &runtimeError{msg: "OpenCL platform query failed", cause: newError(code, "clGetPlatformIDs")}
 	}
 	return nil
+}
+
+// vendorsDir names where the ICD loader looks for drivers: the directory
+// OCL_ICD_VENDORS names (ocl-icd reads it), else the system's.
+func vendorsDir() string {
+	if d := os.Getenv("OCL_ICD_VENDORS"); d != "" {
+		return d + " (OCL_ICD_VENDORS)"
+	}
+	return "/etc/OpenCL/vendors"
 }
 
 // entry is one C function to bind: fn points at the Go func variable.
