@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -204,9 +205,7 @@ func runBuild(ctx context.Context, ios *streams, files []string, in buildInput, 
 }
 
 func buildOne(ctx context.Context, sess *session, file string, in buildInput) buildReport {
-	source := func(code []byte) opencl.Source {
-		return opencl.Source{Code: code, Path: file, Options: in.options, Depends: in.depends}
-	}
+	source := func(code []byte) opencl.Source { return fileSource(file, code, in) }
 	key := func(code []byte) (*kcache.Key, error) { return sess.cache.Key(sess.dev, source(code)) }
 	return buildFile(ctx, sess.store, file, func(code []byte) (buildReport, error) {
 		p, err := sess.cache.Program(ctx, sess.dev, source(code))
@@ -301,6 +300,7 @@ func buildFile(ctx context.Context, store *storage, file string, build func(code
 		if log := compilerLog(err); log != "" {
 			r.Error = strings.TrimSpace(log)
 		}
+		r.Error = namingFile(r.Error, file)
 		if kerr == nil {
 			r.Digest = k.Digest().String()
 		}
@@ -313,6 +313,31 @@ func buildFile(ctx context.Context, store *storage, file string, build func(code
 	}
 	r.Stored, r.NotStored = store.stored(ctx, k)
 	return r
+}
+
+// fileSource is FILE as a compiler given the file would build it: its own
+// directory is searched for its includes. The driver is given the text,
+// which PoCL compiles from a temporary file elsewhere, so the directory
+// goes in as the first -I (PoCL refuses -iquote): a header beside the
+// kernel is found, after the working directory (PoCL's own -I.), and the
+// key follows it like any other option. A directory whose name the driver
+// would split differently (blanks, quotes, backslashes) is left out.
+func fileSource(file string, code []byte, in buildInput) opencl.Source {
+	opts := in.options
+	if dir := filepath.Dir(file); dir != "." && !strings.ContainsAny(dir, " \t\n\"'\\") {
+		opts = strings.TrimSpace("-I " + dir + " " + opts)
+	}
+	return opencl.Source{Code: code, Path: file, Options: opts, Depends: in.depends}
+}
+
+// driverTempFile matches the name of the temporary file PoCL compiles a
+// program's text from, as its messages name it.
+var driverTempFile = regexp.MustCompile(`[^\s:'"]*/tempfile_[A-Za-z0-9]+\.cl`)
+
+// namingFile makes a compiler message name the user's file instead of the
+// driver's temporary copy.
+func namingFile(msg, file string) string {
+	return driverTempFile.ReplaceAllLiteralString(msg, file)
 }
 
 // compilerLog returns the compiler's log that err carries, OpenCL's or

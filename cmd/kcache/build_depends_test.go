@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -47,5 +48,27 @@ func TestBuildDependsRebuilds(t *testing.T) {
 	}
 	if r := build(); r.Outcome != "built" {
 		t.Fatalf("a declared file created: %+v, want a new build", r)
+	}
+}
+
+// TestBuildFindsHeadersBesideFile: a file is built as a compiler given the
+// file would build it, its own directory searched for its includes,
+// though PoCL compiles a temporary copy elsewhere; and an error names the
+// user's file, not that copy.
+func TestBuildFindsHeadersBesideFile(t *testing.T) {
+	requireOpenCL(t)
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "suite"), 0o755)
+	os.WriteFile(filepath.Join(dir, "suite", "common.h"), []byte("#define F 3\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "suite", "a.cl"), []byte("#include \"common.h\"\n__kernel void k(__global int* a) { a[0] = F; }\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "suite", "bad.cl"), []byte("#include \"nothere.h\"\n__kernel void k(__global int* a) { a[0] = 1; }\n"), 0o644)
+	cmd := kcacheCmd(t, dir, "build", "--json", "suite/a.cl", "suite/bad.cl")
+	cmd.Dir = dir
+	reports, _ := runJSON(t, cmd)
+	if len(reports) != 2 || reports[0].Outcome != "built" {
+		t.Fatalf("reports %+v, want suite/a.cl built", reports)
+	}
+	if e := reports[1].Error; !strings.Contains(e, "suite/bad.cl:1:10") || strings.Contains(e, "tempfile_") {
+		t.Errorf("the error names another file than the user's: %q", e)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/kcache/kcache/disk"
-	"github.com/kcache/kcache/opencl"
 	"github.com/spf13/cobra"
 )
 
@@ -96,7 +95,7 @@ func runWhy(ctx context.Context, io *streams, file string, in buildInput, device
 		return err
 	}
 	defer sess.Close()
-	key, err := sess.cache.Key(sess.dev, opencl.Source{Code: code, Path: file, Options: in.options, Depends: in.depends})
+	key, err := sess.cache.Key(sess.dev, fileSource(file, code, in))
 	if err != nil {
 		return fmt.Errorf("computing the key of %s: %w; check its #include lines and -I directories", file, err)
 	}
