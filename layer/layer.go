@@ -23,11 +23,10 @@ import (
 	"github.com/kcache/kcache/disk"
 )
 
-// commitDelay leaves a program's first launches, which on PoCL compile its
-// work-group functions, time to happen before its binary is stored and the
-// build lock that other processes wait on is released: the library's
-// default. The binary is read again when the application releases the
-// program (or exits) and stored again if it has grown since.
+// commitDelay is how long after its build a program that has not been
+// launched waits for a launch before a commit point stores its binary
+// anyway: a program launched at once is stored at the first commit point
+// after its launch, with the work-group functions PoCL compiled for it.
 const commitDelay = time.Second
 
 // theLayer is the process's layer state; nil when the cache could not be
@@ -45,9 +44,9 @@ type layer struct {
 	scan  scanner
 	delay time.Duration
 
-	mu    sync.Mutex // guards progs and links; never held across a driver call
+	mu    sync.Mutex // guards progs and due; never held across a driver call, nor taken under a program's mu
 	progs map[*C.kc_program]*program
-	links []*program // linked programs whose binaries are still to store
+	due   []*program // programs with binaries still to store, at the next commit point
 
 	warned sync.Map // warnings already given, by kind
 }
@@ -193,10 +192,16 @@ func kcGoBuildLog(w *C.kc_program, d C.cl_device_id, size C.size_t, value unsafe
 	return C.kc_info_value(unsafe.Pointer(&b[0]), C.size_t(len(b)), size, value, sizeRet)
 }
 
+//export kcGoSync
+func kcGoSync() {
+	defer guard("a commit point")
+	theLayer.sync(context.Background())
+}
+
 //export kcGoExit
 func kcGoExit() {
 	defer guard("exit")
 	if theLayer != nil {
-		theLayer.flush(context.Background())
+		theLayer.exit(context.Background())
 	}
 }
