@@ -117,9 +117,14 @@ func env(t *testing.T, cache string) []string {
 }
 
 func (a app) run(t *testing.T, dir, cache string) run {
+	return a.runEnv(dir, env(t, cache))
+}
+
+// runEnv runs the application in dir with the environment environ.
+func (a app) runEnv(dir string, environ []string) run {
 	cmd := exec.Command(a.argv[0], a.argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = env(t, cache)
+	cmd.Env = environ
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -110,6 +110,11 @@ func kcGoInit() (enabled C.int) {
 		}
 		return 0
 	}
+	if dir, err := privatePoCLDir(os.Getenv, os.Setenv); err != nil {
+		l.log.Warn("kcache layer: no private PoCL directory; processes loading the same binary at once may abort", "err", err)
+	} else if dir != "" {
+		l.log.Debug("kcache layer: PoCL's cache is off; this process's PoCL directory is private", "dir", dir)
+	}
 	theLayer = l
 	return 1
 }
