@@ -195,9 +195,45 @@ func (l *layer) lookupSlots(ctx context.Context, slots []*slot) {
 		digests[s] = s.key.Digest()
 	}
 	slices.SortFunc(order, func(a, b *slot) int { d1, d2 := digests[a], digests[b]; return bytes.Compare(d1[:], d2[:]) })
+	l.unblock(ctx, order)
 	for _, s := range order {
 		l.lookupSlot(ctx, s)
 	}
+}
+
+// probeWait is how long unblock tries a build lock before taking it for
+// another process's: a free lock is taken in microseconds.
+const probeWait = 5 * time.Millisecond
+
+// unblock stores this process's pending programs before it looks keys up,
+// if another process holds one of the keys' build locks: a process that
+// waited for another's lock while holding locks of its own until its next
+// commit point could wait on a process waiting on it (two processes
+// building the same programs in opposite orders), each for
+// KCACHE_BUILD_WAIT. Programs stored here have not been launched yet, so
+// they lose the work-group functions of their first launches; a process
+// with nothing pending, or whose keys are free, loses nothing.
+func (l *layer) unblock(ctx context.Context, slots []*slot) {
+	l.mu.Lock()
+	due := slices.Clone(l.due)
+	l.mu.Unlock()
+	if len(due) == 0 || !slices.ContainsFunc(slots, func(s *slot) bool { return l.heldElsewhere(ctx, s.key) }) {
+		return
+	}
+	for _, p := range due {
+		l.commit(ctx, p)
+	}
+}
+
+// heldElsewhere reports whether another build holds key's lock (or this
+// process's own pending build of the same key: flock locks conflict
+// between open files of one process too).
+func (l *layer) heldElsewhere(ctx context.Context, key *kcache.Key) bool {
+	ctx, cancel := context.WithTimeout(ctx, probeWait)
+	defer cancel()
+	unlock, err := l.locks.Lock(ctx, key)
+	unlock()
+	return err != nil
 }
 
 // lookupSlot looks one key up; a hit's record is decoded here, and one

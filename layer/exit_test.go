@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/kcache/kcache/disk"
 )
@@ -74,4 +76,35 @@ func TestCounters(t *testing.T) {
 	if c.BuildTime <= 0 || c.SavedTime <= 0 {
 		t.Errorf("build time %v, saved time %v: want both positive", c.BuildTime, c.SavedTime)
 	}
+}
+
+// TestOppositeOrders starts two processes at once on an empty cache that
+// build the same two programs in opposite orders before launching either.
+// Each holds the build lock of its first program until a commit point,
+// and its second build finds the other's lock held: unless a process
+// stores what it holds before it waits, each waits for the other for
+// KCACHE_BUILD_WAIT (30 minutes here). Each program is compiled once.
+func TestOppositeOrders(t *testing.T) {
+	requireLayer(t)
+	bin := compileC(t, "twoorders")
+	dir, cache := t.TempDir(), t.TempDir()
+	runs := make([]run, 2)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, order := range []string{"ab", "ba"} {
+		a := app{name: "twoorders " + order, argv: []string{bin, order}}
+		wg.Go(func() { runs[i] = a.run(t, dir, cache) })
+	}
+	wg.Wait()
+	misses := 0
+	for _, r := range runs {
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		misses += r.misses
+	}
+	if misses != 2 {
+		t.Errorf("the two processes compiled %d programs, want each of the 2 once", misses)
+	}
+	t.Logf("both done in %v", time.Since(start))
 }

@@ -37,6 +37,7 @@ var theLayer *layer
 // application's programs.
 type layer struct {
 	bins  *kcache.Cache
+	locks kcache.Locker // the disk tier's build locks, probed by unblock
 	log   *slog.Logger
 	debug bool
 	env   []kcache.EnvVar
@@ -73,6 +74,7 @@ func open(environ []string, stderr io.Writer) (*layer, error) {
 	}
 	return &layer{
 		bins:  kcache.New(cfg, log, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st}),
+		locks: st,
 		log:   log,
 		debug: cfg.Debug,
 		env:   compilerEnv.Select(environ),
