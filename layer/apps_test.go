@@ -71,6 +71,8 @@ type app struct {
 	// normalize removes what changes between runs of the same binaries
 	// (timings, dates) from the output.
 	normalize func(string) string
+	// extraEnv is added to every run's environment.
+	extraEnv []string
 }
 
 // run is one run of an application.
@@ -117,9 +119,14 @@ func env(t *testing.T, cache string) []string {
 }
 
 func (a app) run(t *testing.T, dir, cache string) run {
+	return a.runEnv(dir, append(env(t, cache), a.extraEnv...))
+}
+
+// runEnv runs the application in dir with the environment environ.
+func (a app) runEnv(dir string, environ []string) run {
 	cmd := exec.Command(a.argv[0], a.argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = env(t, cache)
+	cmd.Env = environ
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -48,12 +48,12 @@ type program struct {
 	src C.cl_program // the driver's source program; the handle owns it
 	pid int          // the process that built it: a forked child stores nothing of its parent's
 
-	mu    sync.Mutex // guards the fields below; held while the program's binary is read, never across an API call
-	done  bool       // a build went through the cache: later builds pass through
-	dead  bool       // released: the timer must not touch the program
-	slots []*slot    // one per device of the cached build
-	timer *time.Timer
-	real  C.cl_program // the program the slots' binaries are read from
+	mu      sync.Mutex   // guards the fields below; held while the program's binary is read, never across an API call
+	done    bool         // a build went through the cache: later builds pass through
+	dead    bool         // released: its binaries must not be read any more
+	slots   []*slot      // one per device of the cached build
+	builtAt time.Time    // when the driver built it, for the commit delay
+	real    C.cl_program // the program the slots' binaries are read from
 	// ownRef: the layer holds a reference to real (a linked program, which
 	// has no handle of the layer's), released once its binaries are stored.
 	ownRef bool
@@ -195,9 +195,45 @@ func (l *layer) lookupSlots(ctx context.Context, slots []*slot) {
 		digests[s] = s.key.Digest()
 	}
 	slices.SortFunc(order, func(a, b *slot) int { d1, d2 := digests[a], digests[b]; return bytes.Compare(d1[:], d2[:]) })
+	l.unblock(ctx, order)
 	for _, s := range order {
 		l.lookupSlot(ctx, s)
 	}
+}
+
+// probeWait is how long unblock tries a build lock before taking it for
+// another process's: a free lock is taken in microseconds.
+const probeWait = 5 * time.Millisecond
+
+// unblock stores this process's pending programs before it looks keys up,
+// if another process holds one of the keys' build locks: a process that
+// waited for another's lock while holding locks of its own until its next
+// commit point could wait on a process waiting on it (two processes
+// building the same programs in opposite orders), each for
+// KCACHE_BUILD_WAIT. Programs stored here have not been launched yet, so
+// they lose the work-group functions of their first launches; a process
+// with nothing pending, or whose keys are free, loses nothing.
+func (l *layer) unblock(ctx context.Context, slots []*slot) {
+	l.mu.Lock()
+	due := slices.Clone(l.due)
+	l.mu.Unlock()
+	if len(due) == 0 || !slices.ContainsFunc(slots, func(s *slot) bool { return l.heldElsewhere(ctx, s.key) }) {
+		return
+	}
+	for _, p := range due {
+		l.commit(ctx, p)
+	}
+}
+
+// heldElsewhere reports whether another build holds key's lock (or this
+// process's own pending build of the same key: flock locks conflict
+// between open files of one process too).
+func (l *layer) heldElsewhere(ctx context.Context, key *kcache.Key) bool {
+	ctx, cancel := context.WithTimeout(ctx, probeWait)
+	defer cancel()
+	unlock, err := l.locks.Lock(ctx, key)
+	unlock()
+	return err != nil
 }
 
 // lookupSlot looks one key up; a hit's record is decoded here, and one
@@ -257,26 +293,60 @@ func (l *layer) adopted(p *program, slots []*slot, prog C.cl_program) {
 }
 
 // built records a program the driver built from source and stores its
-// binaries, or schedules their storing.
+// binaries, or leaves them pending until a commit point (sync).
 func (l *layer) built(ctx context.Context, p *program, st step, slots []*slot, took time.Duration) {
 	for _, s := range slots {
 		s.log, s.buildTime = buildLog(p.src, s.dev), took
 	}
 	p.mu.Lock()
-	p.done, p.slots, p.real = true, slots, p.src
-	if st.delayed && slices.ContainsFunc(slots, func(s *slot) bool { return s.pending != nil }) {
-		p.timer = time.AfterFunc(l.delay, func() { l.commit(context.Background(), p) })
-	}
+	p.done, p.slots, p.real, p.builtAt = true, slots, p.src, time.Now()
 	p.mu.Unlock()
-	if !st.delayed {
+	switch {
+	case !st.delayed:
 		l.commit(ctx, p)
+	case slices.ContainsFunc(slots, func(s *slot) bool { return s.pending != nil }):
+		l.mu.Lock()
+		l.due = append(l.due, p)
+		l.mu.Unlock()
+		C.kc_pending_add(p.src)
 	}
 }
 
-// commit stores the binaries still pending, once.
+// sync is a commit point: the application has waited for its commands, on
+// its own thread, so the driver is alive and the launches before are
+// complete. It stores the binaries of the pending programs that have been
+// launched since their build, or were built over the commit delay ago and
+// may never be launched.
+func (l *layer) sync(ctx context.Context) {
+	l.mu.Lock()
+	due := slices.Clone(l.due)
+	l.mu.Unlock()
+	for _, p := range due {
+		p.mu.Lock()
+		real, at := p.real, p.builtAt
+		p.mu.Unlock()
+		if real != nil && (C.kc_pending_launched(real) != 0 || time.Since(at) >= l.delay) {
+			l.commit(ctx, p)
+		}
+	}
+}
+
+// commit stores the binaries still pending, once, and stops following the
+// program's launches.
 func (l *layer) commit(ctx context.Context, p *program) {
+	l.store(ctx, p)
+	l.mu.Lock()
+	l.due = slices.DeleteFunc(l.due, func(q *program) bool { return q == p })
+	l.mu.Unlock()
+}
+
+// store reads the program's binaries and commits its pending slots.
+func (l *layer) store(ctx context.Context, p *program) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.real != nil {
+		C.kc_pending_remove(p.real)
+	}
 	if p.dead || p.pid != os.Getpid() || !slices.ContainsFunc(p.slots, func(s *slot) bool { return s.pending != nil }) {
 		return
 	}
@@ -329,11 +399,6 @@ func (l *layer) upgrade(ctx context.Context, p *program) {
 // flush1 stores what one program has to store: pending binaries, and
 // grown ones.
 func (l *layer) flush1(ctx context.Context, p *program) {
-	p.mu.Lock()
-	if p.timer != nil {
-		p.timer.Stop()
-	}
-	p.mu.Unlock()
 	l.commit(ctx, p)
 	l.upgrade(ctx, p)
 }
@@ -366,36 +431,38 @@ func (l *layer) release(ctx context.Context, w *C.kc_program) {
 	p.mu.Unlock()
 }
 
-// flush stores what every live program has to store, at exit.
-func (l *layer) flush(ctx context.Context) {
+// exit gives up the binaries still pending and merges the process's
+// counters, when the process exits. It never calls the driver: exit
+// handlers run after the driver's compiler may have been torn down. The
+// build locks go, and the next process that builds the same programs
+// stores them.
+func (l *layer) exit(ctx context.Context) {
 	l.mu.Lock()
-	progs := make([]*program, 0, len(l.progs))
-	for _, p := range l.progs {
-		progs = append(progs, p)
-	}
-	links := slices.Clone(l.links)
+	due := l.due
+	l.due = nil
 	l.mu.Unlock()
-	for _, p := range progs {
-		l.flush1(ctx, p)
-	}
-	for _, p := range links {
+	for _, p := range due {
 		abandon(p)
+	}
+	ctx, cancel := context.WithTimeout(ctx, closeTimeout)
+	defer cancel()
+	if err := l.bins.Close(ctx); err != nil {
+		l.log.Debug("kcache layer: closing the cache at exit", "err", err)
 	}
 }
 
-// errExited aborts the pending entries of linked programs at exit.
-var errExited = errors.New("kcache layer: the process exited before the linked program's binary was stored")
+// closeTimeout bounds what exit waits for: merging the counters takes a
+// file lock and a rewrite, milliseconds; a process must not hang at exit
+// behind a cache directory on a stalled file system.
+const closeTimeout = 5 * time.Second
 
-// abandon gives up storing a linked program at exit: the application may
-// have released it and its context by now, and the driver may be tearing
-// down, so its binary is not read. The build locks go, and the next
-// process that links the same programs stores the result.
+// errExited aborts the pending entries of programs at exit.
+var errExited = errors.New("kcache layer: the process exited before the program's binary was stored")
+
+// abandon gives up storing a program at exit.
 func abandon(p *program) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.timer != nil {
-		p.timer.Stop()
-	}
 	for _, s := range p.slots {
 		if s.pending != nil {
 			s.pending.Abort(errExited)

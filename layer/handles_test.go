@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,15 +13,7 @@ import (
 // must pass its own checks and print the same lines.
 func TestHandles(t *testing.T) {
 	requireLayer(t)
-	_, err := exec.LookPath("gcc")
-	requireReal(t, "gcc", err)
-	_, err = os.Stat("/usr/include/CL/cl.h")
-	requireReal(t, "OpenCL headers (opencl-c-headers)", err)
-	bin := filepath.Join(t.TempDir(), "handles")
-	if out, err := exec.Command("gcc", "-Wall", "-o", bin, "testdata/handles.c", "-lOpenCL").CombinedOutput(); err != nil {
-		requireReal(t, "libOpenCL (ocl-icd-opencl-dev)", err)
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	bin := compileC(t, "handles")
 	a := app{name: "handles", argv: []string{bin}, programs: 4, normalize: func(s string) string { return s }}
 	dir := t.TempDir()
 	base := a.run(t, dir, "")

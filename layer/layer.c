@@ -428,9 +428,175 @@ CL_API_ENTRY cl_int CL_API_CALL clGetLayerInfo(cl_layer_info param, size_t size,
 	return kc_info_value(src, n, size, value, size_ret);
 }
 
-// kc_atexit stores what the application's live programs have to store: an
-// application that exits without releasing them has launched its kernels
-// by now.
+// Pending programs are the driver's programs whose binaries the Go half
+// has still to store, each with whether a kernel of its has been launched
+// since. The binary is read on the application's own thread, at a call
+// where the driver is certainly alive and the launches before it are
+// complete: the first synchronisation (clFinish, clWaitForEvents, a
+// blocking read or map) after a launch, or the program's last release.
+// Never at exit, nor from a thread of the layer's: by the time exit
+// handlers run, the driver's compiler may be destroyed (PoCL's clang
+// statics are), and reading a PoCL binary runs that compiler.
+static pthread_mutex_t kc_pending_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct kc_pending {
+	cl_program real;
+	int launched;
+} *kc_pendings;                // guarded by kc_pending_mu
+static int kc_npending;        // written under kc_pending_mu, read atomically
+static int kc_pending_cap;     // guarded by kc_pending_mu
+
+void kc_pending_add(cl_program real) {
+	pthread_mutex_lock(&kc_pending_mu);
+	if (kc_npending == kc_pending_cap) {
+		int cap = kc_pending_cap ? 2 * kc_pending_cap : 16;
+		struct kc_pending *grown = realloc(kc_pendings, cap * sizeof *grown);
+		if (grown == NULL) { // the program is stored at its release, or never
+			pthread_mutex_unlock(&kc_pending_mu);
+			return;
+		}
+		kc_pendings = grown;
+		kc_pending_cap = cap;
+	}
+	kc_pendings[kc_npending].real = real;
+	kc_pendings[kc_npending].launched = 0;
+	__atomic_store_n(&kc_npending, kc_npending + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&kc_pending_mu);
+}
+
+void kc_pending_remove(cl_program real) {
+	pthread_mutex_lock(&kc_pending_mu);
+	for (int i = 0; i < kc_npending; i++) {
+		if (kc_pendings[i].real == real) {
+			kc_pendings[i] = kc_pendings[kc_npending - 1];
+			__atomic_store_n(&kc_npending, kc_npending - 1, __ATOMIC_RELEASE);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&kc_pending_mu);
+}
+
+int kc_pending_launched(cl_program real) {
+	int launched = 0;
+	pthread_mutex_lock(&kc_pending_mu);
+	for (int i = 0; i < kc_npending; i++) {
+		if (kc_pendings[i].real == real) {
+			launched = kc_pendings[i].launched;
+		}
+	}
+	pthread_mutex_unlock(&kc_pending_mu);
+	return launched;
+}
+
+static int kc_any_pending(void) { return kc_go() && __atomic_load_n(&kc_npending, __ATOMIC_ACQUIRE) > 0; }
+
+// kc_launched marks the program of k launched. With nothing pending, which
+// is almost always, a launch costs one atomic load more.
+static void kc_launched(cl_kernel k) {
+	cl_program r;
+	if (!kc_any_pending() || kc_target->clGetKernelInfo(k, CL_KERNEL_PROGRAM, sizeof r, &r, NULL) != CL_SUCCESS) {
+		return;
+	}
+	pthread_mutex_lock(&kc_pending_mu);
+	for (int i = 0; i < kc_npending; i++) {
+		if (kc_pendings[i].real == r) {
+			kc_pendings[i].launched = 1;
+		}
+	}
+	pthread_mutex_unlock(&kc_pending_mu);
+}
+
+// kc_sync is a commit point: the application has just waited for its
+// commands, so the launches before are complete.
+static void kc_sync(void) {
+	if (kc_any_pending()) {
+		kcGoSync();
+	}
+}
+
+static cl_int CL_API_CALL kc_clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint dim, const size_t *offset,
+                                                    const size_t *global, const size_t *local, cl_uint nev,
+                                                    const cl_event *evs, cl_event *ev) {
+	cl_int err = kc_target->clEnqueueNDRangeKernel(q, k, dim, offset, global, local, nev, evs, ev);
+	if (err == CL_SUCCESS) {
+		kc_launched(k);
+	}
+	return err;
+}
+
+static cl_int CL_API_CALL kc_clEnqueueTask(cl_command_queue q, cl_kernel k, cl_uint nev, const cl_event *evs,
+                                          cl_event *ev) {
+	cl_int err = kc_target->clEnqueueTask(q, k, nev, evs, ev);
+	if (err == CL_SUCCESS) {
+		kc_launched(k);
+	}
+	return err;
+}
+
+static cl_int CL_API_CALL kc_clFinish(cl_command_queue q) {
+	cl_int err = kc_target->clFinish(q);
+	kc_sync();
+	return err;
+}
+
+static cl_int CL_API_CALL kc_clWaitForEvents(cl_uint n, const cl_event *evs) {
+	cl_int err = kc_target->clWaitForEvents(n, evs);
+	kc_sync();
+	return err;
+}
+
+static cl_int CL_API_CALL kc_clEnqueueReadBuffer(cl_command_queue q, cl_mem b, cl_bool blocking, size_t off, size_t n,
+                                                 void *ptr, cl_uint nev, const cl_event *evs, cl_event *ev) {
+	cl_int err = kc_target->clEnqueueReadBuffer(q, b, blocking, off, n, ptr, nev, evs, ev);
+	if (blocking) {
+		kc_sync();
+	}
+	return err;
+}
+
+static cl_int CL_API_CALL kc_clEnqueueReadBufferRect(cl_command_queue q, cl_mem b, cl_bool blocking,
+                                                     const size_t *boff, const size_t *hoff, const size_t *region,
+                                                     size_t brow, size_t bslice, size_t hrow, size_t hslice, void *ptr,
+                                                     cl_uint nev, const cl_event *evs, cl_event *ev) {
+	cl_int err = kc_target->clEnqueueReadBufferRect(q, b, blocking, boff, hoff, region, brow, bslice, hrow, hslice,
+	                                                ptr, nev, evs, ev);
+	if (blocking) {
+		kc_sync();
+	}
+	return err;
+}
+
+static cl_int CL_API_CALL kc_clEnqueueReadImage(cl_command_queue q, cl_mem im, cl_bool blocking, const size_t *origin,
+                                                const size_t *region, size_t row, size_t slice, void *ptr, cl_uint nev,
+                                                const cl_event *evs, cl_event *ev) {
+	cl_int err = kc_target->clEnqueueReadImage(q, im, blocking, origin, region, row, slice, ptr, nev, evs, ev);
+	if (blocking) {
+		kc_sync();
+	}
+	return err;
+}
+
+static void *CL_API_CALL kc_clEnqueueMapBuffer(cl_command_queue q, cl_mem b, cl_bool blocking, cl_map_flags flags,
+                                               size_t off, size_t n, cl_uint nev, const cl_event *evs, cl_event *ev,
+                                               cl_int *err) {
+	void *p = kc_target->clEnqueueMapBuffer(q, b, blocking, flags, off, n, nev, evs, ev, err);
+	if (blocking) {
+		kc_sync();
+	}
+	return p;
+}
+
+static void *CL_API_CALL kc_clEnqueueMapImage(cl_command_queue q, cl_mem im, cl_bool blocking, cl_map_flags flags,
+                                              const size_t *origin, const size_t *region, size_t *row, size_t *slice,
+                                              cl_uint nev, const cl_event *evs, cl_event *ev, cl_int *err) {
+	void *p = kc_target->clEnqueueMapImage(q, im, blocking, flags, origin, region, row, slice, nev, evs, ev, err);
+	if (blocking) {
+		kc_sync();
+	}
+	return p;
+}
+
+// kc_atexit gives up what is still pending and merges the process's
+// counters; it never calls the driver (see kc_pendings).
 static void kc_atexit(void) {
 	if (kc_go()) {
 		kcGoExit();
@@ -466,6 +632,15 @@ CL_API_ENTRY cl_int CL_API_CALL clInitLayer(cl_uint num_entries, const struct _c
 	kc_dispatch.clSetProgramReleaseCallback = kc_clSetProgramReleaseCallback;
 	kc_dispatch.clSetProgramSpecializationConstant = kc_clSetProgramSpecializationConstant;
 	kc_dispatch.clGetKernelInfo = kc_clGetKernelInfo;
+	kc_dispatch.clEnqueueNDRangeKernel = kc_clEnqueueNDRangeKernel;
+	kc_dispatch.clEnqueueTask = kc_clEnqueueTask;
+	kc_dispatch.clFinish = kc_clFinish;
+	kc_dispatch.clWaitForEvents = kc_clWaitForEvents;
+	kc_dispatch.clEnqueueReadBuffer = kc_clEnqueueReadBuffer;
+	kc_dispatch.clEnqueueReadBufferRect = kc_clEnqueueReadBufferRect;
+	kc_dispatch.clEnqueueReadImage = kc_clEnqueueReadImage;
+	kc_dispatch.clEnqueueMapBuffer = kc_clEnqueueMapBuffer;
+	kc_dispatch.clEnqueueMapImage = kc_clEnqueueMapImage;
 	*num_entries_ret = need;
 	*layer = &kc_dispatch;
 	return CL_SUCCESS;

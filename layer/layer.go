@@ -23,11 +23,10 @@ import (
 	"github.com/kcache/kcache/disk"
 )
 
-// commitDelay leaves a program's first launches, which on PoCL compile its
-// work-group functions, time to happen before its binary is stored and the
-// build lock that other processes wait on is released: the library's
-// default. The binary is read again when the application releases the
-// program (or exits) and stored again if it has grown since.
+// commitDelay is how long after its build a program that has not been
+// launched waits for a launch before a commit point stores its binary
+// anyway: a program launched at once is stored at the first commit point
+// after its launch, with the work-group functions PoCL compiled for it.
 const commitDelay = time.Second
 
 // theLayer is the process's layer state; nil when the cache could not be
@@ -38,6 +37,7 @@ var theLayer *layer
 // application's programs.
 type layer struct {
 	bins  *kcache.Cache
+	locks kcache.Locker // the disk tier's build locks, probed by unblock
 	log   *slog.Logger
 	debug bool
 	env   []kcache.EnvVar
@@ -45,9 +45,9 @@ type layer struct {
 	scan  scanner
 	delay time.Duration
 
-	mu    sync.Mutex // guards progs and links; never held across a driver call
+	mu    sync.Mutex // guards progs and due; never held across a driver call, nor taken under a program's mu
 	progs map[*C.kc_program]*program
-	links []*program // linked programs whose binaries are still to store
+	due   []*program // programs with binaries still to store, at the next commit point
 
 	warned sync.Map // warnings already given, by kind
 }
@@ -74,6 +74,7 @@ func open(environ []string, stderr io.Writer) (*layer, error) {
 	}
 	return &layer{
 		bins:  kcache.New(cfg, log, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st}),
+		locks: st,
 		log:   log,
 		debug: cfg.Debug,
 		env:   compilerEnv.Select(environ),
@@ -110,6 +111,11 @@ func kcGoInit() (enabled C.int) {
 			slog.New(slog.NewTextHandler(stderr(), nil)).Warn("kcache layer: cache off; every call passes through", "err", err)
 		}
 		return 0
+	}
+	if dir, err := privatePoCLDir(os.Getenv, os.Setenv); err != nil {
+		l.log.Warn("kcache layer: no private PoCL directory; processes loading the same binary at once may abort", "err", err)
+	} else if dir != "" {
+		l.log.Debug("kcache layer: PoCL's cache is off; this process's PoCL directory is private", "dir", dir)
 	}
 	theLayer = l
 	return 1
@@ -193,10 +199,16 @@ func kcGoBuildLog(w *C.kc_program, d C.cl_device_id, size C.size_t, value unsafe
 	return C.kc_info_value(unsafe.Pointer(&b[0]), C.size_t(len(b)), size, value, sizeRet)
 }
 
+//export kcGoSync
+func kcGoSync() {
+	defer guard("a commit point")
+	theLayer.sync(context.Background())
+}
+
 //export kcGoExit
 func kcGoExit() {
 	defer guard("exit")
 	if theLayer != nil {
-		theLayer.flush(context.Background())
+		theLayer.exit(context.Background())
 	}
 }

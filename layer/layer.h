@@ -45,6 +45,12 @@ cl_program kc_source(kc_program *w);
 void kc_adopt(kc_program *w, cl_program b, int cached);
 void kc_use_source(kc_program *w);
 
+// The programs whose binaries the Go half has still to store (its commit
+// points are the application's own calls: see layer.c's kc_sync).
+void kc_pending_add(cl_program real);
+void kc_pending_remove(cl_program real);
+int kc_pending_launched(cl_program real);
+
 // kc_info_value answers a clGet*Info query with the n bytes at src.
 cl_int kc_info_value(const void *src, size_t n, size_t size, void *value, size_t *size_ret);
 

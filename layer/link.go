@@ -102,10 +102,6 @@ func (l *layer) link(ctx context.Context, cctx C.cl_context, devs []C.cl_device_
 	// stored: the application may release the program before that.
 	C.kc_t_retain_program(prog)
 	p := &program{src: prog, pid: os.Getpid(), ownRef: true}
-	l.mu.Lock()
-	l.links = slices.DeleteFunc(l.links, func(q *program) bool { q.mu.Lock(); defer q.mu.Unlock(); return q.dead })
-	l.links = append(l.links, p)
-	l.mu.Unlock()
 	l.built(ctx, p, linkStep, slots, took)
 	return prog
 }

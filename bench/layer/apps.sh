@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # apps.sh times unmodified OpenCL applications to their first result, side
 # by side in one run: with no cache at all, cold and warm through the kcache
-# layer, and cold and warm through PoCL's own kernel cache. Warm runs are
-# repeated (REPEAT, default 3), interleaved, and their median is reported.
-# Usage: bench/layer/apps.sh [clpeak] [pyopencl] [hashcat]
+# layer, cold and warm through PoCL's own kernel cache, and cold and warm
+# through both (the layer with PoCL's cache left on). Warm runs are repeated
+# (REPEAT, default 3), interleaved, and their median is reported.
+# Usage: bench/layer/apps.sh [clpeak] [pyopencl] [hashcat] [opencv]
 # Needs ./libkcache-layer.so (make layer).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -11,7 +12,7 @@ lib=$PWD/libkcache-layer.so
 repeat=${REPEAT:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cp layer/testdata/sums.py "$work/"
+cp layer/testdata/sums.py layer/testdata/umat.py "$work/"
 echo '#define SCALE 2.0f' >"$work/scale.h"
 
 # first_result runs an application with the given environment and prints the
@@ -41,24 +42,27 @@ run_app() {
 	# Each run gets empty application caches (hashcat's own kernel cache
 	# included), so that only the cache under test carries builds over.
 	fresh() { rm -rf "$home"; mkdir -p "$home"; echo "HOME=$home XDG_CACHE_HOME=$home/c XDG_DATA_HOME=$home/d PYOPENCL_NO_CACHE=1 POCL_CACHE_DIR=$home/pocl"; }
-	local kc=$work/kcache-$name pocl=$work/pocl-$name
-	rm -rf "$kc" "$pocl"
+	local kc=$work/kcache-$name pocl=$work/pocl-$name kc2=$work/kcache2-$name pocl2=$work/pocl2-$name
+	rm -rf "$kc" "$pocl" "$kc2" "$pocl2"
 	none=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=0 "$@")
 	cold=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=0 KCACHE_DIR="$kc" OPENCL_LAYERS="$lib" "$@")
 	pcold=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=1 POCL_CACHE_DIR="$pocl" "$@")
-	local w=() p=()
+	bcold=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=1 POCL_CACHE_DIR="$pocl2" KCACHE_DIR="$kc2" OPENCL_LAYERS="$lib" "$@")
+	local w=() p=() b=()
 	for _ in $(seq "$repeat"); do
 		w+=("$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=0 KCACHE_DIR="$kc" OPENCL_LAYERS="$lib" "$@")")
 		p+=("$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=1 POCL_CACHE_DIR="$pocl" "$@")")
+		b+=("$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=1 POCL_CACHE_DIR="$pocl2" KCACHE_DIR="$kc2" OPENCL_LAYERS="$lib" "$@")")
 	done
 	warm=$(median "${w[@]}")
 	pwarm=$(median "${p[@]}")
-	printf '| %s | %s | %s | %s | %s | %s | %sx |\n' "$name" "$none" "$cold" "$warm" "$pcold" "$pwarm" \
+	bwarm=$(median "${b[@]}")
+	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %sx |\n' "$name" "$none" "$cold" "$warm" "$pcold" "$pwarm" "$bcold" "$bwarm" \
 		"$(awk -v a="$pwarm" -v b="$warm" 'BEGIN { printf "%.1f", a / b }')"
 }
 
-echo "| application | no cache (ms) | layer cold | layer warm | PoCL cache cold | PoCL cache warm | PoCL warm / layer warm |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
+echo "| application | no cache (ms) | layer cold | layer warm | PoCL cache cold | PoCL cache warm | both cold | both warm | PoCL warm / layer warm |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 apps=("$@")
 [ ${#apps[@]} -gt 0 ] || apps=(clpeak pyopencl hashcat)
 for a in "${apps[@]}"; do
@@ -66,5 +70,8 @@ for a in "${apps[@]}"; do
 	clpeak) run_app clpeak 'Kernel launch latency' clpeak --kernel-latency ;;
 	pyopencl) run_app pyopencl 'scaled sum' /usr/bin/python3 sums.py ;;
 	hashcat) run_app hashcat 'Speed' hashcat -b -m 0 --runtime 1 --force ;;
+	# OpenCV's own binary cache off, and its CPU device allowed (it takes
+	# GPUs only by default); the marker is its last result.
+	opencv) run_app opencv '^add ' env OPENCV_OPENCL_DEVICE=:CPU: OPENCV_OPENCL_CACHE_ENABLE=false /usr/bin/python3 umat.py ;;
 	esac
 done

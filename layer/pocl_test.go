@@ -1,0 +1,102 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestPrivatePoCLDir checks when the layer gives the process a PoCL
+// directory of its own, and that it removes the directories of processes
+// that have exited.
+func TestPrivatePoCLDir(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	set := map[string]string{}
+	setenv := func(k, v string) error { set[k] = v; return nil }
+	getenv := func(v string) func(string) string {
+		return func(k string) string {
+			if k == envPoCLKernelCache {
+				return v
+			}
+			return ""
+		}
+	}
+	for _, v := range []string{"", "1"} {
+		if dir, err := privatePoCLDir(getenv(v), setenv); dir != "" || err != nil || len(set) != 0 {
+			t.Errorf("%s=%q: dir %q, err %v, set %v; want nothing done: PoCL's own cache keeps processes apart", envPoCLKernelCache, v, dir, err, set)
+		}
+	}
+
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	parent := filepath.Join(os.TempDir(), "kcache-pocl-"+strconv.Itoa(os.Getuid()))
+	orphan := filepath.Join(parent, strconv.Itoa(dead.Process.Pid))
+	live := filepath.Join(parent, strconv.Itoa(os.Getppid()))
+	for _, d := range []string{orphan, live} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := privatePoCLDir(getenv("0"), setenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(parent, strconv.Itoa(os.Getpid())); dir != want || set[envPoCLCacheDir] != want {
+		t.Errorf("dir %q, %s=%q; want %q", dir, envPoCLCacheDir, set[envPoCLCacheDir], want)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Errorf("the private directory was not made: %v", err)
+	}
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Errorf("the directory of an exited process is still there: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the directory of a running process was removed: %v", err)
+	}
+
+	if err := os.Chmod(parent, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := privatePoCLDir(getenv("0"), setenv); err == nil {
+		t.Error("a parent directory others can write was accepted")
+	}
+}
+
+// TestConcurrentWarmStarts starts four copies of a pyopencl script at
+// once, several times, on a warm cache, with one HOME (so one PoCL cache
+// directory) and PoCL's own cache off, as the README's example runs them:
+// PoCL's files of a program made from the same binary in several processes
+// at once must not collide (they aborted 2 to 3 of 24 processes).
+func TestConcurrentWarmStarts(t *testing.T) {
+	a, dir, cache := headerApp(t)
+	environ := env(t, cache)
+	want := a.runEnv(dir, environ)
+	if want.err != nil {
+		t.Fatal(want.err)
+	}
+	const rounds, copies = 4, 4
+	for r := range rounds {
+		runs := make([]run, copies)
+		var wg sync.WaitGroup
+		for i := range runs {
+			wg.Go(func() { runs[i] = a.runEnv(dir, environ) })
+		}
+		wg.Wait()
+		for i, got := range runs {
+			what := "round " + strconv.Itoa(r) + " copy " + strconv.Itoa(i)
+			checkRun(t, a, what, got, want.stdout, 0)
+			if strings.Contains(got.stderr, "failed") {
+				t.Errorf("%s: %s", what, got.stderr)
+			}
+		}
+	}
+}
