@@ -70,6 +70,9 @@ type slot struct {
 	stored    int             // size of the binary in the cache, 0 if none yet
 	buildTime time.Duration
 	bin       []byte // a hit's binary, until the program is made from it
+	// unchanged reports whether the files the key was computed from are
+	// still as the scan saw them (see scanner).
+	unchanged func() bool
 }
 
 var errDeviceSubset = errors.New("build for a subset of the program's devices")
@@ -167,14 +170,14 @@ func (l *layer) lookup(ctx context.Context, src C.cl_program, st step, devs []C.
 		return nil, errors.New("program has no devices")
 	}
 	// A program's devices share its context, and so its platform.
-	headers, err := l.scan.headers(ctx, code, opts, cwd, l.ids.of(all[0]).dev.Platform)
+	headers, unchanged, err := l.scan.headers(ctx, code, opts, cwd, l.ids.of(all[0]).dev.Platform)
 	if err != nil {
 		return nil, err
 	}
 	slots := make([]*slot, len(all))
 	for i, d := range all {
 		id := l.ids.of(d)
-		slots[i] = &slot{dev: d, index: i, key: &kcache.Key{
+		slots[i] = &slot{dev: d, index: i, unchanged: unchanged, key: &kcache.Key{
 			Device:   id.dev,
 			Compiler: id.comp,
 			Image:    kcache.Image{Format: st.format, Source: code, Headers: headers},
@@ -297,6 +300,12 @@ func (l *layer) adopted(p *program, slots []*slot, prog C.cl_program) {
 func (l *layer) built(ctx context.Context, p *program, st step, slots []*slot, took time.Duration) {
 	for _, s := range slots {
 		s.log, s.buildTime = buildLog(p.src, s.dev), took
+		if s.pending != nil && s.unchanged != nil && !s.unchanged() {
+			// A header saved during the build: the binary may be of the
+			// new header, and the key is of the old one.
+			s.pending.Drop("a file the key was computed from changed during the build, or was too new to trust")
+			s.pending = nil
+		}
 	}
 	p.mu.Lock()
 	p.done, p.slots, p.real, p.builtAt = true, slots, p.src, time.Now()

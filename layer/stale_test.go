@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,4 +94,42 @@ func runScale(t *testing.T, host, dir, pocl, cache string) string {
 	}
 	t.Fatalf("no result in:\n%s", out)
 	return ""
+}
+
+// TestStaleHeaderSavedDuringBuild: a header being saved while the
+// application builds (rewritten every few milliseconds, so that whatever
+// the scan and the compiler read, it is too new to trust) is never stored
+// under a key: the run works, and the cache holds nothing.
+func TestStaleHeaderSavedDuringBuild(t *testing.T) {
+	host := buildScaleHost(t)
+	dir, pocl, cache := t.TempDir(), t.TempDir(), t.TempDir()
+	header := filepath.Join(dir, "scale.h")
+	writeFile(t, header, "#define SCALE 1\n")
+	writeFile(t, filepath.Join(dir, "k.cl"), "#include \"scale.h\"\n"+scaleKernel)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(3 * time.Millisecond):
+				// Saved as editors save: a new file renamed over the old,
+				// so the compiler never reads half a header.
+				tmp := header + ".tmp"
+				os.WriteFile(tmp, []byte(fmt.Sprintf("#define SCALE %d\n", 1+i%2)), 0o644)
+				os.Rename(tmp, header)
+			}
+		}
+	}()
+	got := runScale(t, host, dir, pocl, cache)
+	close(stop)
+	<-done
+	if got != "scale 1.0" && got != "scale 2.0" {
+		t.Errorf("output %q", got)
+	}
+	if bins := entries(t, cache); len(bins) != 0 {
+		t.Errorf("a binary built while its header was being saved was stored: %v", bins)
+	}
 }
