@@ -39,6 +39,12 @@ extern "C" __global__ void k(int* d) {
 #include <thrust/functional.h>
 extern "C" __global__ void k(int* d) { thrust::tuple<int, int> t(d[0], d[1]); d[2] = thrust::get<0>(t) + thrust::get<1>(t); }
 `,
+	"fp16.cu": `#include <cuda_fp16.h>
+extern "C" __global__ void k(__half* d) { d[0] = __hadd(d[0], d[1]); }
+`,
+	"cooperative_groups.cu": `#include <cooperative_groups.h>
+extern "C" __global__ void k(int* d) { cooperative_groups::this_thread_block().sync(); d[0] = 1; }
+`,
 	"libcudacxx.cu": `#include <cuda/std/array>
 #include <cuda/std/type_traits>
 extern "C" __global__ void k(int* d) { cuda::std::array<int, 2> a{d[0], d[1]}; d[2] = a[0] + a[1]; }
