@@ -67,6 +67,14 @@ func TestCUDAAgainstNVCC(t *testing.T) {
 		t.Skip("no nvcc")
 	}
 	dir := t.TempDir()
+	// nvcc includes cuda_runtime.h in every host compile, which NVRTC
+	// does not: the files an empty source lists are left out.
+	empty := filepath.Join(dir, "empty.cu")
+	os.WriteFile(empty, nil, 0o644)
+	implicit := map[string]bool{}
+	for _, f := range nvccDeps(t, nvcc, dir, empty, inc) {
+		implicit[f] = true
+	}
 	for name, src := range cudaKernels {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, name)
@@ -91,7 +99,7 @@ func TestCUDAAgainstNVCC(t *testing.T) {
 			}
 			missed := 0
 			for _, f := range listed {
-				if !have[f] {
+				if !have[f] && !implicit[f] {
 					missed++
 					t.Errorf("nvcc reads %s; the key lacks it", f)
 				}
