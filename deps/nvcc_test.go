@@ -79,7 +79,9 @@ func TestCUDAAgainstNVCC(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, name)
 			os.WriteFile(path, []byte(src), 0o644)
-			args := []string{"-I", inc, "-I", filepath.Dir(inc), "-std=c++17", "-arch=sm_90"}
+			// nvcc searches its own include directory before the -I
+			// ones; NVRTC has none, so the scanner is given it first.
+			args := []string{"-I", filepath.Dir(inc), "-I", inc, "-std=c++17", "-arch=sm_90"}
 			_, tr, err := NewScanner(nil).Scan(context.Background(), Input{Source: []byte(src), Path: path, WorkDir: dir, Args: args})
 			listed := nvccDeps(t, nvcc, dir, path, inc)
 			if errors.Is(err, ErrUncacheable) {
