@@ -206,7 +206,11 @@ func prefill(ctx context.Context, dir, include string, only []string, specs map[
 			if target == "specialized" && specs[c.Name] != "" {
 				args = append(args, "--specialize", specs[c.Name])
 			}
-			cmd := exec.CommandContext(ctx, self, append(args, file)...)
+			// Built from its own directory, so that the file's key holds
+			// no -I of its directory (see fileSource): the phases look
+			// the source up as text, with the case's options alone.
+			cmd := exec.CommandContext(ctx, self, append(args, filepath.Base(file))...)
+			cmd.Dir = src
 			cmd.Env = append(cleanEnv(os.Environ()), phaseAt("", "", filepath.Join(dir, target)).env("")...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
