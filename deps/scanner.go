@@ -1,19 +1,21 @@
 // Package deps finds the files a compiler reads while it preprocesses a
-// translation unit, so that every one of them can enter a cache key.
+// translation unit, so that every one of them can enter a cache key. It
+// knows no driver: callers say how theirs searches (Input).
 //
-// It follows the compiler's own rules: includes are searched in the
-// compiler's order, computed includes (#include MACRO) are expanded with
-// the -D/-U options and the #defines seen before them, and conditionals are
+// It follows the compiler's own rules: translation phases 1 and 2 as clang
+// applies them, includes searched in the compiler's order and keyed by
+// where they were found, computed includes (#include MACRO) expanded with
+// the -D/-U options and the #defines seen before them, and conditionals
 // all taken as live, which finds a superset of the real dependencies. A
 // superset costs at worst a spurious rebuild; a missing dependency would
-// serve a stale binary, which deps never allows: where the exact set
-// cannot be known it widens the set to every file the compiler could reach
-// (a stat manifest of its search directories), and where even that is not
-// possible it says so with ErrUncacheable.
+// serve a stale binary, which deps never allows. It narrows the key only
+// where it is sure: whatever it does not model exactly makes the source
+// uncacheable (ErrUncacheable), never keyed as absent.
 //
 // A Scanner remembers every file's digest and parsed directives under the
-// file's identity (size, modification time, inode), so a warm scan stats
-// files and reads none, as ccache's direct mode does.
+// file's identity (size, mtime, ctime, inode), so a warm scan stats files
+// and reads none, as ccache's direct mode does; a file read within a
+// timestamp tick of its last change is never trusted by stat alone.
 package deps
 
 import (
@@ -81,7 +83,8 @@ type Input struct {
 	// relative search directories and names are resolved; "" means
 	// os.Getwd().
 	WorkDir string
-	// Args are the compiler options, already split (see SplitOptions):
+	// Args are the compiler options, already split as the driver splits
+	// them (see SplitDriverOptions):
 	// -I DIR, -IDIR, -iquote, -isystem, -idirafter, -D NAME[=VALUE],
 	// -U NAME, -include FILE, -imacros FILE, and NVRTC's --include-path,
 	// --define-macro, --undefine-macro, --pre-include. Other options are
