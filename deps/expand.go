@@ -8,7 +8,7 @@ import (
 
 // Bounds of expansion. Real computed includes expand in a few dozen steps
 // through two or three candidate definitions; past these bounds the
-// include is treated as unknowable and the key widens.
+// include is treated as unknowable and the source is refused.
 const (
 	// maxExpandSteps bounds the tokens the expansions of one include may
 	// process together, so a macro that grows without end stops.

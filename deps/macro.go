@@ -140,7 +140,6 @@ func (m *macro) same(o *macro) bool {
 // expander tries each combination.
 type macroTable struct {
 	defs map[string]*candidates
-	gen  uint64 // grows with every new candidate, so a rescan can tell whether it could differ
 	// consulted, when set, is told every name an expansion looks up, so
 	// a scan knows which names its computed includes depended on.
 	consulted func(name string)
@@ -170,7 +169,6 @@ func (t *macroTable) define(m *macro) {
 		return
 	}
 	c.defs = append(c.defs, m)
-	t.gen++
 }
 
 // undef records that name may be undefined from here on.
@@ -180,13 +178,9 @@ func (t *macroTable) undef(name string) {
 		// Undefining an unknown name makes it known to be undefined,
 		// which is what lets an expansion trust it.
 		t.defs[name] = &candidates{undef: true}
-		t.gen++
 		return
 	}
-	if !c.undef {
-		c.undef = true
-		t.gen++
-	}
+	c.undef = true
 }
 
 // version counts the candidates of name: definitions only ever join a
@@ -221,7 +215,6 @@ func (t *macroTable) applyOptions(opts []optMacro) {
 		}
 		t.defs[m.name] = &candidates{defs: []*macro{m}}
 	}
-	t.gen++
 }
 
 // options returns the candidates of name: its definitions, plus nil for

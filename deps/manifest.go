@@ -24,7 +24,7 @@ const (
 	maxManifestBytes = 256 << 20
 )
 
-// manifest adds every file under the widened roots to the key, or fails
+// manifest adds every file under the declared directories to the key, or fails
 // with ErrUncacheable. A warm manifest stats each directory and file and
 // reads a directory only when its mtime changed, a file only when its
 // identity did.

@@ -9,10 +9,6 @@ import (
 // and the facts about it that decide whether a key can hold it.
 type parsedFile struct {
 	directives []directive
-	// computed says a directive's operand must be expanded at scan time
-	// (a computed include or __has_include), so the file's dependencies
-	// may differ from one inclusion to the next.
-	computed bool
 	// clock names the first predefined macro of the text that the
 	// compiler expands to the time of the build ("" for none).
 	clock string
@@ -42,9 +38,6 @@ func parseFile(src []byte, tri Trigraphs) parsedFile {
 // parseText parses normalized text.
 func parseText(text []byte) parsedFile {
 	p := parsedFile{directives: parseDirectives(text)}
-	for _, d := range p.directives {
-		p.computed = p.computed || d.operand != nil || d.kind == dCondition
-	}
 	// The text is searched, not its tokens: a mention in a comment costs
 	// a needless refusal at worst, a use the tokens hid would cost a
 	// stale binary.

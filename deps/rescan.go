@@ -46,6 +46,17 @@ func (sc *scan) changed(st *scanState) bool {
 	return false
 }
 
+// consult notes that an expansion looked name up. A name the file being
+// followed has just noted is not noted again: every #if line consults the
+// same pseudo-names, and each enclosing file's record walks what its
+// subtree noted. The check stays within that file's part, which its own
+// record must hold whole.
+func (sc *scan) consult(name string) {
+	if n := len(sc.consulted); n == sc.subtree || sc.consulted[n-1] != name {
+		sc.consulted = append(sc.consulted, name)
+	}
+}
+
 // record stores what a subtree consulted, each name once.
 func (sc *scan) record(st *scanState, consulted []string) {
 	st.inProgress = false
@@ -109,7 +120,7 @@ func (sc *scan) callsHasInclude(m *macro) bool {
 // makes through macros. Only an expression naming a macro that tests for
 // a file is expanded; each test found is keyed like a literal one.
 func (sc *scan) condition(expr, includerDir string, depth int) error {
-	sc.consulted = append(sc.consulted, hasIncludeName)
+	sc.consult(hasIncludeName)
 	if len(sc.hasIncludeMacros) == 0 {
 		return nil
 	}
@@ -123,7 +134,7 @@ func (sc *scan) condition(expr, includerDir string, depth int) error {
 	// predefine no macro that tests for a file. Only a header the scan
 	// could not find could define one.
 	variants, err := sc.table.expandVariants(ts, func(string) bool {
-		sc.consulted = append(sc.consulted, unseenName)
+		sc.consult(unseenName)
 		return sc.unseen
 	})
 	if err != nil {

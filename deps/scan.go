@@ -14,7 +14,7 @@ import (
 )
 
 // maxIncludeDepth is clang's limit on nested includes; past it the
-// compiler fails, and the scan widens rather than guess why.
+// compiler fails, and the scan refuses the source rather than guess why.
 const maxIncludeDepth = 200
 
 // scan is the state of one Scan.
@@ -32,8 +32,10 @@ type scan struct {
 	// changed (see scanState).
 	scanned map[string]*scanState
 	// consulted collects the names expansions looked up, in order; a
-	// file's subtree owns the part appended while it was followed.
+	// file's subtree owns the part appended while it was followed, from
+	// subtree on for the file being followed now.
 	consulted []string
+	subtree   int
 	// hasIncludeMacros names the macros whose bodies hold __has_include
 	// (directly, or through another such macro): conditionals that
 	// expand one of them test for a file.
@@ -42,8 +44,8 @@ type scan struct {
 	refused string
 	// date says a source expands __DATE__.
 	date bool
-	// roots are the directories whose every file the key must hold,
-	// because an include there could not be resolved exactly.
+	// roots are the declared directories (Input.Depends) whose every
+	// file the key must hold.
 	roots []string
 	// unseen says an include was found nowhere the scan looks: the
 	// compiler may find it in its own directories, and any macro it
@@ -71,7 +73,7 @@ func newScan(ctx context.Context, s *Scanner, in Input, wd string) *scan {
 
 func (sc *scan) run() error {
 	sc.table.applyOptions(sc.inv.macros)
-	sc.table.consulted = func(name string) { sc.consulted = append(sc.consulted, name) }
+	sc.table.consulted = sc.consult
 	mainDir := ""
 	switch {
 	case sc.in.SearchWorkDir:
@@ -197,7 +199,7 @@ func (sc *scan) directive(d directive, includerDir string, depth int) error {
 			rule = RuleComputedInclude
 		}
 		var ok bool
-		if refs, ok = sc.expand(d.operand, includerDir); !ok {
+		if refs, ok = sc.expand(d.operand); !ok {
 			return nil
 		}
 	}
@@ -214,8 +216,8 @@ func (sc *scan) directive(d directive, includerDir string, depth int) error {
 }
 
 // expand returns every header a computed include may name; false when it
-// cannot be known, after widening the key.
-func (sc *scan) expand(operand []token, includerDir string) ([]headerRef, bool) {
+// names none, or cannot be known (the source is then refused).
+func (sc *scan) expand(operand []token) ([]headerRef, bool) {
 	sc.table.fallback = sc.builtinMacros
 	variants, err := sc.table.expandVariants(operand, sc.unknown)
 	if err != nil {
@@ -252,7 +254,7 @@ func (sc *scan) expand(operand []token, includerDir string) ([]headerRef, bool) 
 // any name at all once an include was not found (its header may define
 // anything).
 func (sc *scan) unknown(name string) bool {
-	sc.consulted = append(sc.consulted, unseenName)
+	sc.consult(unseenName)
 	if sc.unseen || strings.HasPrefix(name, "__") || (len(name) > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z') {
 		return true
 	}
@@ -351,7 +353,6 @@ func (sc *scan) include(name string, angle bool, includerDir, rule string, kind 
 	default:
 		sc.missing = append(sc.missing, name)
 		sc.unseen = true
-		sc.table.gen++
 		sc.s.report(sc.sourceName(), "include found nowhere: the compiler's own directories may hold it, so computed includes that follow trust no undefined name", "name", name)
 	}
 	return nil
@@ -402,8 +403,10 @@ func (sc *scan) file(path string, fi fs.FileInfo, rule string, kind dirKind, dep
 	sc.facts(path, &e.parsedFile)
 	st := &scanState{inProgress: true}
 	sc.scanned[path] = st
-	from := len(sc.consulted)
+	from, outer := len(sc.consulted), sc.subtree
+	sc.subtree = from
 	err = sc.process(e.directives, includerDir(path), depth+1)
+	sc.subtree = outer
 	sc.record(st, sc.consulted[from:])
 	return err
 }
@@ -415,7 +418,7 @@ func (sc *scan) declared(name string) error {
 	fi, err := sc.stat(path)
 	switch {
 	case err == nil && fi.IsDir():
-		// Every file under it, bounded as a widened search directory.
+		// Every file under it, within the manifest's bounds.
 		sc.roots = appendNew(sc.roots, path)
 		return nil
 	case err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):

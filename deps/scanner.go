@@ -173,8 +173,9 @@ type Scanner struct {
 	reported map[string]struct{} // reasons already logged, by source and reason
 }
 
-// NewScanner returns a Scanner that logs the reasons for widening a key at
-// debug level through logger (nil: slog.Default()).
+// NewScanner returns a Scanner that logs why a source is uncacheable, or
+// an include was found nowhere, at debug level through logger (nil:
+// slog.Default()).
 func NewScanner(logger *slog.Logger) *Scanner {
 	if logger == nil {
 		logger = slog.Default()
@@ -246,8 +247,9 @@ func (m *memo) result(now time.Time) ([]kcache.Header, []Dependency, error) {
 	return headers, trace, nil
 }
 
-// report logs why a key was widened, once per source and reason: a build
-// loop must not flood the log.
+// report logs why a source is uncacheable (or an include was found
+// nowhere), once per source and reason: a build loop must not flood the
+// log.
 func (s *Scanner) report(source, reason string, attrs ...any) {
 	id := source + "\x00" + reason
 	s.reportMu.Lock()

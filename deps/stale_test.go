@@ -219,3 +219,13 @@ func TestStaleHasInclude(t *testing.T) {
 }
 
 func sha256Of(s string) kcache.Digest { return sha256.Sum256([]byte(s)) }
+
+// TestStaleRescanAfterIncluderConsulted: the includer expands X just
+// before including a header that expands X too; the header must still
+// remember X, and be followed again once X is redefined.
+func TestStaleRescanAfterIncluderConsulted(t *testing.T) {
+	root := tree(t, map[string]string{"a.h": "#include X\n", "one.h": "", "two.h": "#define V 1\n"})
+	src := "#define X \"one.h\"\n#include X\n#include \"a.h\"\n#undef X\n#define X \"two.h\"\n#include \"a.h\"\n"
+	in := Input{Source: []byte(src), WorkDir: root, SearchWorkDir: true, Trigraphs: TrigraphsOn}
+	keyChanges(t, in, func() { write(t, filepath.Join(root, "two.h"), "#define V 2\n") })
+}
