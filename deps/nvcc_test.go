@@ -111,18 +111,18 @@ func TestCUDAAgainstNVCC(t *testing.T) {
 	}
 }
 
-// nvccDeps returns the real paths of the files under inc that nvcc -M
-// lists for path.
+// nvccDeps returns the real paths of the files under inc's parent (the
+// toolkit's include directory) that nvcc -M lists for path.
 func nvccDeps(t *testing.T, nvcc, dir, path, inc string) []string {
 	t.Helper()
-	cmd := exec.Command(nvcc, "-M", "-std=c++17", "-arch=sm_90", "-I", inc, "-I", filepath.Dir(inc), path)
+	root := filepath.Dir(inc)
+	cmd := exec.Command(nvcc, "-M", "-std=c++17", "-arch=sm_90", "-I", inc, "-I", root, path)
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("nvcc -M: %v", err)
 	}
-	realInc, _ := filepath.EvalSymlinks(filepath.Dir(inc))
-	inc = filepath.Dir(inc)
+	realRoot, _ := filepath.EvalSymlinks(root)
 	var files []string
 	sc := bufio.NewScanner(bytes.NewReader(bytes.ReplaceAll(out, []byte("\\\n"), []byte(" "))))
 	for sc.Scan() {
@@ -132,7 +132,7 @@ func nvccDeps(t *testing.T, nvcc, dir, path, inc string) []string {
 		}
 		for _, f := range strings.Fields(rest) {
 			real, err := filepath.EvalSymlinks(f)
-			if err == nil && (strings.HasPrefix(real, realInc+"/") || strings.HasPrefix(f, inc+"/")) {
+			if err == nil && (strings.HasPrefix(real, realRoot+"/") || strings.HasPrefix(f, root+"/")) {
 				files = append(files, real)
 			}
 		}
