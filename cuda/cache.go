@@ -287,7 +287,7 @@ func (c *Cache) fromBlob(blob []byte) (*moduleEntry, error) {
 // then finds it stored.
 func (c *Cache) compile(ctx context.Context, src Source, p plan, digest kcache.Digest, pending *kcache.Pending) (*moduleEntry, error) {
 	start := time.Now()
-	im, err := runNVRTC(src, p)
+	im, err := c.build(ctx, src, p, digest)
 	took := time.Since(start)
 	if err != nil {
 		if pending != nil {

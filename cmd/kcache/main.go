@@ -75,7 +75,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("kcache {{.Version}}\n")
-	root.AddCommand(newBuildCmd(), newDemoCmd(), newDemoPhaseCmd(), newCUDADemoPhaseCmd(), newDemoPrefilledCmd(), newConfigCmd(), newVersionCmd())
+	root.AddCommand(newBuildCmd(), newDemoCmd(), newDemoPhaseCmd(), newCUDADemoPhaseCmd(), newDemoPrefilledCmd(), newConfigCmd(), newVersionCmd(), newServeCmd())
 	addCacheCommands(root)
 	return root
 }

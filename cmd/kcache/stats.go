@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/cuda/compileserver"
 	"github.com/kcache/kcache/disk"
 	"github.com/spf13/cobra"
 )
@@ -27,6 +28,9 @@ type statsJSON struct {
 	// StoredMaxSize is the limit kept in the cache (kcache prune
 	// --max-size); 0: none, each process's KCACHE_MAX_SIZE applies.
 	StoredMaxSize int64 `json:"stored_max_size"`
+
+	// Server is the running compile server (kcache serve); null when none.
+	Server *compileserver.Stats `json:"server"`
 }
 
 type groupJSON struct {
@@ -81,6 +85,7 @@ func runStats(ctx context.Context, io *streams, asJSON, zero bool) error {
 	out := statsJSON{Dir: st.Dir(), Entries: sum.Entries, Bytes: sum.Bytes, MaxSize: sum.MaxSize,
 		Damaged: sum.Damaged, Devices: []groupJSON{}, Counters: counters, HitRate: hitRate(counters)}
 	out.StoredMaxSize, _ = st.StoredMaxSize()
+	out.Server = serveStatus(ctx, "")
 	for _, g := range sum.Groups {
 		out.Devices = append(out.Devices, groupJSON(g))
 	}
@@ -130,6 +135,9 @@ func printStats(io *streams, s statsJSON) error {
 	if c.RemoteDropped+c.RemoteExisted > 0 {
 		fmt.Fprintf(w, "remote writes\t%d dropped (queue full, or server skipped), %d found a value already stored\n",
 			c.RemoteDropped, c.RemoteExisted)
+	}
+	if s.Server != nil {
+		printServe(w, s.Server)
 	}
 	if err := w.Flush(); err != nil {
 		return err

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kcache/kcache/cuda"
+	"github.com/kcache/kcache/cuda/compileserver"
+	"github.com/spf13/cobra"
+)
+
+// serveOptions are the flags of `kcache serve`.
+type serveOptions struct {
+	idle     time.Duration
+	stop     bool
+	status   bool
+	asJSON   bool
+	socket   string
+	logFile  string
+	heapSize int64
+}
+
+// defaultPCHHeapLimit caps NVRTC's PCH heap in the server: the PCH of
+// CUB's block and device headers measured 178-192 MB; 1 GiB leaves room
+// for a few header sets while bounding what a server holds.
+const defaultPCHHeapLimit = 1 << 30
+
+// newServeCmd is `kcache serve`: the per-user CUDA compile server.
+func newServeCmd() *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use: "serve [--idle-timeout D] | --stop | --status [--json]",
+		Example: `  kcache serve --idle-timeout 30m   # run in the foreground
+  KCACHE_SERVE=auto ./my-cuda-app     # started on demand by the first cold miss
+  kcache serve --status --json
+  kcache serve --stop`,
+		Short: "Run the CUDA compile server that keeps NVRTC's precompiled headers warm",
+		Long: `Run the per-user compile server. A process whose CUDA build misses every tier
+of the cache sends the compile to it (where KCACHE_SERVE says so: auto, connect,
+or the path of a kcache binary); the server checks every header the key was
+computed from, compiles with NVRTC's automatic precompiled headers, and keeps
+them warm for the next client. It listens on a socket in $XDG_RUNTIME_DIR (or a
+private directory in /tmp), serves only its own user, and exits after the idle
+timeout. --stop stops the running server; --status (or --json) shows it.
+See docs/serve.md.`,
+		Args: args(noArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			io := newStreams(cmd)
+			switch {
+			case o.stop:
+				return runServeStop(cmd.Context(), io, o)
+			case o.status || o.asJSON:
+				return runServeStatus(cmd.Context(), io, o)
+			}
+			return runServe(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&o.idle, "idle-timeout", compileserver.DefaultIdleTimeout, "exit after this long without a request (0: never)")
+	f.BoolVar(&o.stop, "stop", false, "stop the running server")
+	f.BoolVar(&o.status, "status", false, "show the running server")
+	f.BoolVar(&o.asJSON, "json", false, "show the running server as one JSON object (null when none runs)")
+	f.Int64Var(&o.heapSize, "pch-heap-limit", defaultPCHHeapLimit, "largest PCH heap NVRTC may grow to, in bytes")
+	f.StringVar(&o.socket, "socket", "", "listen on this socket instead of the user's default")
+	f.StringVar(&o.logFile, "log", "", "append the server's log to this file")
+	f.MarkHidden("socket")
+	f.MarkHidden("log")
+	return cmd
+}
+
+// runServe runs the server in the foreground until it is idle, stopped,
+// or interrupted. A server already running is not an error: the caller
+// wanted one, and there is one.
+func runServe(ctx context.Context, o *serveOptions) error {
+	logger, closeLog, err := serveLogger(o.logFile)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	comp, err := cuda.NewServeCompiler(o.heapSize)
+	if err != nil {
+		return err
+	}
+	idle := o.idle
+	if idle == 0 {
+		idle = -1 // the flag's 0 means never; the library's means its default
+	}
+	srv, err := compileserver.Listen(compileserver.Options{Socket: o.socket, IdleTimeout: idle,
+		Env: cuda.ServeKeyEnv(), Logger: logger}, comp)
+	if errors.Is(err, compileserver.ErrRunning) {
+		logger.Info("kcache serve: a server is already running")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	logger.Info("kcache serve: listening", "socket", srv.Socket(), "pid", os.Getpid(), "compiler", comp.Identity())
+	return srv.Serve(ctx)
+}
+
+// serveLogger logs to the file named, or to stderr.
+func serveLogger(path string) (*slog.Logger, func(), error) {
+	if path == "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil)), func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	return slog.New(slog.NewTextHandler(f, nil)), func() { f.Close() }, nil
+}
+
+func runServeStop(ctx context.Context, io *streams, o *serveOptions) error {
+	err := (&compileserver.Client{Socket: o.socket}).Stop(ctx)
+	if errors.Is(err, compileserver.ErrNoServer) {
+		fmt.Fprintln(io.errOut, "kcache: no compile server is running")
+		return nil
+	}
+	return err
+}
+
+func runServeStatus(ctx context.Context, io *streams, o *serveOptions) error {
+	st := serveStatus(ctx, o.socket)
+	if o.asJSON {
+		return json.NewEncoder(io.out).Encode(st)
+	}
+	if st == nil {
+		_, err := fmt.Fprintln(io.out, "compile server\tnot running")
+		return err
+	}
+	w := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+	printServe(w, st)
+	return w.Flush()
+}
+
+// serveStatus returns the running server's state, or nil when none
+// answers within a short bound (stats must not hang on a stuck server).
+func serveStatus(ctx context.Context, socket string) *compileserver.Stats {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	st, err := (&compileserver.Client{Socket: socket}).Status(ctx)
+	if err != nil {
+		return nil
+	}
+	return st
+}
+
+// printServe writes the server's lines of a table.
+func printServe(w *tabwriter.Writer, st *compileserver.Stats) {
+	fmt.Fprintf(w, "compile server\trunning, pid %d, up %s, exits after %s idle\n", st.PID, st.Uptime.Round(time.Second), st.IdleTimeout)
+	fmt.Fprintf(w, "server requests\t%d (%d compiled, %d compile errors, %d stale, %d busy, %d mismatched, %d failed)\n",
+		st.Requests, st.Compiled, st.CompileError, st.Stale, st.Busy, st.Mismatch, st.Failed)
+	fmt.Fprintf(w, "server PCH\t%d created, %d hits\n", st.PCHCreated, st.PCHHits)
+	fmt.Fprintf(w, "server compile time\t%s; peak memory %d MB\n", duration(st.CompileTime), st.MaxRSS>>20)
+}

@@ -1,0 +1,27 @@
+// Package compileserver is kcache's per-user compile server for CUDA cold
+// misses (`kcache serve`) and its client.
+//
+// NVRTC's precompiled headers live in one process: its PCH heap sits at an
+// address fixed for the process, and NVRTC refuses a PCH file written by
+// another one. A build that misses every tier of the cache in a short-lived
+// process therefore parses its headers again each time. The server is the
+// long-lived process that keeps NVRTC's automatic PCH warm across clients:
+// a client sends the compile (source, in-memory headers, options, name
+// expressions) together with every file its key was computed from, by
+// location and digest; the server checks each of them and compiles only if
+// all are as the key saw them, so it never builds from other bytes.
+//
+// The package knows nothing of NVRTC: the server compiles through the
+// Compiler interface (package cuda provides the real one), so the
+// protocol, the lifecycle, the fallbacks, the credential check and the
+// staleness check are tested without a GPU.
+//
+// The server listens on a Unix socket in the user's runtime directory (see
+// SocketPath), mode 0600, and refuses connections from other users by
+// their peer credentials (SO_PEERCRED). It compiles one request at a time:
+// NVRTC's PCH heap is one per process, and the server changes its working
+// directory to the client's for each compile, so relative -I options and
+// program paths resolve as they would in the client. Requests beyond a
+// bounded queue, or that wait past the client's bound, are answered busy,
+// and the client compiles itself.
+package compileserver

@@ -1,0 +1,233 @@
+package compileserver
+
+import (
+	"fmt"
+	"time"
+)
+
+// Request is one compile a client asks of the server.
+type Request struct {
+	// Key is the digest of the kcache key the client computed; the server
+	// logs it, and never stores anything under it.
+	Key [32]byte
+	// Compiler is the client's identity of its compiler (see
+	// Compiler.Identity): the server compiles only with the same one.
+	Compiler string
+	// Env holds the environment variables, NAME=VALUE, that enter the key
+	// and change what the compiler produces; the server compiles only if
+	// its own are the same.
+	Env []string
+	// WorkDir is the client's working directory: relative paths in
+	// Options and Name resolve against it, as in the client.
+	WorkDir string
+	// Name is the program's name for the compiler (its path, as the
+	// client names it).
+	Name string
+	// Code is the program text.
+	Code []byte
+	// Options are the compiler's options, the target architecture
+	// included.
+	Options []string
+	// Headers are handed to the compiler in memory.
+	Headers []Header
+	// NameExpressions are the names whose mangled names the client needs.
+	NameExpressions []string
+	// Format is the image wanted, as the compiler's plan names it.
+	Format string
+	// Files are every file and absent place the key was computed from:
+	// the server checks each before compiling and answers StatusStale if
+	// one differs.
+	Files []File
+	// MaxWait bounds how long the request may wait in the server's queue
+	// before its compile starts; past it the answer is StatusBusy.
+	MaxWait time.Duration
+}
+
+// Header is an in-memory header: the source's #include "Name" finds
+// Content.
+type Header struct {
+	Name    string
+	Content []byte
+}
+
+// File is one dependency of a key: a file with the digest of its content,
+// an absent place that must stay absent, or the day for a source that
+// expands __DATE__.
+type File struct {
+	Path   string
+	Digest [32]byte
+	Kind   FileKind
+}
+
+// FileKind says what a File asserts.
+type FileKind uint8
+
+const (
+	// FilePresent asserts a file whose content has Digest.
+	FilePresent FileKind = iota
+	// FileAbsent asserts that nothing exists at Path.
+	FileAbsent
+	// FileDay asserts that today (the server's clock, as the compiler
+	// writes __DATE__) is Path.
+	FileDay
+)
+
+// Status is the outcome of a compile request.
+type Status uint8
+
+const (
+	// StatusOK: Reply holds the image.
+	StatusOK Status = iota
+	// StatusCompileError: the compiler rejected the program; Reply.Log
+	// holds its log.
+	StatusCompileError
+	// StatusStale: a file the key was computed from changed; the client
+	// must recompute its key (or compile itself), never use a build.
+	StatusStale
+	// StatusBusy: the queue was full or the wait past the client's bound.
+	StatusBusy
+	// StatusMismatch: the server's compiler or environment is not the
+	// client's.
+	StatusMismatch
+	// StatusFailed: the compile failed for another reason (Reply.Message).
+	StatusFailed
+)
+
+var statusNames = [...]string{"ok", "compile error", "stale", "busy", "mismatch", "failed"}
+
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return fmt.Sprintf("status(%d)", uint8(s))
+}
+
+// Reply is the server's answer to a Request.
+type Reply struct {
+	Status  Status
+	Message string // why, for anything but StatusOK
+	Code    []byte // the image (CUBIN or PTX)
+	Lowered []string
+	Log     string
+	// PCH says what NVRTC's automatic PCH did for this compile.
+	PCH PCHUse
+	// Compile is how long the compile itself took in the server.
+	Compile time.Duration
+}
+
+// PCHUse is what the compiler's precompiled headers did for one compile.
+type PCHUse uint8
+
+const (
+	// PCHNone: no PCH was created or used (or the compiler cannot say).
+	PCHNone PCHUse = iota
+	// PCHCreated: the compile created a PCH for later ones.
+	PCHCreated
+	// PCHUsed: the compile used a PCH an earlier one created.
+	PCHUsed
+)
+
+// Stats is the server's state, for `kcache serve --json` and `kcache stats`.
+type Stats struct {
+	PID          int           `json:"pid"`
+	Socket       string        `json:"socket"`
+	Compiler     string        `json:"compiler"`
+	Uptime       time.Duration `json:"uptime_ns"`
+	IdleTimeout  time.Duration `json:"idle_timeout_ns"`
+	Requests     int64         `json:"requests"`
+	Compiled     int64         `json:"compiled"`
+	CompileError int64         `json:"compile_errors"`
+	Stale        int64         `json:"stale"`
+	Busy         int64         `json:"busy"`
+	Mismatch     int64         `json:"mismatch"`
+	Failed       int64         `json:"failed"`
+	Refused      int64         `json:"refused"` // connections of other users
+	PCHCreated   int64         `json:"pch_created"`
+	PCHHits      int64         `json:"pch_hits"`
+	CompileTime  time.Duration `json:"compile_time_ns"`
+	Queued       int           `json:"queued"`
+	MaxRSS       int64         `json:"max_rss_bytes"`
+}
+
+func encodeRequest(r *Request) []byte {
+	e := &encoder{}
+	e.bytes(r.Key[:])
+	e.string(r.Compiler)
+	e.strings(r.Env)
+	e.string(r.WorkDir)
+	e.string(r.Name)
+	e.bytes(r.Code)
+	e.strings(r.Options)
+	e.uint(uint64(len(r.Headers)))
+	for _, h := range r.Headers {
+		e.string(h.Name)
+		e.bytes(h.Content)
+	}
+	e.strings(r.NameExpressions)
+	e.string(r.Format)
+	e.uint(uint64(len(r.Files)))
+	for _, f := range r.Files {
+		e.string(f.Path)
+		e.bytes(f.Digest[:])
+		e.uint(uint64(f.Kind))
+	}
+	e.uint(uint64(max(r.MaxWait, 0)))
+	return e.b
+}
+
+func decodeRequest(p []byte) (*Request, error) {
+	d := &decoder{b: p}
+	r := &Request{Key: d.digest(), Compiler: d.string(), Env: d.strings(), WorkDir: d.string(),
+		Name: d.string(), Code: d.bytes(), Options: d.strings()}
+	if n := d.count(2); n > 0 {
+		r.Headers = make([]Header, n)
+		for i := range r.Headers {
+			r.Headers[i] = Header{Name: d.string(), Content: d.bytes()}
+		}
+	}
+	r.NameExpressions = d.strings()
+	r.Format = d.string()
+	if n := d.count(35); n > 0 {
+		r.Files = make([]File, n)
+		for i := range r.Files {
+			r.Files[i] = File{Path: d.string(), Digest: d.digest()}
+			if k := d.uint(); k <= uint64(FileDay) {
+				r.Files[i].Kind = FileKind(k)
+			} else {
+				d.fail("unknown file kind")
+			}
+		}
+	}
+	r.MaxWait = time.Duration(min(d.uint(), uint64(time.Hour)))
+	return r, d.done()
+}
+
+func encodeReply(r *Reply) []byte {
+	e := &encoder{}
+	e.uint(uint64(r.Status))
+	e.string(r.Message)
+	e.bytes(r.Code)
+	e.strings(r.Lowered)
+	e.string(r.Log)
+	e.uint(uint64(r.PCH))
+	e.uint(uint64(max(r.Compile, 0)))
+	return e.b
+}
+
+func decodeReply(p []byte) (*Reply, error) {
+	d := &decoder{b: p}
+	r := &Reply{}
+	if s := d.uint(); s <= uint64(StatusFailed) {
+		r.Status = Status(s)
+	} else {
+		d.fail("unknown status")
+	}
+	r.Message, r.Code, r.Lowered, r.Log = d.string(), d.bytes(), d.strings(), d.string()
+	if u := d.uint(); u <= uint64(PCHUsed) {
+		r.PCH = PCHUse(u)
+	} else {
+		d.fail("unknown PCH use")
+	}
+	r.Compile = time.Duration(min(d.uint(), uint64(24*time.Hour)))
+	return r, d.done()
+}

@@ -1,0 +1,410 @@
+package compileserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Compiler compiles one request. The server calls it from one goroutine at
+// a time, in the client's working directory, after checking the request's
+// files; it returns a Reply with StatusOK or StatusCompileError, or an
+// error for anything else (the client then compiles itself).
+type Compiler interface {
+	// Identity names the compiler the way a client's Request.Compiler
+	// does: the server compiles only requests that name the same one.
+	Identity() string
+	Compile(ctx context.Context, r *Request) (*Reply, error)
+}
+
+// Policy defaults.
+const (
+	// DefaultIdleTimeout is how long a server with no request waits before
+	// it exits: long enough to span the gaps between the runs of a build
+	// or a test suite, short enough that a forgotten server gives its
+	// memory (NVRTC's PCH heap, hundreds of MB) back within minutes.
+	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultQueue bounds the compiles waiting behind the running one: a
+	// CUB-heavy compile takes 0.2-3 s, so a client behind 16 others would
+	// wait longer than compiling itself.
+	DefaultQueue = 16
+	// readTimeout bounds how long a connection may take to send its
+	// request: a client that connects and stalls must not hold a slot.
+	readTimeout = 30 * time.Second
+)
+
+// ErrRunning means another server of this user already holds the socket.
+var ErrRunning = errors.New("compileserver: a server is already running")
+
+// Options configures a Server.
+type Options struct {
+	// Socket is the path to listen on; "" means SocketPath().
+	Socket string
+	// IdleTimeout is how long the server waits without a request before
+	// it exits; 0 means DefaultIdleTimeout, negative never.
+	IdleTimeout time.Duration
+	// Queue bounds the requests waiting to compile; 0 means DefaultQueue.
+	Queue int
+	// Env is the server's own environment as it enters a key (NAME=VALUE,
+	// the variables that change the compiler's output): a request whose
+	// Env differs is answered StatusMismatch.
+	Env []string
+	// Logger receives the server's diagnostics; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is a listening compile server.
+type Server struct {
+	opts     Options
+	comp     Compiler
+	ln       *net.UnixListener
+	lock     *os.File
+	jobs     chan *job
+	start    time.Time
+	lastSeen atomic.Int64 // UnixNano of the last request's end or start
+	active   atomic.Int64 // connections being served
+	stopOnce sync.Once
+	stopped  chan struct{}
+	files    fileChecker
+	allowUID atomic.Int64 // the user whose connections are served: this process's; tests change it
+	wg       sync.WaitGroup // connection handlers
+
+	// counters, for Stats
+	requests, compiled, compileErrors, stale, busy, mismatched, failed, refused atomic.Int64
+	pchCreated, pchHits, compileNanos                                           atomic.Int64
+}
+
+// job is a request waiting for the worker.
+type job struct {
+	req    *Request
+	queued time.Time
+	ctx    context.Context
+	done   chan *Reply
+}
+
+// Listen takes the user's server lock and listens on the socket. It
+// returns ErrRunning when another server holds the lock. A socket file
+// left by a server that died is replaced.
+func Listen(opts Options, comp Compiler) (*Server, error) {
+	if opts.Socket == "" {
+		p, err := SocketPath()
+		if err != nil {
+			return nil, err
+		}
+		opts.Socket = p
+	}
+	opts.IdleTimeout = cmpDuration(opts.IdleTimeout, DefaultIdleTimeout)
+	if opts.Queue <= 0 {
+		opts.Queue = DefaultQueue
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	lock, err := os.OpenFile(opts.Socket+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("compileserver: %w", err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		lock.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, ErrRunning
+		}
+		return nil, fmt.Errorf("compileserver: locking %s: %w", lock.Name(), err)
+	}
+	// Holding the lock, any socket file is a dead server's.
+	os.Remove(opts.Socket)
+	ln, err := listenPrivate(opts.Socket)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	s := &Server{opts: opts, comp: comp, ln: ln, lock: lock, jobs: make(chan *job, opts.Queue),
+		start: time.Now(), stopped: make(chan struct{}), files: newFileChecker()}
+	s.lastSeen.Store(time.Now().UnixNano())
+	s.allowUID.Store(int64(os.Getuid()))
+	return s, nil
+}
+
+// listenPrivate listens on path with the socket file mode 0600: the umask
+// is narrowed around the bind so that the file is never open to others.
+func listenPrivate(path string) (*net.UnixListener, error) {
+	old := syscall.Umask(0o177)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("compileserver: %w", err)
+	}
+	ln.SetUnlinkOnClose(true)
+	return ln, nil
+}
+
+func cmpDuration(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// Socket returns the path the server listens on.
+func (s *Server) Socket() string { return s.opts.Socket }
+
+// Stop makes Serve return once the compiles in flight are answered.
+func (s *Server) Stop() { s.stopOnce.Do(func() { close(s.stopped) }) }
+
+// Serve answers requests until ctx ends, Stop is called, a client asks it
+// to stop, or no request came for the idle timeout. It then closes the
+// socket, waits for the connections being served, and releases the lock.
+func (s *Server) Serve(ctx context.Context) error {
+	workerDone := make(chan struct{})
+	go func() { defer close(workerDone); s.work(ctx) }()
+	go s.watchIdle(ctx)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-s.stopped:
+		}
+		s.ln.Close()
+	}()
+	err := s.accept()
+	s.Stop()
+	s.wg.Wait()
+	close(s.jobs)
+	<-workerDone
+	s.lock.Close()
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+func (s *Server) accept() error {
+	for {
+		c, err := s.ln.AcceptUnix()
+		if err != nil {
+			return err
+		}
+		s.active.Add(1)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer s.active.Add(-1)
+			defer s.lastSeen.Store(time.Now().UnixNano())
+			s.serveConn(c)
+		}()
+	}
+}
+
+// watchIdle stops the server once no connection was served for the idle
+// timeout.
+func (s *Server) watchIdle(ctx context.Context) {
+	if s.opts.IdleTimeout < 0 {
+		return
+	}
+	tick := time.NewTicker(min(s.opts.IdleTimeout/4, time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.stopped:
+			return
+		case <-tick.C:
+			idle := time.Since(time.Unix(0, s.lastSeen.Load()))
+			if s.active.Load() == 0 && idle >= s.opts.IdleTimeout {
+				s.opts.Logger.Info("kcache serve: idle; exiting", "idle", idle.Round(time.Second))
+				s.Stop()
+				return
+			}
+		}
+	}
+}
+
+// serveConn answers one request on c.
+func (s *Server) serveConn(c *net.UnixConn) {
+	defer c.Close()
+	if uid, err := peerUID(c); err != nil || int64(uid) != s.allowUID.Load() {
+		s.refused.Add(1)
+		s.opts.Logger.Warn("kcache serve: refused a connection", "uid", uid, "err", err)
+		return
+	}
+	s.lastSeen.Store(time.Now().UnixNano())
+	c.SetReadDeadline(time.Now().Add(readTimeout))
+	typ, payload, err := readFrame(c)
+	if err != nil {
+		s.opts.Logger.Debug("kcache serve: bad request", "err", err)
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	var reply []byte
+	replyType := typ + 1
+	switch typ {
+	case msgCompile:
+		reply = encodeReply(s.compile(c, payload))
+	case msgStatus:
+		reply, _ = json.Marshal(s.Stats())
+	case msgStop:
+		s.Stop()
+	default:
+		return
+	}
+	if err := writeFrame(c, replyType, reply); err != nil {
+		s.opts.Logger.Debug("kcache serve: writing a reply", "err", err)
+	}
+}
+
+// compile checks a request against this server and queues it for the
+// worker, or answers at once.
+func (s *Server) compile(c net.Conn, payload []byte) *Reply {
+	s.requests.Add(1)
+	req, err := decodeRequest(payload)
+	if err != nil {
+		s.failed.Add(1)
+		return &Reply{Status: StatusFailed, Message: err.Error()}
+	}
+	if why := s.mismatch(req); why != "" {
+		s.mismatched.Add(1)
+		return &Reply{Status: StatusMismatch, Message: why}
+	}
+	// The compile is abandoned if the client hangs up while it waits.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go watchHangup(c, cancel)
+	j := &job{req: req, queued: time.Now(), ctx: ctx, done: make(chan *Reply, 1)}
+	select {
+	case s.jobs <- j:
+	default:
+		s.busy.Add(1)
+		return &Reply{Status: StatusBusy, Message: "queue full"}
+	}
+	return <-j.done
+}
+
+// watchHangup cancels when the client closes its end: it sends nothing
+// after its request, so any read that returns means it is gone (or the
+// reply was written and the connection closed).
+func watchHangup(c net.Conn, cancel context.CancelFunc) {
+	var b [1]byte
+	c.Read(b[:])
+	cancel()
+}
+
+// mismatch says why this server cannot compile req as the client would,
+// or "" when it can.
+func (s *Server) mismatch(req *Request) string {
+	if id := s.comp.Identity(); req.Compiler != id {
+		return fmt.Sprintf("the server compiles with %q, the client with %q", id, req.Compiler)
+	}
+	env := slices.Sorted(slices.Values(req.Env))
+	own := slices.Sorted(slices.Values(s.opts.Env))
+	if !slices.Equal(env, own) {
+		return fmt.Sprintf("environment differs: server %s, client %s", strings.Join(own, " "), strings.Join(env, " "))
+	}
+	return ""
+}
+
+// work compiles queued requests one at a time, until the queue closes.
+func (s *Server) work(ctx context.Context) {
+	for j := range s.jobs {
+		j.done <- s.run(ctx, j)
+	}
+}
+
+// run checks and compiles one request.
+func (s *Server) run(ctx context.Context, j *job) *Reply {
+	req := j.req
+	if waited := time.Since(j.queued); req.MaxWait > 0 && waited > req.MaxWait {
+		s.busy.Add(1)
+		return &Reply{Status: StatusBusy, Message: fmt.Sprintf("waited %v in the queue", waited.Round(time.Millisecond))}
+	}
+	if j.ctx.Err() != nil {
+		s.failed.Add(1)
+		return &Reply{Status: StatusFailed, Message: "the client left"}
+	}
+	if why := s.files.check(req.Files); why != "" {
+		s.stale.Add(1)
+		return &Reply{Status: StatusStale, Message: why}
+	}
+	if err := chdir(req.WorkDir); err != nil {
+		s.failed.Add(1)
+		return &Reply{Status: StatusFailed, Message: err.Error()}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	stopWatch := context.AfterFunc(j.ctx, cancel)
+	start := time.Now()
+	reply, err := s.comp.Compile(cctx, req)
+	took := time.Since(start)
+	stopWatch()
+	cancel()
+	s.compileNanos.Add(int64(took))
+	if err != nil {
+		s.failed.Add(1)
+		return &Reply{Status: StatusFailed, Message: err.Error()}
+	}
+	// A file that changed while the compiler read it may be in the image:
+	// the compile is answered stale, never handed back.
+	if why := s.files.check(req.Files); why != "" {
+		s.stale.Add(1)
+		return &Reply{Status: StatusStale, Message: "during the compile: " + why}
+	}
+	s.count(reply)
+	reply.Compile = took
+	return reply
+}
+
+func (s *Server) count(r *Reply) {
+	switch r.Status {
+	case StatusOK:
+		s.compiled.Add(1)
+	case StatusCompileError:
+		s.compileErrors.Add(1)
+	}
+	switch r.PCH {
+	case PCHCreated:
+		s.pchCreated.Add(1)
+	case PCHUsed:
+		s.pchHits.Add(1)
+	}
+}
+
+// chdir moves the server to the client's working directory: relative -I
+// options and the program's path resolve against it, as in the client.
+// Only the worker calls it, one compile at a time.
+func chdir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if wd, err := os.Getwd(); err == nil && wd == dir {
+		return nil
+	}
+	if err := os.Chdir(dir); err != nil {
+		return fmt.Errorf("compileserver: the client's working directory: %w", err)
+	}
+	return nil
+}
+
+// Stats returns the server's counters and state.
+func (s *Server) Stats() Stats {
+	st := Stats{PID: os.Getpid(), Socket: s.opts.Socket, Compiler: s.comp.Identity(),
+		Uptime: time.Since(s.start), IdleTimeout: s.opts.IdleTimeout,
+		Requests: s.requests.Load(), Compiled: s.compiled.Load(), CompileError: s.compileErrors.Load(),
+		Stale: s.stale.Load(), Busy: s.busy.Load(), Mismatch: s.mismatched.Load(), Failed: s.failed.Load(),
+		Refused: s.refused.Load(), PCHCreated: s.pchCreated.Load(), PCHHits: s.pchHits.Load(),
+		CompileTime: time.Duration(s.compileNanos.Load()), Queued: len(s.jobs)}
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
+		st.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
+	}
+	return st
+}

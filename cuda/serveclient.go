@@ -1,0 +1,206 @@
+package cuda
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/cuda/compileserver"
+	"github.com/kcache/kcache/deps"
+	"github.com/kcache/kcache/internal/keyparts"
+)
+
+// ServeEnv is the environment variable that sends cold misses to the
+// compile server (`kcache serve`, see docs/serve.md):
+//
+//	unset, "", "off"  compile in this process (the default)
+//	"connect"         use a running server; never start one
+//	"auto" or "on"    use the server, starting it if none runs: the kcache
+//	                  binary is this program when it is kcache, else
+//	                  "kcache" on $PATH
+//	an absolute path  use the server, starting it with that kcache binary
+//
+// A library never starts a process the user did not ask for: the server is
+// used only where this variable says so.
+const ServeEnv = "KCACHE_SERVE"
+
+// Bounds of the client's use of the server.
+const (
+	// serveMaxWait bounds how long a compile may wait in the server's
+	// queue: a warm compile of a CUB-heavy kernel takes 0.2-0.3 s, a cold
+	// one 2-3 s, so waiting a second is still cheaper than compiling.
+	serveMaxWait = time.Second
+	// serveStartWait bounds how long a client waits for a server it
+	// started to answer: the server is a Go program that loads NVRTC,
+	// tens of milliseconds.
+	serveStartWait = 3 * time.Second
+	// serveRetry is how long a client leaves the server alone after it
+	// could not start one, so a broken setup costs one try per minute, not
+	// one per compile.
+	serveRetry = time.Minute
+)
+
+// serveState is the process's memory of failed server starts.
+var serveState struct {
+	mu       sync.Mutex
+	failedAt time.Time // guarded by mu
+}
+
+// build compiles src: through the compile server where ServeEnv asks for
+// it and the key's files are known (digest is the key's; zero for a source
+// that is never stored), else with this process's NVRTC. Any failure of
+// the server, a stale or busy answer, or a compile error it reports, costs
+// a compile here: the server can make a cold miss faster, never change its
+// result.
+func (c *Cache) build(ctx context.Context, src Source, p plan, digest kcache.Digest) (*image, error) {
+	mode := os.Getenv(ServeEnv)
+	if mode == "" || mode == "off" || digest == (kcache.Digest{}) {
+		return runNVRTC(src, p)
+	}
+	im, err := c.serveBuild(ctx, mode, src, p, digest)
+	if err != nil {
+		c.bins.Logger().Debug("kcache: compiling here, not through the compile server", "program", programName(src), "reason", err)
+		return runNVRTC(src, p)
+	}
+	return im, nil
+}
+
+// serveBuild asks the server for the image of src.
+func (c *Cache) serveBuild(ctx context.Context, mode string, src Source, p plan, digest kcache.Digest) (*image, error) {
+	req, err := c.serveRequest(ctx, src, p, digest)
+	if err != nil {
+		return nil, err
+	}
+	cl := &compileserver.Client{}
+	reply, err := cl.Compile(ctx, req)
+	if errors.Is(err, compileserver.ErrNoServer) && mode != "connect" {
+		if err = startServer(ctx, cl, mode); err == nil {
+			reply, err = cl.Compile(ctx, req)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if reply.Status != compileserver.StatusOK {
+		return nil, fmt.Errorf("compile server: %s: %s", reply.Status, reply.Message)
+	}
+	if len(reply.Lowered) != len(src.NameExpressions) {
+		return nil, fmt.Errorf("compile server: %d lowered names for %d name expressions", len(reply.Lowered), len(src.NameExpressions))
+	}
+	im := &image{format: p.format, code: reply.Code}
+	if len(src.NameExpressions) > 0 {
+		im.lowered = make(map[string]string, len(src.NameExpressions))
+		for i, e := range src.NameExpressions {
+			im.lowered[e] = reply.Lowered[i]
+		}
+	}
+	return im, nil
+}
+
+// serveRequest describes the compile of src for the server, with every
+// file its key was computed from (the scanner's memo of this key's scan:
+// no header is read again).
+func (c *Cache) serveRequest(ctx context.Context, src Source, p plan, digest kcache.Digest) (*compileserver.Request, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	req := &compileserver.Request{Key: digest, Compiler: ServeIdentity(), Env: envStrings(c.env), WorkDir: wd,
+		Name: programName(src), Code: src.Code, Options: p.options, NameExpressions: src.NameExpressions,
+		Format: p.format, MaxWait: serveMaxWait}
+	for _, h := range src.Headers {
+		req.Headers = append(req.Headers, compileserver.Header{Name: h.Name, Content: h.Content})
+	}
+	for _, in := range scanInputs(src, p) {
+		_, trace, err := c.scanner.Scan(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range trace {
+			req.Files = append(req.Files, serveFile(d))
+		}
+	}
+	return req, nil
+}
+
+// serveFile is what the server must check of one dependency.
+func serveFile(d deps.Dependency) compileserver.File {
+	switch d.Rule {
+	case deps.RuleAbsent:
+		return compileserver.File{Path: d.Path, Kind: compileserver.FileAbsent}
+	case deps.RuleClock:
+		return compileserver.File{Path: d.Path, Kind: compileserver.FileDay}
+	}
+	return compileserver.File{Path: d.Path, Digest: d.Digest, Kind: compileserver.FilePresent}
+}
+
+func envStrings(env []kcache.EnvVar) []string {
+	out := make([]string, len(env))
+	for i, v := range env {
+		out[i] = v.Name + "=" + v.Value
+	}
+	return out
+}
+
+// startServer starts the server the way mode says, at most once a minute
+// after a failure.
+func startServer(ctx context.Context, cl *compileserver.Client, mode string) error {
+	serveState.mu.Lock()
+	defer serveState.mu.Unlock()
+	if time.Since(serveState.failedAt) < serveRetry {
+		return fmt.Errorf("compile server: could not start one %v ago", time.Since(serveState.failedAt).Round(time.Second))
+	}
+	bin, err := serveBinary(mode)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, serveStartWait)
+		defer cancel()
+		err = cl.Start(ctx, bin)
+	}
+	if err != nil {
+		serveState.failedAt = time.Now()
+	}
+	return err
+}
+
+// serveBinary finds the kcache binary that runs the server.
+func serveBinary(mode string) (string, error) {
+	if filepath.IsAbs(mode) {
+		return mode, nil
+	}
+	if mode != "auto" && mode != "on" {
+		return "", fmt.Errorf("%s=%q: want off, connect, auto, or the path of a kcache binary", ServeEnv, mode)
+	}
+	if self, err := os.Executable(); err == nil && filepath.Base(self) == "kcache" {
+		return self, nil
+	}
+	bin, err := exec.LookPath("kcache")
+	if err != nil {
+		return "", fmt.Errorf("compile server: no kcache binary to start it: %w", err)
+	}
+	return bin, nil
+}
+
+// ServeIdentity names this process's NVRTC for the compile server: its
+// version and the files it is made of (libnvrtc and its builtins). Client
+// and server compare it, so a server never compiles with another NVRTC
+// than the one the client's key names.
+var ServeIdentity = sync.OnceValue(func() string {
+	major, minor, err := NVRTCVersion()
+	if err != nil {
+		return "no NVRTC: " + err.Error()
+	}
+	files := keyparts.LibraryFiles(NVRTCLibrary(), "libnvrtc-builtins.so*")
+	return fmt.Sprintf("nvrtc %d.%d %s %s", major, minor, NVRTCLibrary(), files.Digest())
+})
+
+// ServeKeyEnv returns this process's environment as it enters a CUDA key
+// (NAME=VALUE): the server compiles only for clients with the same.
+func ServeKeyEnv() []string {
+	return envStrings(compilerEnv.Select(keyparts.Environ(nil)))
+}

@@ -1,0 +1,154 @@
+package cuda
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+
+	"github.com/kcache/kcache/cuda/compileserver"
+)
+
+// NVRTC's precompiled-header entry points (CUDA 12.8+), bound on first use
+// by the compile server only.
+var (
+	nvrtcGetPCHHeapSize         func(size *uintptr) nvrtcResult
+	nvrtcSetPCHHeapSize         func(size uintptr) nvrtcResult
+	nvrtcGetPCHCreateStatus     func(p uintptr) nvrtcResult
+	nvrtcGetPCHHeapSizeRequired func(p uintptr, size *uintptr) nvrtcResult
+	pchOnce                     sync.Once
+	pchErr                      error
+)
+
+// NVRTC's results for PCH creation (nvrtcGetPCHCreateStatus).
+const (
+	nvrtcNoPCHCreateAttempted   nvrtcResult = 12
+	nvrtcPCHCreateHeapExhausted nvrtcResult = 14
+)
+
+// loadPCH binds the PCH entry points of the NVRTC already loaded: dlopen
+// of the same file returns the same library.
+func loadPCH() error {
+	pchOnce.Do(func() {
+		if pchErr = LoadNVRTC(); pchErr != nil {
+			return
+		}
+		h, _, err := openLibrary([]string{NVRTCLibrary()})
+		if err != nil {
+			pchErr = fmt.Errorf("cuda: reopening NVRTC: %w", err)
+			return
+		}
+		for _, e := range []nvrtcEntry{
+			{&nvrtcGetPCHHeapSize, "nvrtcGetPCHHeapSize", false},
+			{&nvrtcSetPCHHeapSize, "nvrtcSetPCHHeapSize", false},
+			{&nvrtcGetPCHCreateStatus, "nvrtcGetPCHCreateStatus", false},
+			{&nvrtcGetPCHHeapSizeRequired, "nvrtcGetPCHHeapSizeRequired", false},
+		} {
+			sym, err := lookup(h, e.name)
+			if err != nil {
+				pchErr = fmt.Errorf("%w: %s has no %s (NVRTC 12.8 or newer has): %w", ErrNoNVRTC, NVRTCLibrary(), e.name, err)
+				return
+			}
+			bind(e.fn, sym)
+		}
+	})
+	return pchErr
+}
+
+// PCHHeapSize returns the size of NVRTC's PCH heap in this process.
+func PCHHeapSize() (int64, error) {
+	if err := loadPCH(); err != nil {
+		return 0, err
+	}
+	var n uintptr
+	err := nvrtcCheck("nvrtcGetPCHHeapSize", nvrtcGetPCHHeapSize(&n))
+	return int64(n), err
+}
+
+// ServeCompiler is the compile server's NVRTC: it compiles requests with
+// NVRTC's automatic precompiled headers on, in the one process whose PCH
+// heap stays warm across requests. The server calls it one request at a
+// time.
+type ServeCompiler struct {
+	// HeapLimit caps NVRTC's PCH heap, in bytes: when a compile reports
+	// the heap too small, it is grown to what NVRTC asks for, up to this.
+	HeapLimit int64
+}
+
+// NewServeCompiler loads NVRTC and its PCH entry points.
+func NewServeCompiler(heapLimit int64) (*ServeCompiler, error) {
+	if err := loadPCH(); err != nil {
+		return nil, err
+	}
+	return &ServeCompiler{HeapLimit: heapLimit}, nil
+}
+
+// Identity implements compileserver.Compiler.
+func (s *ServeCompiler) Identity() string { return ServeIdentity() }
+
+// pchUsedPattern finds NVRTC's note that a compile used a PCH, in the log
+// -pch-verbose=true asks for.
+var pchUsedPattern = regexp.MustCompile(`(?i)pch[^\n]*\b(used|using|loaded)\b`)
+
+// Compile implements compileserver.Compiler.
+func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request) (*compileserver.Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	headers := make([]Header, len(r.Headers))
+	for i, h := range r.Headers {
+		headers[i] = Header{Name: h.Name, Content: h.Content}
+	}
+	prog, err := NewProgram(r.Code, r.Name, headers)
+	if err != nil {
+		return nil, err
+	}
+	defer prog.Destroy()
+	for _, e := range r.NameExpressions {
+		if err := prog.AddNameExpression(e); err != nil {
+			return nil, err
+		}
+	}
+	opts := append(append([]string(nil), r.Options...), "-pch", "-pch-verbose=true")
+	err = prog.Compile(opts)
+	var ce *CompileError
+	if errors.As(err, &ce) {
+		return &compileserver.Reply{Status: compileserver.StatusCompileError, Log: ce.Log}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	reply := &compileserver.Reply{Status: compileserver.StatusOK, PCH: s.pchUse(prog)}
+	for _, e := range r.NameExpressions {
+		l, err := prog.LoweredName(e)
+		if err != nil {
+			return nil, err
+		}
+		reply.Lowered = append(reply.Lowered, l)
+	}
+	if r.Format == FormatCUBIN {
+		reply.Code, err = prog.CUBIN()
+	} else {
+		reply.Code, err = prog.PTX()
+	}
+	return reply, err
+}
+
+// pchUse says what NVRTC's automatic PCH did for prog, and grows the heap
+// for the next compile where it was too small.
+func (s *ServeCompiler) pchUse(prog *Program) compileserver.PCHUse {
+	switch st := nvrtcGetPCHCreateStatus(prog.h); st {
+	case nvrtcSuccess:
+		return compileserver.PCHCreated
+	case nvrtcPCHCreateHeapExhausted:
+		var need uintptr
+		if nvrtcGetPCHHeapSizeRequired(prog.h, &need) == nvrtcSuccess && int64(need) <= s.HeapLimit {
+			nvrtcSetPCHHeapSize(need)
+		}
+	}
+	if log, err := prog.Log(); err == nil && pchUsedPattern.MatchString(log) {
+		return compileserver.PCHUsed
+	}
+	return compileserver.PCHNone
+}
