@@ -34,8 +34,8 @@ const ServeEnv = "KCACHE_SERVE"
 const (
 	// serveMaxWait bounds how long a compile may wait in the server's
 	// queue: a warm compile of a CUB-heavy kernel takes 0.2-0.3 s, a cold
-	// one 2-3 s, so waiting a second is still cheaper than compiling.
-	serveMaxWait = time.Second
+	// one 2-3 s, so waiting up to 2 s is still cheaper than compiling.
+	serveMaxWait = 2 * time.Second
 	// serveStartWait bounds how long a client waits for a server it
 	// started to answer: the server is a Go program that loads NVRTC,
 	// tens of milliseconds.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sync"
 
 	"github.com/kcache/kcache/cuda/compileserver"
@@ -92,7 +93,7 @@ func (s *ServeCompiler) Identity() string { return ServeIdentity() }
 var pchUsedPattern = regexp.MustCompile(`(?i)pch[^\n]*\b(used|using|loaded)\b`)
 
 // Compile implements compileserver.Compiler.
-func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request) (*compileserver.Reply, error) {
+func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request, pch bool) (*compileserver.Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -110,7 +111,10 @@ func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request) (
 			return nil, err
 		}
 	}
-	opts := append(append([]string(nil), r.Options...), "-pch", "-pch-verbose=true")
+	opts := slices.Clone(r.Options)
+	if pch {
+		opts = append(opts, "-pch", "-pch-verbose=true")
+	}
 	err = prog.Compile(opts)
 	var ce *CompileError
 	if errors.As(err, &ce) {
@@ -119,7 +123,10 @@ func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request) (
 	if err != nil {
 		return nil, err
 	}
-	reply := &compileserver.Reply{Status: compileserver.StatusOK, PCH: s.pchUse(prog)}
+	reply := &compileserver.Reply{Status: compileserver.StatusOK}
+	if pch {
+		reply.PCH = s.pchUse(prog)
+	}
 	for _, e := range r.NameExpressions {
 		l, err := prog.LoweredName(e)
 		if err != nil {

@@ -2,6 +2,7 @@ package compileserver
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,7 +27,10 @@ type Compiler interface {
 	// Identity names the compiler the way a client's Request.Compiler
 	// does: the server compiles only requests that name the same one.
 	Identity() string
-	Compile(ctx context.Context, r *Request) (*Reply, error)
+	// Compile compiles r. With pch false it must not use precompiled
+	// state from earlier compiles: the server asks so when a header
+	// changed in a way the compiler's own validity check may miss.
+	Compile(ctx context.Context, r *Request, pch bool) (*Reply, error)
 }
 
 // Policy defaults.
@@ -79,11 +83,17 @@ type Server struct {
 	stopped  chan struct{}
 	files    fileChecker
 	allowUID atomic.Int64 // the user whose connections are served: this process's; tests change it
+	// seen holds the digest of every header an earlier compile read, by
+	// path ("memory:NAME" for in-memory ones); only the worker uses it.
+	seen map[string][32]byte
+	// retiring is set by retire: every compile after it, queued before
+	// the socket closed, goes without PCH; only the worker uses it.
+	retiring bool
 	wg       sync.WaitGroup // connection handlers
 
 	// counters, for Stats
 	requests, compiled, compileErrors, stale, busy, mismatched, failed, refused atomic.Int64
-	pchCreated, pchHits, compileNanos                                           atomic.Int64
+	pchCreated, pchHits, compileNanos, retired                                  atomic.Int64
 }
 
 // job is a request waiting for the worker.
@@ -131,7 +141,7 @@ func Listen(opts Options, comp Compiler) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, comp: comp, ln: ln, lock: lock, jobs: make(chan *job, opts.Queue),
-		start: time.Now(), stopped: make(chan struct{}), files: newFileChecker()}
+		start: time.Now(), stopped: make(chan struct{}), files: newFileChecker(), seen: map[string][32]byte{}}
 	s.lastSeen.Store(time.Now().UnixNano())
 	s.allowUID.Store(int64(os.Getuid()))
 	return s, nil
@@ -342,8 +352,9 @@ func (s *Server) run(ctx context.Context, j *job) *Reply {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	stopWatch := context.AfterFunc(j.ctx, cancel)
+	pch := s.pchSafe(req)
 	start := time.Now()
-	reply, err := s.comp.Compile(cctx, req)
+	reply, err := s.comp.Compile(cctx, req, pch)
 	took := time.Since(start)
 	stopWatch()
 	cancel()
@@ -360,7 +371,47 @@ func (s *Server) run(ctx context.Context, j *job) *Reply {
 	}
 	s.count(reply)
 	reply.Compile = took
+	if !pch {
+		s.retire()
+	}
 	return reply
+}
+
+// pchSafe records the headers of req and reports whether the compiler's
+// precompiled headers may be used for it: not when a header an earlier
+// compile read has other content now. NVRTC's PCH (EDG's) checks its
+// headers by modification time; an edit that keeps the time (a copy that
+// preserves it, two writes in one tick) would compile against the old
+// header. Such a request is compiled without PCH, and the server retires
+// so that the next client starts one with a fresh PCH heap.
+func (s *Server) pchSafe(req *Request) bool {
+	safe := !s.retiring
+	note := func(name string, d [32]byte) {
+		if old, ok := s.seen[name]; ok && old != d {
+			safe = false
+		}
+		s.seen[name] = d
+	}
+	for _, f := range req.Files {
+		if f.Kind == FilePresent {
+			note(f.Path, f.Digest)
+		}
+	}
+	for _, h := range req.Headers {
+		note("memory:"+h.Name, sha256.Sum256(h.Content))
+	}
+	return safe
+}
+
+// retire stops the server after the compile in hand: its compiler's
+// precompiled state may hold a header that has changed since.
+func (s *Server) retire() {
+	s.opts.Logger.Info("kcache serve: a header changed since an earlier compile; retiring so the next server starts with fresh precompiled headers")
+	if !s.retiring {
+		s.retired.Add(1)
+	}
+	s.retiring = true
+	s.Stop()
 }
 
 func (s *Server) count(r *Reply) {
@@ -400,7 +451,7 @@ func (s *Server) Stats() Stats {
 		Uptime: time.Since(s.start), IdleTimeout: s.opts.IdleTimeout,
 		Requests: s.requests.Load(), Compiled: s.compiled.Load(), CompileError: s.compileErrors.Load(),
 		Stale: s.stale.Load(), Busy: s.busy.Load(), Mismatch: s.mismatched.Load(), Failed: s.failed.Load(),
-		Refused: s.refused.Load(), PCHCreated: s.pchCreated.Load(), PCHHits: s.pchHits.Load(),
+		Refused: s.refused.Load(), Retired: s.retired.Load(), PCHCreated: s.pchCreated.Load(), PCHHits: s.pchHits.Load(),
 		CompileTime: time.Duration(s.compileNanos.Load()), Queued: len(s.jobs)}
 	var ru unix.Rusage
 	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {

@@ -65,7 +65,7 @@ type fakeCompiler struct{}
 
 func (fakeCompiler) Identity() string { return "fake 1" }
 
-func (fakeCompiler) Compile(ctx context.Context, r *Request) (*Reply, error) {
+func (fakeCompiler) Compile(ctx context.Context, r *Request, pch bool) (*Reply, error) {
 	code := string(r.Code)
 	switch {
 	case strings.Contains(code, "CRASH"):
@@ -83,7 +83,7 @@ func (fakeCompiler) Compile(ctx context.Context, r *Request) (*Reply, error) {
 	}
 	var out bytes.Buffer
 	wd, _ := os.Getwd()
-	fmt.Fprintf(&out, "code=%s wd=%s", code, wd)
+	fmt.Fprintf(&out, "code=%s wd=%s pch=%v", code, wd, pch)
 	for _, f := range r.Files {
 		if f.Kind == FilePresent {
 			b, _ := os.ReadFile(f.Path)
@@ -174,7 +174,7 @@ func TestCompileThroughServer(t *testing.T) {
 	r := request("kernel", h, File{Path: filepath.Join(dir, "absent.h"), Kind: FileAbsent})
 	r.WorkDir = dir
 	reply := compile(t, cl, r)
-	want := fmt.Sprintf("code=kernel wd=%s h.cuh=v1", dir)
+	want := fmt.Sprintf("code=kernel wd=%s pch=true h.cuh=v1", dir)
 	if reply.Status != StatusOK || string(reply.Code) != want || len(reply.Lowered) != 1 {
 		t.Fatalf("reply %v %q %v, want ok %q", reply.Status, reply.Code, reply.Lowered, want)
 	}
@@ -444,5 +444,39 @@ func TestStopAndNoServer(t *testing.T) {
 	done <- err
 	if _, err := cl.Compile(context.Background(), request("k")); !errors.Is(err, ErrNoServer) {
 		t.Errorf("after stop: %v, want ErrNoServer", err)
+	}
+}
+
+// TestHeaderChangeRetires: a request whose header differs from the one an
+// earlier compile read is compiled without PCH, and the server retires.
+func TestHeaderChangeRetires(t *testing.T) {
+	_, cl, done := startInProcess(t, Options{})
+	dir := shortTemp(t)
+	r := compile(t, cl, request("a", header(t, filepath.Join(dir, "h.cuh"), "v1")))
+	if !strings.Contains(string(r.Code), "pch=true") {
+		t.Fatalf("first compile: %q", r.Code)
+	}
+	r = compile(t, cl, request("b", header(t, filepath.Join(dir, "h.cuh"), "v2")))
+	if r.Status != StatusOK || !strings.Contains(string(r.Code), "pch=false h.cuh=v2") {
+		t.Fatalf("after the edit: %v %q, want a compile without PCH", r.Status, r.Code)
+	}
+	select {
+	case err := <-done:
+		done <- err
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not retire")
+	}
+}
+
+// TestMemoryHeaderChangeRetires: the same for an in-memory header.
+func TestMemoryHeaderChangeRetires(t *testing.T) {
+	_, cl, _ := startInProcess(t, Options{})
+	r1 := request("a")
+	r1.Headers = []Header{{Name: "v.h", Content: []byte("1")}}
+	r2 := request("b")
+	r2.Headers = []Header{{Name: "v.h", Content: []byte("2")}}
+	compile(t, cl, r1)
+	if r := compile(t, cl, r2); !strings.Contains(string(r.Code), "pch=false") {
+		t.Errorf("changed in-memory header compiled with PCH: %q", r.Code)
 	}
 }

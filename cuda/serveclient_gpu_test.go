@@ -1,0 +1,346 @@
+package cuda
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/cuda/compileserver"
+	"github.com/kcache/kcache/disk"
+)
+
+// cubKernel is a CUB-heavy kernel: block load, radix sort, store and
+// reduce over one block, with the shared prelude of headers that NVRTC's
+// automatic PCH can reuse. Kernels of different idx differ in their tile,
+// so each is new to NVRTC. out[n] holds the sum of each thread's first
+// sorted item, plus VALUE from value.cuh.
+func cubKernel(idx int) (src string, block, items int) {
+	block, items = 32*(2+idx%7), 1+idx/7
+	return fmt.Sprintf(`#include <cub/block/block_load.cuh>
+#include <cub/block/block_store.cuh>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_radix_sort.cuh>
+#include <cub/warp/warp_scan.cuh>
+#include <cuda/std/array>
+#include "value.cuh"
+constexpr int BLOCK = %d;
+constexpr int ITEMS = %d;
+extern "C" __global__ void k(const int* in, int* out) {
+	using Load = cub::BlockLoad<int, BLOCK, ITEMS, cub::BLOCK_LOAD_TRANSPOSE>;
+	using Sort = cub::BlockRadixSort<int, BLOCK, ITEMS>;
+	using Store = cub::BlockStore<int, BLOCK, ITEMS, cub::BLOCK_STORE_TRANSPOSE>;
+	using Reduce = cub::BlockReduce<int, BLOCK>;
+	__shared__ union {
+		typename Load::TempStorage load;
+		typename Sort::TempStorage sort;
+		typename Store::TempStorage store;
+		typename Reduce::TempStorage reduce;
+	} tmp;
+	int v[ITEMS];
+	Load(tmp.load).Load(in, v);
+	__syncthreads();
+	Sort(tmp.sort).Sort(v);
+	__syncthreads();
+	Store(tmp.store).Store(out, v);
+	__syncthreads();
+	int s = Reduce(tmp.reduce).Sum(v[0]);
+	if (threadIdx.x == 0) out[BLOCK * ITEMS] = s + VALUE;
+}
+`, block, items), block, items
+}
+
+// cubOptions returns NVRTC's options for the CUB kernels: the toolkit's
+// CCCL headers.
+func cubOptions(t testing.TB) []string {
+	root := os.Getenv("CUDA_HOME")
+	if root == "" {
+		root = "/usr/local/cuda"
+	}
+	cccl := filepath.Join(root, "include", "cccl")
+	if _, err := os.Stat(filepath.Join(cccl, "cub")); err != nil {
+		t.Skipf("no CCCL headers at %s: %v", cccl, err)
+	}
+	return []string{"-std=c++17", "-I", cccl, "-I", filepath.Join(root, "include")}
+}
+
+// cubSource is cubKernel idx as a Source with value.cuh in dir.
+func cubSource(t testing.TB, dir string, idx int) (Source, int, int) {
+	code, block, items := cubKernel(idx)
+	src := Source{Code: []byte(code), Path: fmt.Sprintf("cub%d.cu", idx), Options: append(cubOptions(t), "-I", dir)}
+	return src, block, items
+}
+
+// runCUBKernel launches the kernel and checks the sort and the sum, with
+// VALUE = value.
+func runCUBKernel(t testing.TB, ctx *Context, m interface {
+	Function(string) (*Function, error)
+}, block, items, value int) {
+	t.Helper()
+	if err := checkCUBKernel(t, ctx, m, block, items, value); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkCUBKernel is runCUBKernel returning what differs, for a test that
+// records NVRTC's behaviour rather than failing on it.
+func checkCUBKernel(t testing.TB, ctx *Context, m interface {
+	Function(string) (*Function, error)
+}, block, items, value int) error {
+	n := block * items
+	in := make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(in[4*i:], uint32(n-1-i))
+	}
+	din := devBuffer(t, ctx, in)
+	dout := devBuffer(t, ctx, make([]byte, 4*(n+1)))
+	f, err := m.Function("k")
+	if err != nil {
+		return err
+	}
+	s, err := ctx.NewStream()
+	if err != nil {
+		return err
+	}
+	defer s.Destroy()
+	if err := f.Launch(s, Dim(1), Dim(block), 0, din, dout); err != nil {
+		return err
+	}
+	if err := s.Synchronize(); err != nil {
+		return err
+	}
+	out := make([]byte, 4*(n+1))
+	if err := ctx.CopyFromDevice(out, dout); err != nil {
+		return err
+	}
+	for i := range n {
+		if v := int(int32(binary.LittleEndian.Uint32(out[4*i:]))); v != i {
+			return fmt.Errorf("out[%d] = %d: not sorted", i, v)
+		}
+	}
+	want := items*block*(block-1)/2 + value
+	if got := int(int32(binary.LittleEndian.Uint32(out[4*n:]))); got != want {
+		return fmt.Errorf("sum %d, want %d (VALUE %d)", got, want, value)
+	}
+	return nil
+}
+
+// newServeCache is a cache whose key holds this process's environment, as
+// the server's check of it does.
+func newServeCache(t testing.TB, ctx *Context, dir string) *Cache {
+	t.Helper()
+	cfg, err := kcache.LoadConfig(func(c *kcache.Config) { c.Dir = dir; c.Persistent = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := disk.Open(disk.FromConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCache(ctx, kcache.New(cfg, nil, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st}), CacheOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// useTestServer points this process's cold misses at a server of the test
+// binary on a private socket, started on demand, stopped at cleanup.
+func useTestServer(t *testing.T) *compileserver.Client {
+	rt, err := os.MkdirTemp("", "kcs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(rt) })
+	t.Setenv("XDG_RUNTIME_DIR", rt)
+	t.Setenv(ServeEnv, os.Args[0])
+	t.Setenv(serveChildEnv, "1")
+	cl := &compileserver.Client{}
+	t.Cleanup(func() { cl.Stop(context.Background()) })
+	return cl
+}
+
+func serverStats(t *testing.T, cl *compileserver.Client) *compileserver.Stats {
+	t.Helper()
+	st, err := cl.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestServePCHAcrossHeaderEdit: CUB kernels built through the server are
+// correct; after an edit to a header of the PCH's set, a new kernel and an
+// old one compiled through the server are built from the new header (the
+// first without PCH by a server that then retires, the second by a new
+// server started on demand).
+func TestServePCHAcrossHeaderEdit(t *testing.T) {
+	ctx := requireGPU(t)
+	cl := useTestServer(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "value.cuh"), "#define VALUE 1\n")
+	c := newServeCache(t, ctx, filepath.Join(dir, "cache"))
+	build := func(idx, value int) {
+		t.Helper()
+		src, block, items := cubSource(t, dir, idx)
+		start := time.Now()
+		m, err := c.Module(context.Background(), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Release()
+		if m.Outcome != kcache.OutcomeBuilt {
+			t.Fatalf("kernel %d: outcome %v, want built", idx, m.Outcome)
+		}
+		runCUBKernel(t, ctx, m, block, items, value)
+		st := serverStats(t, cl)
+		t.Logf("kernel %d (VALUE %d): %v; server: %d compiled, %d PCH created, %d PCH hits, %d stale, %d failed, peak %d MB",
+			idx, value, time.Since(start).Round(time.Millisecond), st.Compiled, st.PCHCreated, st.PCHHits, st.Stale, st.Failed, st.MaxRSS>>20)
+	}
+	build(0, 1)
+	build(1, 1)
+	if st := serverStats(t, cl); st.Compiled != 2 {
+		t.Fatalf("%d compiled by the server, want 2: %+v", st.Compiled, st)
+	}
+	// A new mtime and content, the include set unchanged.
+	writeFile(t, filepath.Join(dir, "value.cuh"), "#define VALUE 2\n")
+	build(2, 2)
+	build(0, 2)
+	build(4, 2)
+}
+
+// TestNVRTCPCHHeaderEdit records what NVRTC's automatic PCH does when a
+// header of its set changes, in one process: with a new modification time,
+// and with the time and size kept (as a copy preserving times makes). The
+// compile server does not rely on either: it compiles without PCH and
+// retires when a header it saw changes (see compileserver's pchSafe).
+func TestNVRTCPCHHeaderEdit(t *testing.T) {
+	ctx := requireGPU(t)
+	if err := loadPCH(); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	hdr := filepath.Join(dir, "value.cuh")
+	writeFile(t, hdr, "#define VALUE 1\n")
+	compileRun := func(idx, want int) bool {
+		t.Helper()
+		src, block, items := cubSource(t, dir, idx)
+		c := newServeCache(t, ctx, filepath.Join(dir, "cache"))
+		p, err := c.plan(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.options = append(p.options, "-pch")
+		start := time.Now()
+		im, err := runNVRTC(src, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		m, err := ctx.LoadModule(im.code, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Unload()
+		err = checkCUBKernel(t, ctx, m, block, items, want)
+		t.Logf("kernel %d with -pch: %v, VALUE %d expected: %v", idx, took.Round(time.Millisecond), want, cmp.Or(error(err), errors.New("correct")))
+		return err == nil
+	}
+	compileRun(0, 1)
+	compileRun(1, 1)
+	writeFile(t, hdr, "#define VALUE 2\n") // a new mtime
+	if !compileRun(2, 2) {
+		t.Errorf("NVRTC's PCH missed an edit that changed the header's mtime")
+	}
+	fi, _ := os.Stat(hdr)
+	os.WriteFile(hdr, []byte("#define VALUE 3\n"), 0o644)
+	os.Chtimes(hdr, fi.ModTime(), fi.ModTime()) // same size, same mtime
+	t.Logf("same-mtime edit: NVRTC's PCH built from the new header: %v", compileRun(3, 3))
+}
+
+// TestServeSameImage: the server's image of a program is the one this
+// process's NVRTC makes: -pch changes how headers are parsed, not the code.
+func TestServeSameImage(t *testing.T) {
+	ctx := requireGPU(t)
+	useTestServer(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "value.cuh"), "#define VALUE 5\n")
+	c := newServeCache(t, ctx, filepath.Join(dir, "cache"))
+	for idx := range 2 {
+		src, _, _ := cubSource(t, dir, idx)
+		p, err := c.plan(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err := c.key(context.Background(), src, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		served, err := c.serveBuild(context.Background(), os.Args[0], src, p, key.Digest())
+		if err != nil {
+			t.Fatal(err)
+		}
+		local, err := runNVRTC(src, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(served.code, local.code) {
+			t.Errorf("kernel %d: the server's CUBIN (%d bytes) differs from this process's (%d bytes)", idx, len(served.code), len(local.code))
+		}
+	}
+}
+
+// TestServeFallback: with KCACHE_SERVE=connect and no server, or a server
+// that answers stale, the build happens here and is right.
+func TestServeFallback(t *testing.T) {
+	ctx := requireGPU(t)
+	useTestServer(t)
+	t.Setenv(ServeEnv, "connect")
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "value.cuh"), "#define VALUE 3\n")
+	c := newServeCache(t, ctx, filepath.Join(dir, "cache"))
+	src, block, items := cubSource(t, dir, 3)
+	m, err := c.Module(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Release()
+	if m.Outcome != kcache.OutcomeBuilt {
+		t.Errorf("outcome %v", m.Outcome)
+	}
+	runCUBKernel(t, ctx, m, block, items, 3)
+}
+
+// TestServeBenchClient is one client process of the compile server's
+// benchmark (bench/RESULTS-cuda.md, "Compile server"): it builds CUB
+// kernel $KCACHE_SERVE_BENCH (value.cuh in $KCACHE_SERVE_BENCH_HDR) with
+// a new cache in $KCACHE_SERVE_BENCH_DIR, a cold miss, through the server when KCACHE_SERVE says so, and prints
+// how long the build took in this process.
+func TestServeBenchClient(t *testing.T) {
+	idx, err := strconv.Atoi(os.Getenv("KCACHE_SERVE_BENCH"))
+	if err != nil {
+		t.Skip("run by the benchmark script")
+	}
+	ctx := requireGPU(t)
+	dir := os.Getenv("KCACHE_SERVE_BENCH_DIR")
+	c := newServeCache(t, ctx, filepath.Join(dir, "cache"))
+	src, block, items := cubSource(t, os.Getenv("KCACHE_SERVE_BENCH_HDR"), idx)
+	start := time.Now()
+	m, err := c.Module(context.Background(), src)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Release()
+	runCUBKernel(t, ctx, m, block, items, 1)
+	fmt.Printf("BENCH kernel=%d serve=%q outcome=%v build_ms=%.1f\n", idx, os.Getenv(ServeEnv), m.Outcome, float64(took.Microseconds())/1000)
+}

@@ -1,0 +1,86 @@
+package cuda
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kcache/kcache/cuda/compileserver"
+	"github.com/kcache/kcache/deps"
+)
+
+// serveChildEnv makes the test binary a real compile server when Start
+// runs it as `serve --socket PATH --log PATH.log`.
+const serveChildEnv = "KCACHE_TEST_SERVE_REAL"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(serveChildEnv) != "" && len(os.Args) > 3 && os.Args[1] == "serve" && os.Args[2] == "--socket" {
+		os.Exit(runServeChild(os.Args[3]))
+	}
+	os.Exit(m.Run())
+}
+
+// runServeChild is `kcache serve` with NVRTC, as the tests run it.
+func runServeChild(socket string) int {
+	comp, err := NewServeCompiler(1 << 30)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	srv, err := compileserver.Listen(compileserver.Options{Socket: socket, Env: ServeKeyEnv()}, comp)
+	if errors.Is(err, compileserver.ErrRunning) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := srv.Serve(context.Background()); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// TestServeBinary: the binary started for each KCACHE_SERVE value.
+func TestServeBinary(t *testing.T) {
+	if bin, err := serveBinary("/opt/kcache/bin/kcache"); err != nil || bin != "/opt/kcache/bin/kcache" {
+		t.Errorf("absolute path: %q %v", bin, err)
+	}
+	if _, err := serveBinary("sometimes"); err == nil {
+		t.Error("an unknown mode was accepted")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "kcache"), "#!/bin/sh\n")
+	os.Chmod(filepath.Join(dir, "kcache"), 0o755)
+	t.Setenv("PATH", dir)
+	if bin, err := serveBinary("auto"); err != nil || bin != filepath.Join(dir, "kcache") {
+		t.Errorf("auto: %q %v, want the kcache on $PATH", bin, err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	if _, err := serveBinary("auto"); err == nil {
+		t.Error("auto without a kcache binary found one")
+	}
+}
+
+// TestServeFile: what the server is asked to check for each kind of
+// dependency the scanner records.
+func TestServeFile(t *testing.T) {
+	d := [32]byte{7}
+	cases := []struct {
+		dep  deps.Dependency
+		want compileserver.File
+	}{
+		{deps.Dependency{Path: "/i/a.h", Digest: d, Rule: deps.RuleInclude}, compileserver.File{Path: "/i/a.h", Digest: d}},
+		{deps.Dependency{Path: "/i/m.h", Digest: d, Rule: deps.RuleManifest}, compileserver.File{Path: "/i/m.h", Digest: d}},
+		{deps.Dependency{Path: "/i/b.h", Rule: deps.RuleAbsent}, compileserver.File{Path: "/i/b.h", Kind: compileserver.FileAbsent}},
+		{deps.Dependency{Path: "Nov 24 2026", Rule: deps.RuleClock}, compileserver.File{Path: "Nov 24 2026", Kind: compileserver.FileDay}},
+	}
+	for _, c := range cases {
+		if got := serveFile(c.dep); got != c.want {
+			t.Errorf("%v: %+v, want %+v", c.dep.Rule, got, c.want)
+		}
+	}
+}
