@@ -77,6 +77,12 @@ func (c *Cache) serveBuild(ctx context.Context, mode string, src Source, p plan,
 	if err != nil {
 		return nil, err
 	}
+	return serveImage(ctx, mode, req, p, src.NameExpressions)
+}
+
+// serveImage sends req to the server, starting one where mode allows, and
+// returns the image it answers.
+func serveImage(ctx context.Context, mode string, req *compileserver.Request, p plan, exprs []string) (*image, error) {
 	cl := &compileserver.Client{}
 	reply, err := cl.Compile(ctx, req)
 	if errors.Is(err, compileserver.ErrNoServer) && mode != "connect" {
@@ -90,13 +96,13 @@ func (c *Cache) serveBuild(ctx context.Context, mode string, src Source, p plan,
 	if reply.Status != compileserver.StatusOK {
 		return nil, fmt.Errorf("compile server: %s: %s", reply.Status, reply.Message)
 	}
-	if len(reply.Lowered) != len(src.NameExpressions) {
-		return nil, fmt.Errorf("compile server: %d lowered names for %d name expressions", len(reply.Lowered), len(src.NameExpressions))
+	if len(reply.Lowered) != len(exprs) {
+		return nil, fmt.Errorf("compile server: %d lowered names for %d name expressions", len(reply.Lowered), len(exprs))
 	}
 	im := &image{format: p.format, code: reply.Code}
-	if len(src.NameExpressions) > 0 {
-		im.lowered = make(map[string]string, len(src.NameExpressions))
-		for i, e := range src.NameExpressions {
+	if len(exprs) > 0 {
+		im.lowered = make(map[string]string, len(exprs))
+		for i, e := range exprs {
 			im.lowered[e] = reply.Lowered[i]
 		}
 	}
@@ -107,15 +113,9 @@ func (c *Cache) serveBuild(ctx context.Context, mode string, src Source, p plan,
 // file its key was computed from (the scanner's memo of this key's scan:
 // no header is read again).
 func (c *Cache) serveRequest(ctx context.Context, src Source, p plan, digest kcache.Digest) (*compileserver.Request, error) {
-	wd, err := os.Getwd()
+	req, err := c.newServeRequest(src, p, digest)
 	if err != nil {
 		return nil, err
-	}
-	req := &compileserver.Request{Key: digest, Compiler: ServeIdentity(), Env: envStrings(c.env), WorkDir: wd,
-		Name: programName(src), Code: src.Code, Options: p.options, NameExpressions: src.NameExpressions,
-		Format: p.format, MaxWait: serveMaxWait}
-	for _, h := range src.Headers {
-		req.Headers = append(req.Headers, compileserver.Header{Name: h.Name, Content: h.Content})
 	}
 	for _, in := range scanInputs(src, p) {
 		_, trace, err := c.scanner.Scan(ctx, in)
@@ -125,6 +125,21 @@ func (c *Cache) serveRequest(ctx context.Context, src Source, p plan, digest kca
 		for _, d := range trace {
 			req.Files = append(req.Files, serveFile(d))
 		}
+	}
+	return req, nil
+}
+
+// newServeRequest is the request for src, without its files.
+func (c *Cache) newServeRequest(src Source, p plan, digest kcache.Digest) (*compileserver.Request, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	req := &compileserver.Request{Key: digest, Compiler: ServeIdentity(), Env: envStrings(c.env), WorkDir: wd,
+		Name: programName(src), Code: src.Code, Options: p.options, NameExpressions: src.NameExpressions,
+		Format: p.format, MaxWait: serveMaxWait}
+	for _, h := range src.Headers {
+		req.Headers = append(req.Headers, compileserver.Header{Name: h.Name, Content: h.Content})
 	}
 	return req, nil
 }

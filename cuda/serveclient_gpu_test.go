@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,6 +79,53 @@ func cubSource(t testing.TB, dir string, idx int) (Source, int, int) {
 	code, block, items := cubKernel(idx)
 	src := Source{Code: []byte(code), Path: fmt.Sprintf("cub%d.cu", idx), Options: append(cubOptions(t), "-I", dir)}
 	return src, block, items
+}
+
+// heavySource is a kernel over a header of many templates, which
+// kcache's dependency scanner can key (the toolkit's CCCL headers it
+// cannot yet: see docs/serve.md): kernel idx writes f<idx>(0) + VALUE = idx
+// + VALUE.
+func heavySource(t testing.TB, dir string, idx int) Source {
+	if _, err := os.Stat(filepath.Join(dir, "heavy.cuh")); err != nil {
+		var b strings.Builder
+		b.WriteString("#pragma once\n")
+		for i := range 4000 {
+			fmt.Fprintf(&b, "template <typename T> __device__ __forceinline__ T f%d(T x) { return x + T(%d); }\n", i, i)
+		}
+		writeFile(t.(*testing.T), filepath.Join(dir, "heavy.cuh"), b.String())
+	}
+	code := fmt.Sprintf("#include \"heavy.cuh\"\n#include \"value.cuh\"\nextern \"C\" __global__ void k(int* out) { out[0] = f%d<int>(0) + VALUE; }\n", idx)
+	return Source{Code: []byte(code), Path: fmt.Sprintf("heavy%d.cu", idx), Options: []string{"-std=c++17", "-I", dir}}
+}
+
+// runHeavy launches heavy kernel idx and checks what it wrote.
+func runHeavy(t testing.TB, ctx *Context, m interface {
+	Function(string) (*Function, error)
+}, idx, value int) {
+	t.Helper()
+	dout := devBuffer(t, ctx, make([]byte, 4))
+	f, err := m.Function("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ctx.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	if err := f.Launch(s, Dim(1), Dim(1), 0, dout); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, 4)
+	if err := ctx.CopyFromDevice(out, dout); err != nil {
+		t.Fatal(err)
+	}
+	if got := int(int32(binary.LittleEndian.Uint32(out))); got != idx+value {
+		t.Fatalf("kernel %d wrote %d, want %d (VALUE %d)", idx, got, idx+value, value)
+	}
 }
 
 // runCUBKernel launches the kernel and checks the sort and the sum, with
@@ -178,11 +227,11 @@ func serverStats(t *testing.T, cl *compileserver.Client) *compileserver.Stats {
 	return st
 }
 
-// TestServePCHAcrossHeaderEdit: CUB kernels built through the server are
+// TestServePCHAcrossHeaderEdit: kernels built through the server are
 // correct; after an edit to a header of the PCH's set, a new kernel and an
-// old one compiled through the server are built from the new header (the
-// first without PCH by a server that then retires, the second by a new
-// server started on demand).
+// old one built through the server are built from the new header: the
+// first without PCH by the server, which then retires, the second by a new
+// server started on demand.
 func TestServePCHAcrossHeaderEdit(t *testing.T) {
 	ctx := requireGPU(t)
 	cl := useTestServer(t)
@@ -191,9 +240,8 @@ func TestServePCHAcrossHeaderEdit(t *testing.T) {
 	c := newServeCache(t, ctx, filepath.Join(dir, "cache"))
 	build := func(idx, value int) {
 		t.Helper()
-		src, block, items := cubSource(t, dir, idx)
 		start := time.Now()
-		m, err := c.Module(context.Background(), src)
+		m, err := c.Module(context.Background(), heavySource(t, dir, idx))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,21 +249,25 @@ func TestServePCHAcrossHeaderEdit(t *testing.T) {
 		if m.Outcome != kcache.OutcomeBuilt {
 			t.Fatalf("kernel %d: outcome %v, want built", idx, m.Outcome)
 		}
-		runCUBKernel(t, ctx, m, block, items, value)
-		st := serverStats(t, cl)
-		t.Logf("kernel %d (VALUE %d): %v; server: %d compiled, %d PCH created, %d PCH hits, %d stale, %d failed, peak %d MB",
-			idx, value, time.Since(start).Round(time.Millisecond), st.Compiled, st.PCHCreated, st.PCHHits, st.Stale, st.Failed, st.MaxRSS>>20)
+		runHeavy(t, ctx, m, idx, value)
+		t.Logf("kernel %d (VALUE %d): %v", idx, value, time.Since(start).Round(time.Millisecond))
 	}
 	build(0, 1)
 	build(1, 1)
-	if st := serverStats(t, cl); st.Compiled != 2 {
-		t.Fatalf("%d compiled by the server, want 2: %+v", st.Compiled, st)
+	st := serverStats(t, cl)
+	t.Logf("server: %+v", *st)
+	if st.Compiled != 2 {
+		t.Fatalf("%d compiled by the server, want 2", st.Compiled)
 	}
-	// A new mtime and content, the include set unchanged.
 	writeFile(t, filepath.Join(dir, "value.cuh"), "#define VALUE 2\n")
-	build(2, 2)
-	build(0, 2)
-	build(4, 2)
+	build(2, 2) // the server compiles it without PCH, then retires
+	build(0, 2) // a new server
+	build(3, 2)
+	st = serverStats(t, cl)
+	t.Logf("new server: %+v", *st)
+	if st.PID == 0 || st.Compiled != 2 {
+		t.Errorf("the new server compiled %d, want 2", st.Compiled)
+	}
 }
 
 // TestNVRTCPCHHeaderEdit records what NVRTC's automatic PCH does when a
@@ -258,9 +310,7 @@ func TestNVRTCPCHHeaderEdit(t *testing.T) {
 	compileRun(0, 1)
 	compileRun(1, 1)
 	writeFile(t, hdr, "#define VALUE 2\n") // a new mtime
-	if !compileRun(2, 2) {
-		t.Errorf("NVRTC's PCH missed an edit that changed the header's mtime")
-	}
+	t.Logf("edit with a new (older than the PCH) mtime: NVRTC's PCH built from the new header: %v", compileRun(2, 2))
 	fi, _ := os.Stat(hdr)
 	os.WriteFile(hdr, []byte("#define VALUE 3\n"), 0o644)
 	os.Chtimes(hdr, fi.ModTime(), fi.ModTime()) // same size, same mtime
@@ -276,7 +326,7 @@ func TestServeSameImage(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "value.cuh"), "#define VALUE 5\n")
 	c := newServeCache(t, ctx, filepath.Join(dir, "cache"))
 	for idx := range 2 {
-		src, _, _ := cubSource(t, dir, idx)
+		src := heavySource(t, dir, idx)
 		p, err := c.plan(src)
 		if err != nil {
 			t.Fatal(err)
@@ -308,8 +358,7 @@ func TestServeFallback(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "value.cuh"), "#define VALUE 3\n")
 	c := newServeCache(t, ctx, filepath.Join(dir, "cache"))
-	src, block, items := cubSource(t, dir, 3)
-	m, err := c.Module(context.Background(), src)
+	m, err := c.Module(context.Background(), heavySource(t, dir, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,30 +366,76 @@ func TestServeFallback(t *testing.T) {
 	if m.Outcome != kcache.OutcomeBuilt {
 		t.Errorf("outcome %v", m.Outcome)
 	}
-	runCUBKernel(t, ctx, m, block, items, 3)
+	runHeavy(t, ctx, m, 3, 3)
 }
 
 // TestServeBenchClient is one client process of the compile server's
-// benchmark (bench/RESULTS-cuda.md, "Compile server"): it builds CUB
-// kernel $KCACHE_SERVE_BENCH (value.cuh in $KCACHE_SERVE_BENCH_HDR) with
-// a new cache in $KCACHE_SERVE_BENCH_DIR, a cold miss, through the server when KCACHE_SERVE says so, and prints
-// how long the build took in this process.
+// benchmark (bench/RESULTS-cuda.md, "Compile server"): it compiles CUB
+// kernel $KCACHE_SERVE_BENCH (value.cuh in $KCACHE_SERVE_BENCH_HDR), a
+// kernel this process never saw, loads and runs it, and prints how long
+// the compile took here. With KCACHE_SERVE set it compiles through the
+// server; otherwise with this process's NVRTC. kcache cannot key CCCL
+// kernels yet (its scanner gives up on a computed __has_include), so
+// Cache.Module never sends them to the server; this client sends the
+// request itself, naming every file of the include directories by digest
+// as a widened key would, and the server checks them all.
 func TestServeBenchClient(t *testing.T) {
 	idx, err := strconv.Atoi(os.Getenv("KCACHE_SERVE_BENCH"))
 	if err != nil {
 		t.Skip("run by the benchmark script")
 	}
 	ctx := requireGPU(t)
-	dir := os.Getenv("KCACHE_SERVE_BENCH_DIR")
-	c := newServeCache(t, ctx, filepath.Join(dir, "cache"))
-	src, block, items := cubSource(t, os.Getenv("KCACHE_SERVE_BENCH_HDR"), idx)
+	hdr := os.Getenv("KCACHE_SERVE_BENCH_HDR")
+	c := newServeCache(t, ctx, filepath.Join(os.Getenv("KCACHE_SERVE_BENCH_DIR"), "cache"))
+	src, block, items := cubSource(t, hdr, idx)
+	p, err := c.plan(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode := os.Getenv(ServeEnv)
 	start := time.Now()
-	m, err := c.Module(context.Background(), src)
+	var im *image
+	if mode == "" {
+		im, err = runNVRTC(src, p)
+	} else if im, err = benchServe(c, src, p, mode, hdr); err != nil {
+		fmt.Printf("BENCH-FALLBACK kernel=%d: %v\n", idx, err)
+		im, err = runNVRTC(src, p) // as Cache.Module does
+	}
 	took := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Release()
+	m, err := ctx.LoadModule(im.code, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unload()
 	runCUBKernel(t, ctx, m, block, items, 1)
-	fmt.Printf("BENCH kernel=%d serve=%q outcome=%v build_ms=%.1f\n", idx, os.Getenv(ServeEnv), m.Outcome, float64(took.Microseconds())/1000)
+	fmt.Printf("BENCH kernel=%d serve=%q compile_ms=%.1f\n", idx, mode, float64(took.Microseconds())/1000)
+}
+
+// benchServe compiles through the server, naming every file of the
+// include directories.
+func benchServe(c *Cache, src Source, p plan, mode, hdr string) (*image, error) {
+	req, err := c.newServeRequest(src, p, kcache.Digest{1})
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range []string{cubOptions(nil)[2], hdr} {
+		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			req.Files = append(req.Files, compileserver.File{Path: path, Digest: sha256.Sum256(b)})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return serveImage(context.Background(), mode, req, p, nil)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kcache/kcache/cuda/compileserver"
@@ -89,8 +90,11 @@ func NewServeCompiler(heapLimit int64) (*ServeCompiler, error) {
 func (s *ServeCompiler) Identity() string { return ServeIdentity() }
 
 // pchUsedPattern finds NVRTC's note that a compile used a PCH, in the log
-// -pch-verbose=true asks for.
-var pchUsedPattern = regexp.MustCompile(`(?i)pch[^\n]*\b(used|using|loaded)\b`)
+// -pch-messages=true asks for; pchNotPattern, a line saying it could not.
+var (
+	pchUsedPattern = regexp.MustCompile(`(?i)pch.*\b(used|using|loaded)\b`)
+	pchNotPattern  = regexp.MustCompile(`(?i)\b(not|cannot|could not|unable)\b`)
+)
 
 // Compile implements compileserver.Compiler.
 func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request, pch bool) (*compileserver.Reply, error) {
@@ -113,7 +117,7 @@ func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request, p
 	}
 	opts := slices.Clone(r.Options)
 	if pch {
-		opts = append(opts, "-pch", "-pch-verbose=true")
+		opts = append(opts, "-pch", "-pch-messages=true")
 	}
 	err = prog.Compile(opts)
 	var ce *CompileError
@@ -154,8 +158,11 @@ func (s *ServeCompiler) pchUse(prog *Program) compileserver.PCHUse {
 			nvrtcSetPCHHeapSize(need)
 		}
 	}
-	if log, err := prog.Log(); err == nil && pchUsedPattern.MatchString(log) {
-		return compileserver.PCHUsed
+	log, _ := prog.Log()
+	for line := range strings.Lines(log) {
+		if pchUsedPattern.MatchString(line) && !pchNotPattern.MatchString(line) {
+			return compileserver.PCHUsed
+		}
 	}
 	return compileserver.PCHNone
 }

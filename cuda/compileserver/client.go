@@ -8,6 +8,8 @@ import (
 	"net"
 
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -110,6 +112,11 @@ func (c *Client) Start(ctx context.Context, bin string, args ...string) error {
 		if path, err = SocketPath(); err != nil {
 			return err
 		}
+	}
+	// The server runs in / (it moves to each client's directory per
+	// compile), so a relative binary path is made absolute first.
+	if abs, err := filepath.Abs(bin); err == nil && strings.ContainsRune(bin, filepath.Separator) {
+		bin = abs
 	}
 	cmd := exec.Command(bin, append([]string{"serve", "--socket", path, "--log", path + ".log"}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
