@@ -24,7 +24,7 @@ import (
 // reduce over one block, with the shared prelude of headers that NVRTC's
 // automatic PCH can reuse. Kernels of different idx differ in their tile,
 // so each is new to NVRTC. out[n] holds the sum of each thread's first
-// sorted item, plus VALUE from value.cuh.
+// item after the store (its thread index), plus VALUE from value.cuh.
 func cubKernel(idx int) (src string, block, items int) {
 	block, items = 32*(2+idx%7), 1+idx/7
 	return fmt.Sprintf(`#include <cub/block/block_load.cuh>
@@ -175,7 +175,9 @@ func checkCUBKernel(t testing.TB, ctx *Context, m interface {
 			return fmt.Errorf("out[%d] = %d: not sorted", i, v)
 		}
 	}
-	want := items*block*(block-1)/2 + value
+	// BlockStore's transposing store leaves each thread's items striped:
+	// thread t's first item is t.
+	want := block*(block-1)/2 + value
 	if got := int(int32(binary.LittleEndian.Uint32(out[4*n:]))); got != want {
 		return fmt.Errorf("sum %d, want %d (VALUE %d)", got, want, value)
 	}
@@ -211,7 +213,11 @@ func useTestServer(t *testing.T) *compileserver.Client {
 	}
 	t.Cleanup(func() { os.RemoveAll(rt) })
 	t.Setenv("XDG_RUNTIME_DIR", rt)
-	t.Setenv(ServeEnv, os.Args[0])
+	self, err := filepath.Abs(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(ServeEnv, self)
 	t.Setenv(serveChildEnv, "1")
 	cl := &compileserver.Client{}
 	t.Cleanup(func() { cl.Stop(context.Background()) })
@@ -335,7 +341,7 @@ func TestServeSameImage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		served, err := c.serveBuild(context.Background(), os.Args[0], src, p, key.Digest())
+		served, err := c.serveBuild(context.Background(), os.Getenv(ServeEnv), src, p, key.Digest())
 		if err != nil {
 			t.Fatal(err)
 		}

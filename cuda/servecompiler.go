@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kcache/kcache/cuda/compileserver"
 )
@@ -76,6 +78,11 @@ type ServeCompiler struct {
 	// HeapLimit caps NVRTC's PCH heap, in bytes: when a compile reports
 	// the heap too small, it is grown to what NVRTC asks for, up to this.
 	HeapLimit int64
+	// Logger receives NVRTC's PCH messages; nil discards them.
+	Logger *slog.Logger
+
+	created atomic.Bool // a compile of this process created a PCH
+	shown   atomic.Int32 // PCH messages logged at info level, the first few
 }
 
 // NewServeCompiler loads NVRTC and its PCH entry points.
@@ -147,10 +154,28 @@ func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request, p
 }
 
 // pchUse says what NVRTC's automatic PCH did for prog, and grows the heap
-// for the next compile where it was too small.
+// for the next compile where it was too small. NVRTC reports creation
+// exactly; use only in its log (-pch-messages), whose wording is not
+// specified: a compile that neither created a PCH nor says one could not
+// be used, after one was created, is counted as a hit.
 func (s *ServeCompiler) pchUse(prog *Program) compileserver.PCHUse {
-	switch st := nvrtcGetPCHCreateStatus(prog.h); st {
+	log, _ := prog.Log()
+	if s.Logger != nil {
+		for line := range strings.Lines(log) {
+			if strings.Contains(strings.ToLower(line), "pch") {
+				// The first few at info level, for a record of NVRTC's wording.
+				level := slog.LevelDebug
+				if s.shown.Add(1) <= 8 {
+					level = slog.LevelInfo
+				}
+				s.Logger.Log(context.Background(), level, "kcache serve: NVRTC", "pch", strings.TrimSpace(line))
+			}
+		}
+	}
+	st := nvrtcGetPCHCreateStatus(prog.h)
+	switch st {
 	case nvrtcSuccess:
+		s.created.Store(true)
 		return compileserver.PCHCreated
 	case nvrtcPCHCreateHeapExhausted:
 		var need uintptr
@@ -158,11 +183,17 @@ func (s *ServeCompiler) pchUse(prog *Program) compileserver.PCHUse {
 			nvrtcSetPCHHeapSize(need)
 		}
 	}
-	log, _ := prog.Log()
+	refused := false
 	for line := range strings.Lines(log) {
-		if pchUsedPattern.MatchString(line) && !pchNotPattern.MatchString(line) {
+		switch {
+		case pchUsedPattern.MatchString(line) && !pchNotPattern.MatchString(line):
 			return compileserver.PCHUsed
+		case strings.Contains(strings.ToLower(line), "pch") && pchNotPattern.MatchString(line):
+			refused = true
 		}
+	}
+	if st == nvrtcNoPCHCreateAttempted && s.created.Load() && !refused {
+		return compileserver.PCHUsed
 	}
 	return compileserver.PCHNone
 }

@@ -19,9 +19,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Compiler compiles one request. The server calls it from one goroutine at
-// a time, in the client's working directory, after checking the request's
-// files; it returns a Reply with StatusOK or StatusCompileError, or an
+// Compiler compiles one request. The server calls it from up to
+// Options.Workers goroutines at once, all in the client's working
+// directory, after checking the request's files; it returns a Reply with StatusOK or StatusCompileError, or an
 // error for anything else (the client then compiles itself).
 type Compiler interface {
 	// Identity names the compiler the way a client's Request.Compiler
@@ -61,6 +61,10 @@ type Options struct {
 	IdleTimeout time.Duration
 	// Queue bounds the requests waiting to compile; 0 means DefaultQueue.
 	Queue int
+	// Workers is how many compiles run at once; 0 means 1. Compiles run
+	// concurrently only while they share a working directory (the
+	// process has one).
+	Workers int
 	// Env is the server's own environment as it enters a key (NAME=VALUE,
 	// the variables that change the compiler's output): a request whose
 	// Env differs is answered StatusMismatch.
@@ -83,11 +87,14 @@ type Server struct {
 	stopped  chan struct{}
 	files    fileChecker
 	allowUID atomic.Int64 // the user whose connections are served: this process's; tests change it
+	cwd      cwdGate
+
+	pchMu sync.Mutex // guards seen and retiring
 	// seen holds the digest of every header an earlier compile read, by
-	// path ("memory:NAME" for in-memory ones); only the worker uses it.
+	// path ("memory:NAME" for in-memory ones).
 	seen map[string][32]byte
 	// retiring is set by retire: every compile after it, queued before
-	// the socket closed, goes without PCH; only the worker uses it.
+	// the socket closed, goes without PCH.
 	retiring bool
 	wg       sync.WaitGroup // connection handlers
 
@@ -119,6 +126,7 @@ func Listen(opts Options, comp Compiler) (*Server, error) {
 	if opts.Queue <= 0 {
 		opts.Queue = DefaultQueue
 	}
+	opts.Workers = max(opts.Workers, 1)
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -177,8 +185,10 @@ func (s *Server) Stop() { s.stopOnce.Do(func() { close(s.stopped) }) }
 // to stop, or no request came for the idle timeout. It then closes the
 // socket, waits for the connections being served, and releases the lock.
 func (s *Server) Serve(ctx context.Context) error {
-	workerDone := make(chan struct{})
-	go func() { defer close(workerDone); s.work(ctx) }()
+	var workers sync.WaitGroup
+	for range s.opts.Workers {
+		workers.Go(func() { s.work(ctx) })
+	}
 	go s.watchIdle(ctx)
 	go func() {
 		select {
@@ -191,7 +201,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.Stop()
 	s.wg.Wait()
 	close(s.jobs)
-	<-workerDone
+	workers.Wait()
 	s.lock.Close()
 	if errors.Is(err, net.ErrClosed) {
 		return nil
@@ -324,7 +334,8 @@ func (s *Server) mismatch(req *Request) string {
 	return ""
 }
 
-// work compiles queued requests one at a time, until the queue closes.
+// work compiles queued requests, one at a time per worker, until the
+// queue closes.
 func (s *Server) work(ctx context.Context) {
 	for j := range s.jobs {
 		j.done <- s.run(ctx, j)
@@ -346,10 +357,11 @@ func (s *Server) run(ctx context.Context, j *job) *Reply {
 		s.stale.Add(1)
 		return &Reply{Status: StatusStale, Message: why}
 	}
-	if err := chdir(req.WorkDir); err != nil {
+	if err := s.cwd.enter(req.WorkDir); err != nil {
 		s.failed.Add(1)
 		return &Reply{Status: StatusFailed, Message: err.Error()}
 	}
+	defer s.cwd.leave()
 	cctx, cancel := context.WithCancel(ctx)
 	stopWatch := context.AfterFunc(j.ctx, cancel)
 	pch := s.pchSafe(req)
@@ -385,6 +397,8 @@ func (s *Server) run(ctx context.Context, j *job) *Reply {
 // header. Such a request is compiled without PCH, and the server retires
 // so that the next client starts one with a fresh PCH heap.
 func (s *Server) pchSafe(req *Request) bool {
+	s.pchMu.Lock()
+	defer s.pchMu.Unlock()
 	safe := !s.retiring
 	note := func(name string, d [32]byte) {
 		if old, ok := s.seen[name]; ok && old != d {
@@ -407,10 +421,12 @@ func (s *Server) pchSafe(req *Request) bool {
 // precompiled state may hold a header that has changed since.
 func (s *Server) retire() {
 	s.opts.Logger.Info("kcache serve: a header changed since an earlier compile; retiring so the next server starts with fresh precompiled headers")
+	s.pchMu.Lock()
 	if !s.retiring {
 		s.retired.Add(1)
 	}
 	s.retiring = true
+	s.pchMu.Unlock()
 	s.Stop()
 }
 
@@ -429,20 +445,44 @@ func (s *Server) count(r *Reply) {
 	}
 }
 
-// chdir moves the server to the client's working directory: relative -I
-// options and the program's path resolve against it, as in the client.
-// Only the worker calls it, one compile at a time.
-func chdir(dir string) error {
-	if dir == "" {
-		return nil
+// cwdGate runs compiles in their client's working directory: relative -I
+// options and the program's path resolve against it, as in the client. The
+// process has one working directory, so compiles run together only while
+// they share it; a compile for another directory waits until none runs.
+type cwdGate struct {
+	mu      sync.Mutex
+	cond    *sync.Cond // on mu
+	dir     string     // the working directory compiles run in; guarded by mu
+	running int        // compiles running in dir; guarded by mu
+}
+
+// enter waits until compiles may run in dir, and moves there.
+func (g *cwdGate) enter(dir string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cond == nil {
+		g.cond = sync.NewCond(&g.mu)
 	}
-	if wd, err := os.Getwd(); err == nil && wd == dir {
-		return nil
+	for g.running > 0 && g.dir != dir && dir != "" {
+		g.cond.Wait()
 	}
-	if err := os.Chdir(dir); err != nil {
-		return fmt.Errorf("compileserver: the client's working directory: %w", err)
+	if dir != "" && g.dir != dir {
+		if err := os.Chdir(dir); err != nil {
+			return fmt.Errorf("compileserver: the client's working directory: %w", err)
+		}
+		g.dir = dir
 	}
+	g.running++
 	return nil
+}
+
+// leave ends a compile that entered.
+func (g *cwdGate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.running--; g.running == 0 {
+		g.cond.Broadcast()
+	}
 }
 
 // Stats returns the server's counters and state.

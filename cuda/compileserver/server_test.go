@@ -34,6 +34,7 @@ func runChild(args []string) int {
 	socket := fs.String("socket", "", "")
 	logFile := fs.String("log", "", "")
 	idle := fs.Duration("idle-timeout", time.Minute, "")
+	workers := fs.Int("workers", 1, "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -42,7 +43,7 @@ func runChild(args []string) int {
 		return 2
 	}
 	defer f.Close()
-	srv, err := Listen(Options{Socket: *socket, IdleTimeout: *idle, Env: []string{"NVRTC_A=1"},
+	srv, err := Listen(Options{Socket: *socket, IdleTimeout: *idle, Workers: *workers, Env: []string{"NVRTC_A=1"},
 		Logger: slog.New(slog.NewTextHandler(f, nil))}, fakeCompiler{})
 	if errors.Is(err, ErrRunning) {
 		return 0
@@ -479,4 +480,28 @@ func TestMemoryHeaderChangeRetires(t *testing.T) {
 	if r := compile(t, cl, r2); !strings.Contains(string(r.Code), "pch=false") {
 		t.Errorf("changed in-memory header compiled with PCH: %q", r.Code)
 	}
+}
+
+// TestWorkersShareWorkDir: with several workers, compiles in one working
+// directory run together, and a compile for another directory runs in
+// its own: every client gets its working directory.
+func TestWorkersShareWorkDir(t *testing.T) {
+	cl := startChild(t, "--workers", "4")
+	dirs := []string{shortTemp(t), shortTemp(t)}
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			r := request(fmt.Sprintf("SLEEP %d", i))
+			r.WorkDir = dirs[i%2]
+			reply, err := cl.Compile(context.Background(), r)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if want := "wd=" + dirs[i%2] + " "; reply.Status != StatusOK || !strings.Contains(string(reply.Code), want) {
+				t.Errorf("client %d: %v %q, want %q", i, reply.Status, reply.Code, want)
+			}
+		})
+	}
+	wg.Wait()
 }
