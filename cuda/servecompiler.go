@@ -81,7 +81,7 @@ type ServeCompiler struct {
 	// Logger receives NVRTC's PCH messages; nil discards them.
 	Logger *slog.Logger
 
-	created atomic.Bool // a compile of this process created a PCH
+	created atomic.Bool  // a compile of this process created a PCH
 	shown   atomic.Int32 // PCH messages logged at info level, the first few
 }
 
