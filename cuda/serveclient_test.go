@@ -84,3 +84,16 @@ func TestServeFile(t *testing.T) {
 		}
 	}
 }
+
+// TestPCHUsedPattern: NVRTC 13.0's messages, as the H100 run logged them.
+func TestPCHUsedPattern(t *testing.T) {
+	for line, want := range map[string]bool{
+		`"cub11.cu": using precompiled header file "/tmp/__nvrtc_auto_pch_965_0/cub10_0.pch"`:    true,
+		`"cub10.cu": creating precompiled header file "/tmp/__nvrtc_auto_pch_965_0/cub10_0.pch"`: false,
+		`error: identifier "x" is undefined`:                                                     false,
+	} {
+		if got := pchUsedPattern.MatchString(line); got != want {
+			t.Errorf("%s: %v, want %v", line, got, want)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -81,8 +83,7 @@ type ServeCompiler struct {
 	// Logger receives NVRTC's PCH messages; nil discards them.
 	Logger *slog.Logger
 
-	created atomic.Bool  // a compile of this process created a PCH
-	shown   atomic.Int32 // PCH messages logged at info level, the first few
+	shown atomic.Int32 // PCH messages logged so far
 }
 
 // NewServeCompiler loads NVRTC and its PCH entry points.
@@ -96,12 +97,10 @@ func NewServeCompiler(heapLimit int64) (*ServeCompiler, error) {
 // Identity implements compileserver.Compiler.
 func (s *ServeCompiler) Identity() string { return ServeIdentity() }
 
-// pchUsedPattern finds NVRTC's note that a compile used a PCH, in the log
-// -pch-messages=true asks for; pchNotPattern, a line saying it could not.
-var (
-	pchUsedPattern = regexp.MustCompile(`(?i)pch.*\b(used|using|loaded)\b`)
-	pchNotPattern  = regexp.MustCompile(`(?i)\b(not|cannot|could not|unable)\b`)
-)
+// pchUsedPattern finds NVRTC's note, with -pch-messages=true, that a
+// compile used a PCH; NVRTC 13.0 writes
+// `"k.cu": using precompiled header file "/tmp/__nvrtc_auto_pch_965_0/k_0.pch"`.
+var pchUsedPattern = regexp.MustCompile(`(?i)\busing precompiled header\b`)
 
 // Compile implements compileserver.Compiler.
 func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request, pch bool) (*compileserver.Reply, error) {
@@ -155,27 +154,12 @@ func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request, p
 
 // pchUse says what NVRTC's automatic PCH did for prog, and grows the heap
 // for the next compile where it was too small. NVRTC reports creation
-// exactly; use only in its log (-pch-messages), whose wording is not
-// specified: a compile that neither created a PCH nor says one could not
-// be used, after one was created, is counted as a hit.
+// through nvrtcGetPCHCreateStatus, use only in its log.
 func (s *ServeCompiler) pchUse(prog *Program) compileserver.PCHUse {
 	log, _ := prog.Log()
-	if s.Logger != nil {
-		for line := range strings.Lines(log) {
-			if strings.Contains(strings.ToLower(line), "pch") {
-				// The first few at info level, for a record of NVRTC's wording.
-				level := slog.LevelDebug
-				if s.shown.Add(1) <= 8 {
-					level = slog.LevelInfo
-				}
-				s.Logger.Log(context.Background(), level, "kcache serve: NVRTC", "pch", strings.TrimSpace(line))
-			}
-		}
-	}
-	st := nvrtcGetPCHCreateStatus(prog.h)
-	switch st {
+	s.logPCH(log)
+	switch nvrtcGetPCHCreateStatus(prog.h) {
 	case nvrtcSuccess:
-		s.created.Store(true)
 		return compileserver.PCHCreated
 	case nvrtcPCHCreateHeapExhausted:
 		var need uintptr
@@ -183,17 +167,38 @@ func (s *ServeCompiler) pchUse(prog *Program) compileserver.PCHUse {
 			nvrtcSetPCHHeapSize(need)
 		}
 	}
-	refused := false
-	for line := range strings.Lines(log) {
-		switch {
-		case pchUsedPattern.MatchString(line) && !pchNotPattern.MatchString(line):
-			return compileserver.PCHUsed
-		case strings.Contains(strings.ToLower(line), "pch") && pchNotPattern.MatchString(line):
-			refused = true
-		}
-	}
-	if st == nvrtcNoPCHCreateAttempted && s.created.Load() && !refused {
+	if pchUsedPattern.MatchString(log) {
 		return compileserver.PCHUsed
 	}
 	return compileserver.PCHNone
+}
+
+// logPCH logs NVRTC's PCH messages: the first few at info level, as a
+// record of what NVRTC did, the rest at debug level.
+func (s *ServeCompiler) logPCH(log string) {
+	if s.Logger == nil {
+		return
+	}
+	for line := range strings.Lines(log) {
+		if strings.Contains(strings.ToLower(line), "precompiled header") {
+			level := slog.LevelDebug
+			if s.shown.Add(1) <= 8 {
+				level = slog.LevelInfo
+			}
+			s.Logger.Log(context.Background(), level, "kcache serve: NVRTC", "pch", strings.TrimSpace(line))
+		}
+	}
+}
+
+// Close removes the directories NVRTC's automatic PCH wrote for this
+// process (/tmp/__nvrtc_auto_pch_PID_N, a PCH of CUB's headers is 180-190
+// MB): NVRTC names them by process, so no other process uses them. A
+// server killed before Close leaves them behind.
+func (s *ServeCompiler) Close() {
+	for _, tmp := range []string{os.TempDir(), "/tmp"} {
+		dirs, _ := filepath.Glob(filepath.Join(tmp, fmt.Sprintf("__nvrtc_auto_pch_%d_*", os.Getpid())))
+		for _, d := range dirs {
+			os.RemoveAll(d) // best effort: what cannot be removed is only disk space
+		}
+	}
 }
