@@ -69,7 +69,9 @@ func runStats(ctx context.Context, io *streams, asJSON, zero bool) error {
 	st, err := openExisting()
 	var none noCacheError
 	if errors.As(err, &none) {
-		return writeStats(io, emptyStats(none.cfg), asJSON)
+		empty := emptyStats(none.cfg)
+		empty.Server = serveStatus(ctx, "")
+		return writeStats(io, empty, asJSON)
 	}
 	if err != nil {
 		return err
