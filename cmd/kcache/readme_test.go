@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 // pendingDocs are pages the README links to that other work adds; the
@@ -73,6 +75,42 @@ func TestREADMEQuotesExampleOpen(t *testing.T) {
 		want := part.FindString(example)
 		if want == "" || !strings.Contains(readme, want) {
 			t.Errorf("README.md does not quote tiers/example_test.go's %q as it is", part)
+		}
+	}
+}
+
+// TestDocsNameEveryFlag: the synopsis in the README and in docs/cli.md
+// names every flag each command defines, and no flag it does not.
+func TestDocsNameEveryFlag(t *testing.T) {
+	longFlag := regexp.MustCompile(`--([a-z][a-z-]*)`)
+	for _, page := range []string{"../../README.md", "../../docs/cli.md"} {
+		text := readDoc(t, page)
+		for _, c := range newRootCmd().Commands() {
+			if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+				continue
+			}
+			synopsis := ""
+			for _, line := range regexp.MustCompile(`(?m)^kcache `+c.Name()+`( .*)?$`).FindAllString(text, -1) {
+				// The synopsis, not an example: the line that shows options.
+				if synopsis == "" || strings.Contains(line, "[") && !strings.Contains(synopsis, "[") {
+					synopsis = line
+				}
+			}
+			if synopsis == "" {
+				t.Errorf("%s: no synopsis line for kcache %s", page, c.Name())
+				continue
+			}
+			c.Flags().VisitAll(func(f *pflag.Flag) {
+				if f.Name != "help" && !strings.Contains(synopsis, "--"+f.Name) &&
+					(f.Shorthand == "" || !strings.Contains(synopsis, "-"+f.Shorthand+" ")) {
+					t.Errorf("%s: kcache %s's synopsis lacks --%s", page, c.Name(), f.Name)
+				}
+			})
+			for _, m := range longFlag.FindAllStringSubmatch(synopsis, -1) {
+				if c.Flags().Lookup(m[1]) == nil && c.Name() != "version" {
+					t.Errorf("%s: kcache %s's synopsis names --%s, which it does not define", page, c.Name(), m[1])
+				}
+			}
 		}
 	}
 }
