@@ -61,7 +61,7 @@ func newDemoCmd() *cobra.Command {
 		backend  string
 	)
 	cmd := &cobra.Command{
-		Use: "demo [--plot FILE] [--json] [--case NAME]... [--repeat N]",
+		Use: "demo [--plot FILE] [--json] [--case NAME]... [--repeat N] [--backend opencl|cuda] [--device N] [--keep]",
 		Example: `  kcache demo --plot demo.svg
   kcache demo --case transpose-tiled --repeat 5`,
 		Short: "Run the kernel suite cold, warm and against PoCL's own cache",
