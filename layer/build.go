@@ -54,6 +54,7 @@ type program struct {
 	slots   []*slot      // one per device of the cached build
 	builtAt time.Time    // when the driver built it, for the commit delay
 	real    C.cl_program // the program the slots' binaries are read from
+	opts    string       // the options of the cached build, which a program made from a compiled object does not know
 	// ownRef: the layer holds a reference to real (a linked program, which
 	// has no handle of the layer's), released once its binaries are stored.
 	ownRef bool
@@ -121,7 +122,7 @@ func (l *layer) build(ctx context.Context, w *C.kc_program, st step, devs []C.cl
 		prog, err := l.fromCache(p.src, st, slots, opts)
 		if err == nil {
 			C.kc_adopt(w, prog, st.kind)
-			l.adopted(p, slots, prog)
+			l.adopted(p, slots, prog, opts)
 			return C.CL_SUCCESS
 		}
 		l.warn("the driver refused a cached binary; rebuilding it", "err", err)
@@ -289,10 +290,10 @@ func (l *layer) fromCache(src C.cl_program, st step, slots []*slot, opts string)
 }
 
 // adopted records a program made from the cache.
-func (l *layer) adopted(p *program, slots []*slot, prog C.cl_program) {
+func (l *layer) adopted(p *program, slots []*slot, prog C.cl_program, opts string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.done, p.slots, p.real = true, slots, prog
+	p.done, p.slots, p.real, p.opts = true, slots, prog, opts
 }
 
 // built records a program the driver built from source and stores its
@@ -369,6 +370,11 @@ func (l *layer) store(ctx context.Context, p *program) {
 		if err != nil || len(bins[s.index]) == 0 {
 			pending.Abort(errors.Join(err, errors.New("no binary for the device")))
 			continue
+		}
+		if s.log == "" {
+			// A driver may fill a log after the build call returns; the
+			// entry must replay what the application could read.
+			s.log = buildLog(p.src, s.dev)
 		}
 		pending.Commit(ctx, record{log: s.log, binary: bins[s.index]}.encode(), s.buildTime)
 		s.stored = len(bins[s.index])
@@ -481,22 +487,23 @@ func abandon(p *program) {
 	p.dead = true
 }
 
-// cachedLog returns the stored build log of a program made from the cache.
-func (l *layer) cachedLog(w *C.kc_program, d C.cl_device_id) (string, bool) {
+// cachedBuild returns the stored build log of a program made from the
+// cache for device d, and the options the application built it with.
+func (l *layer) cachedBuild(w *C.kc_program, d C.cl_device_id) (log, opts string, ok bool) {
 	l.mu.Lock()
 	p, ok := l.progs[w]
 	l.mu.Unlock()
 	if !ok {
-		return "", false
+		return "", "", false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, s := range p.slots {
 		if s.dev == d && s.hit {
-			return s.log, true
+			return s.log, p.opts, true
 		}
 	}
-	return "", false
+	return "", "", false
 }
 
 func sameSet(a, b []C.cl_device_id) bool {

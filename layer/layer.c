@@ -337,15 +337,24 @@ static cl_int CL_API_CALL kc_clGetProgramBuildInfo(cl_program p, cl_device_id d,
 		return kc_target->clGetProgramBuildInfo(p, d, param, size, value, size_ret);
 	}
 	int cached = __atomic_load_n(&w->cached, __ATOMIC_ACQUIRE);
-	if (param == CL_PROGRAM_BUILD_LOG && cached && kc_go()) {
-		// The compiler's log of the build that made the cached binary.
-		return kcGoBuildLog(w, d, size, value, size_ret);
+	if (cached && kc_go() && (param == CL_PROGRAM_BUILD_LOG || param == CL_PROGRAM_BUILD_OPTIONS)) {
+		// The compiler's log of the build that made the cached binary, and
+		// the options the application gave: the driver compiled nothing
+		// from them in this process.
+		return kcGoBuildInfo(w, d, param, size, value, size_ret);
 	}
-	if (param == CL_PROGRAM_BUILD_STATUS && cached == KC_CACHED_OBJECT) {
+	if (cached == KC_CACHED_OBJECT) {
 		// A program made from a compiled object was never compiled here;
-		// the application compiled it, successfully.
+		// the application compiled it, successfully, into an object,
+		// whatever type the driver gives a program made from its binary.
 		cl_build_status ok = CL_BUILD_SUCCESS;
-		return kc_info_value(&ok, sizeof ok, size, value, size_ret);
+		cl_program_binary_type object = CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT;
+		switch (param) {
+		case CL_PROGRAM_BUILD_STATUS:
+			return kc_info_value(&ok, sizeof ok, size, value, size_ret);
+		case CL_PROGRAM_BINARY_TYPE:
+			return kc_info_value(&object, sizeof object, size, value, size_ret);
+		}
 	}
 	return kc_target->clGetProgramBuildInfo(kc_real(w), d, param, size, value, size_ret);
 }
