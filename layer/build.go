@@ -107,7 +107,9 @@ func (l *layer) build(ctx context.Context, w *C.kc_program, st step, devs []C.cl
 		*driver = st.run(p.src, devs, opts)
 		return *driver
 	}
+	start := time.Now()
 	slots, err := l.lookup(ctx, p.src, st, devs, opts)
+	l.log.Debug("kcache layer: looked up", "took", time.Since(start))
 	switch {
 	case errors.Is(err, deps.ErrUncacheable):
 		l.log.Debug("kcache layer: dependencies cannot be bounded; the driver builds without the cache", "err", err)
@@ -128,9 +130,10 @@ func (l *layer) build(ctx context.Context, w *C.kc_program, st step, devs []C.cl
 		l.warn("the driver refused a cached binary; rebuilding it", "err", err)
 		l.forget(ctx, slots)
 	}
-	start := time.Now()
+	start = time.Now()
 	status := st.run(p.src, devs, opts)
 	took := time.Since(start)
+	l.log.Debug("kcache layer: built", "took", took)
 	*driver = status
 	if status != C.CL_SUCCESS {
 		for _, s := range slots {
@@ -232,12 +235,21 @@ func (l *layer) unblock(ctx context.Context, slots []*slot) {
 // heldElsewhere reports whether another build holds key's lock (or this
 // process's own pending build of the same key: flock locks conflict
 // between open files of one process too).
+//
+// A probe that fails is tried once more: the first probe of a new key
+// creates its directories, which on a loaded machine can take longer than
+// probeWait by itself, and a false "held" stores pending programs before
+// their launches (GEGL's first program was read so, 13 s before its
+// launch, on the 2-core machine).
 func (l *layer) heldElsewhere(ctx context.Context, key *kcache.Key) bool {
-	ctx, cancel := context.WithTimeout(ctx, probeWait)
-	defer cancel()
-	unlock, err := l.locks.Lock(ctx, key)
-	unlock()
-	return err != nil
+	probe := func() bool {
+		ctx, cancel := context.WithTimeout(ctx, probeWait)
+		defer cancel()
+		unlock, err := l.locks.Lock(ctx, key)
+		unlock()
+		return err != nil
+	}
+	return probe() && probe()
 }
 
 // lookupSlot looks one key up; a hit's record is decoded here, and one
@@ -360,7 +372,14 @@ func (l *layer) store(ctx context.Context, p *program) {
 	if p.dead || p.pid != os.Getpid() || !slices.ContainsFunc(p.slots, func(s *slot) bool { return s.pending != nil }) {
 		return
 	}
+	start := time.Now()
 	bins, err := binaries(p.real, len(p.slots))
+	read := time.Since(start)
+	defer func() {
+		// Where a cold run's time goes: the driver's binary (PoCL compiles
+		// then) against the write.
+		l.log.Debug("kcache layer: stored", "read", read, "write", time.Since(start)-read)
+	}()
 	for _, s := range p.slots {
 		if s.pending == nil {
 			continue

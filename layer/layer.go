@@ -45,9 +45,12 @@ type layer struct {
 	scan  scanner
 	delay time.Duration
 
-	mu    sync.Mutex // guards progs and due; never held across a driver call, nor taken under a program's mu
+	mu    sync.Mutex // guards progs, due and linked; never held across a driver call, nor taken under a program's mu
 	progs map[*C.kc_program]*program
 	due   []*program // programs with binaries still to store, at the next commit point
+	// linked holds the stored logs, by device, of the live programs made
+	// from cached linked binaries (link.go).
+	linked map[C.cl_program]map[C.cl_device_id]string
 
 	warned sync.Map // warnings already given, by kind
 }
