@@ -239,8 +239,8 @@ func (l *layer) unblock(ctx context.Context, slots []*slot) {
 // A probe that fails is tried once more: the first probe of a new key
 // creates its directories, which on a loaded machine can take longer than
 // probeWait by itself, and a false "held" stores pending programs before
-// their launches (GEGL's first program was read so, 13 s before its
-// launch, on the 2-core machine).
+// their launches (GEGL's first program was read so at its second build,
+// 13 s of PoCL's generic work-group compiles, on the 2-core machine).
 func (l *layer) heldElsewhere(ctx context.Context, key *kcache.Key) bool {
 	probe := func() bool {
 		ctx, cancel := context.WithTimeout(ctx, probeWait)
@@ -389,11 +389,6 @@ func (l *layer) store(ctx context.Context, p *program) {
 		if err != nil || len(bins[s.index]) == 0 {
 			pending.Abort(errors.Join(err, errors.New("no binary for the device")))
 			continue
-		}
-		if s.log == "" {
-			// A driver may fill a log after the build call returns; the
-			// entry must replay what the application could read.
-			s.log = buildLog(p.src, s.dev)
 		}
 		pending.Commit(ctx, record{log: s.log, binary: bins[s.index]}.encode(), s.buildTime)
 		s.stored = len(bins[s.index])
