@@ -319,6 +319,15 @@ func (sc *scan) builtinMacros() *macroTable {
 // any include under Input.EveryCandidate) takes every file on the path, a
 // superset of the one the compiler picks.
 func (sc *scan) include(name string, angle bool, includerDir, rule string, kind dirKind, depth int) error {
+	if slices.Contains(sc.in.CompilerHeaders, name) {
+		// The compiler takes its own before any file of that name: no
+		// place shadows it, and no file holds what it defines.
+		if kind == dInclude || kind == dIncludeNext {
+			sc.unseen = true
+			sc.s.report(sc.sourceName(), "include of a header the compiler holds: computed includes that follow trust no undefined name", "name", name)
+		}
+		return nil
+	}
 	found := false
 	// #include_next (and __has_include_next) go on from the place after
 	// the includer's, which the scan does not track: every place on the

@@ -119,6 +119,15 @@ type Input struct {
 	// define macros the scan cannot know, so any identifier of a later
 	// computed include becomes unknowable.
 	CompleteSearchPath bool
+	// CompilerHeaders are the header names the compiler resolves on its
+	// own, before and instead of any directory: NVRTC 13's
+	// __nv_nvrtc_builtin_header.h, or headers handed to it in memory.
+	// An include of one is no file of the key (the compiler's identity,
+	// or the caller, stands for its text), and it may define macros the
+	// scan cannot see, so computed includes after it trust no name
+	// nobody defined, as after an include found nowhere without
+	// CompleteSearchPath.
+	CompilerHeaders []string
 	// EveryCandidate keys every file an include could name along the
 	// search path, not only the first one found: for a compiler whose
 	// search order is not known exactly (an OpenCL driver other than
