@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/kcache/kcache/deps"
 )
@@ -45,7 +46,7 @@ func scanInputs(src Source, p plan) []deps.Input {
 // from a place the scan cannot see.
 func nvrtcInput(src Source, p plan) deps.Input {
 	in := deps.Input{Args: p.options}
-	if major, _, err := NVRTCVersion(); err != nil || major != 13 {
+	if major, err := nvrtcMajor(); err != nil || major != 13 {
 		return in
 	}
 	in.CompleteSearchPath = true
@@ -55,3 +56,10 @@ func nvrtcInput(src Source, p plan) deps.Input {
 	}
 	return in
 }
+
+// nvrtcMajor is NVRTC's major version, asked once: it cannot change
+// within a process, and every key computes its scan input.
+var nvrtcMajor = sync.OnceValues(func() (int, error) {
+	major, _, err := NVRTCVersion()
+	return major, err
+})
