@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/deps"
 )
 
 // TestScanInputsModel: under NVRTC 13 the scan is told NVRTC searches no
@@ -72,6 +74,10 @@ func TestCCCLCachedAndPrecise(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(user, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		// A header read within the file system's timestamp tick of its
+		// change is too new to trust, and a build from it is not
+		// stored (issue 17): let it settle, as a user's edit would.
+		time.Sleep(2100 * time.Millisecond)
 	}
 	write("mine.h", "#define MINE 1\n")
 	write("unrelated.h", "#define UNRELATED 1\n")
@@ -95,4 +101,41 @@ func TestCCCLCachedAndPrecise(t *testing.T) {
 	build(kcache.OutcomeDisk, "a header the kernel does not include edited, another added")
 	write("mine.h", "#define MINE 2\n")
 	build(kcache.OutcomeBuilt, "the kernel's own header edited")
+}
+
+// TestCCCLScanNVRTC13 scans every CCCL kernel of deps/testdata/cccl with
+// the whole NVRTC 13 model against a toolkit's include directory
+// (KCACHE_CUDA_INCLUDE; a copy serves, no GPU needed): none may be refused
+// or widened, so the names NVRTC defines on its own are never what a CCCL
+// computed include expands.
+func TestCCCLScanNVRTC13(t *testing.T) {
+	inc := os.Getenv("KCACHE_CUDA_INCLUDE")
+	if inc == "" {
+		t.Skip("KCACHE_CUDA_INCLUDE is not set")
+	}
+	files, err := filepath.Glob("../deps/testdata/cccl/*.cu")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no kernels: %v", err)
+	}
+	s := deps.NewScanner(nil)
+	for _, f := range files {
+		code, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := Source{Code: code, Path: filepath.Base(f)}
+		in := deps.Input{Source: code, Path: src.Path, WorkDir: t.TempDir(), Args: []string{"-I" + inc + "/cccl", "-I" + inc, "-std=c++17", "-arch=sm_90"}}
+		nvrtc13(&in, src)
+		_, tr, err := s.Scan(context.Background(), in)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		for _, d := range tr {
+			if d.Rule == deps.RuleManifest {
+				t.Errorf("%s: widened to %s", f, d.Path)
+				break
+			}
+		}
+	}
 }

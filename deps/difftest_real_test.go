@@ -37,7 +37,7 @@ func checkReal(t *testing.T, clang string, kernels []realKernel, within string) 
 		// keyed and listed sum the files under the tree each key
 		// holds and clang -M lists, over the kernels checked.
 		keyed, listed, checked, maxKeyed, maxListed int
-		wg     sync.WaitGroup
+		wg                                          sync.WaitGroup
 	)
 	next := make(chan int)
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {

@@ -133,6 +133,7 @@ func inputDigest(in Input, wd string) kcache.Digest {
 	list(in.Builtins)
 	list(in.SystemDirs)
 	list(in.CompilerHeaders)
+	list(in.CompilerMacros)
 	var flags uint
 	count(int(in.Trigraphs))
 	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate} {

@@ -251,6 +251,7 @@ func (sc *scan) expand(operand []token) ([]headerRef, bool) {
 // name (where compilers put their predefined macros), a name OpenCL
 // compilers predefine (CL_VERSION_1_2, the cl_khr_* extension macros,
 // FP_FAST_FMA), one of the few unreserved names GNU mode predefines, or
+// a name the caller says the compiler defines (Input.CompilerMacros), or
 // any name at all once an include was not found (its header may define
 // anything).
 func (sc *scan) unknown(name string) bool {
@@ -260,6 +261,11 @@ func (sc *scan) unknown(name string) bool {
 	}
 	for _, p := range predefinedPrefixes {
 		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	for _, m := range sc.in.CompilerMacros {
+		if p, ok := strings.CutSuffix(m, "*"); ok && strings.HasPrefix(name, p) || m == name {
 			return true
 		}
 	}

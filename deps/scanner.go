@@ -128,6 +128,13 @@ type Input struct {
 	// nobody defined, as after an include found nowhere without
 	// CompleteSearchPath.
 	CompilerHeaders []string
+	// CompilerMacros are names beyond the reserved ones (__X, _X) that the
+	// compiler may define on its own, in its built-in headers (NVRTC 13
+	// defines CUDART_VERSION, NV_IF_TARGET, assert, ...); an entry ending
+	// in "*" names every name it prefixes. A computed include that expands
+	// one that no scanned file defines cannot be known, as one that
+	// expands an undefined reserved name cannot.
+	CompilerMacros []string
 	// EveryCandidate keys every file an include could name along the
 	// search path, not only the first one found: for a compiler whose
 	// search order is not known exactly (an OpenCL driver other than
