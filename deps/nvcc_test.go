@@ -133,6 +133,13 @@ func TestCCCLAgainstNVRTC(t *testing.T) {
 						listed = append(listed, f)
 					}
 				}
+				// nvcc searches the toolkit's include directory before
+				// the -I ones, NVRTC only these: where CCCL's copy of a
+				// header (cccl/nv/target) is keyed, nvcc's reading
+				// the toolkit's own copy (nv/target) is no miss.
+				for rel := range sameUnderCCCL(have, realInc) {
+					have[filepath.Join(realInc, rel)] = true
+				}
 				missed := missedFiles(t, have, listed, realInc, realInc, "nvcc -M lists")
 				lists = append(lists, sizeNote("nvcc -M lists", len(listed), missed))
 			}
@@ -165,6 +172,18 @@ func underRoot(files []string, root, local string) []string {
 		}
 		if fi, err := os.Stat(filepath.Join(local, rel)); err == nil && fi.Mode().IsRegular() {
 			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// sameUnderCCCL returns, relative to inc, the names of the files keyed
+// under inc/cccl, as they would be named directly under inc.
+func sameUnderCCCL(have map[string]bool, inc string) map[string]bool {
+	out := map[string]bool{}
+	for f := range have {
+		if rel, ok := strings.CutPrefix(f, inc+"/cccl/"); ok {
+			out[rel] = true
 		}
 	}
 	return out
