@@ -48,9 +48,8 @@ func ccclKernels(t *testing.T) map[string][]byte {
 }
 
 // nvrtcTrace is what NVRTC 13.0 opened for each kernel, recorded on the
-// GPU machine by an LD_PRELOAD shim (.dev/precise/trace.py in the report
-// of issue 18): the ground truth for NVRTC, which cannot list its
-// dependencies.
+// GPU machine by an LD_PRELOAD shim (bench/nvrtc/trace.py): the ground
+// truth for NVRTC, which cannot list its dependencies.
 type nvrtcTrace map[string]struct {
 	RC     any      `json:"nvrtc_rc"`
 	Opened []string `json:"nvrtc_opened"`
