@@ -283,3 +283,34 @@ func nvccDeps(t *testing.T, nvcc, dir, path, inc string) []string {
 	}
 	return files
 }
+
+// BenchmarkCCCLKey is the key of the CUB block-reduce kernel under NVRTC
+// 13's model, against a toolkit's include directory
+// (KCACHE_CUDA_INCLUDE): cold (a new Scanner, as a new process without
+// recorded dependencies) and warm (the same Scanner again).
+func BenchmarkCCCLKey(b *testing.B) {
+	inc := os.Getenv("KCACHE_CUDA_INCLUDE")
+	if inc == "" {
+		b.Skip("KCACHE_CUDA_INCLUDE is not set")
+	}
+	src, err := os.ReadFile("testdata/cccl/cub_block_reduce.cu")
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := nvrtc13Input(src, "k.cu", b.TempDir(), []string{"-I" + inc + "/cccl", "-I" + inc, "-std=c++17", "-arch=sm_90"})
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := NewScanner(nil).Scan(context.Background(), in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("warm", func(b *testing.B) {
+		s := NewScanner(nil)
+		for b.Loop() {
+			if _, _, err := s.Scan(context.Background(), in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
