@@ -142,16 +142,6 @@ func (c *Cache) headers(ctx context.Context, src Source, p plan) ([]kcache.Heade
 	return out, nil
 }
 
-// scanInputs returns the dependency scanner's inputs for src: the program,
-// then each header held in memory.
-func scanInputs(src Source, p plan) []deps.Input {
-	ins := []deps.Input{{Source: src.Code, Args: p.options, Path: src.Path, Depends: src.Depends}}
-	for _, h := range src.Headers {
-		ins = append(ins, deps.Input{Source: h.Content, Args: p.options})
-	}
-	return ins
-}
-
 // inputsUnchanged reports whether every file src's key was computed from
 // is as the scan saw it, and was settled then: only then may an image
 // compiled after the scan be stored under that key.

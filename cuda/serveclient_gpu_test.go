@@ -74,8 +74,8 @@ func cubOptions(t testing.TB) []string {
 	return []string{"-std=c++17", "-I", cccl, "-I", filepath.Join(root, "include")}
 }
 
-// cubSource is cubKernel idx as a Source with value.cuh in dir.
-func cubSource(t testing.TB, dir string, idx int) (Source, int, int) {
+// cubKernelSource is cubKernel idx as a Source with value.cuh in dir.
+func cubKernelSource(t testing.TB, dir string, idx int) (Source, int, int) {
 	code, block, items := cubKernel(idx)
 	src := Source{Code: []byte(code), Path: fmt.Sprintf("cub%d.cu", idx), Options: append(cubOptions(t), "-I", dir)}
 	return src, block, items
@@ -291,7 +291,7 @@ func TestNVRTCPCHHeaderEdit(t *testing.T) {
 	writeFile(t, hdr, "#define VALUE 1\n")
 	compileRun := func(idx, want int) bool {
 		t.Helper()
-		src, block, items := cubSource(t, dir, idx)
+		src, block, items := cubKernelSource(t, dir, idx)
 		c := newServeCache(t, ctx, filepath.Join(dir, "cache"))
 		p, err := c.plan(src)
 		if err != nil {
@@ -393,7 +393,7 @@ func TestServeBenchClient(t *testing.T) {
 	ctx := requireGPU(t)
 	hdr := os.Getenv("KCACHE_SERVE_BENCH_HDR")
 	c := newServeCache(t, ctx, filepath.Join(os.Getenv("KCACHE_SERVE_BENCH_DIR"), "cache"))
-	src, block, items := cubSource(t, hdr, idx)
+	src, block, items := cubKernelSource(t, hdr, idx)
 	p, err := c.plan(src)
 	if err != nil {
 		t.Fatal(err)

@@ -34,7 +34,10 @@ func checkReal(t *testing.T, clang string, kernels []realKernel, within string) 
 	var (
 		mu     sync.Mutex
 		counts [numVerdicts]int
-		wg     sync.WaitGroup
+		// keyed and listed sum the files under the tree each key
+		// holds and clang -M lists, over the kernels checked.
+		keyed, listed, checked, maxKeyed, maxListed int
+		wg                                          sync.WaitGroup
 	)
 	next := make(chan int)
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
@@ -49,6 +52,10 @@ func checkReal(t *testing.T, clang string, kernels []realKernel, within string) 
 				os.RemoveAll(dir)
 				mu.Lock()
 				counts[o.v]++
+				if o.v == exact || o.v == widened {
+					keyed, listed, checked = keyed+o.keyed, listed+o.listed, checked+1
+					maxKeyed, maxListed = max(maxKeyed, o.keyed), max(maxListed, o.listed)
+				}
 				switch o.v {
 				case failure, clash, unseen:
 					t.Errorf("%s (options %q): %s: %v", k.path, k.options, verdictNames[o.v], o.missed)
@@ -71,6 +78,10 @@ func checkReal(t *testing.T, clang string, kernels []realKernel, within string) 
 		fmt.Fprintf(&b, " %s %d", verdictNames[v], n)
 	}
 	t.Logf("%d kernels:%s", len(kernels), b.String())
+	if checked > 0 {
+		t.Logf("files under %s: %d keyed, %d listed by clang -M over %d kernels (%.1f and %.1f per kernel; most: %d keyed, %d listed)",
+			within, keyed, listed, checked, float64(keyed)/float64(checked), float64(listed)/float64(checked), maxKeyed, maxListed)
+	}
 }
 
 // checkKernel copies k's text to PoCL's temporary file under dir and

@@ -116,6 +116,9 @@ type outcome struct {
 	missed []string // failure: clang's files the trace lacks
 	detail string   // clang's or the scanner's error
 	trace  []deps.Dependency
+	// keyed and listed count the files under the tree that the key holds
+	// and that clang -M lists (the program text left out), for precision.
+	keyed, listed int
 }
 
 // clangRun is one compile as PoCL runs it.
@@ -315,6 +318,7 @@ func compare(s *deps.Scanner, run clangRun, src []byte, options, within, tmp str
 	}
 	unkeyed := unkeyedProbes(absent, trace, realWithin, run.main)
 	o := outcome{v: exact, trace: trace}
+	o.keyed, o.listed = precision(trace, files, realWithin, mainID)
 	switch {
 	case len(missed) > 0:
 		o.v, o.missed = failure, missed
@@ -326,6 +330,31 @@ func compare(s *deps.Scanner, run clangRun, src []byte, options, within, tmp str
 		o.v = widened
 	}
 	return o
+}
+
+// precision counts the distinct files under within that trace keys and
+// that clang listed, leaving out the program's own text.
+func precision(trace []deps.Dependency, files []string, within string, mainID fileID) (keyed, listed int) {
+	count := func(paths []string) int {
+		seen := map[fileID]bool{}
+		for _, p := range paths {
+			rp, err := filepath.EvalSymlinks(p)
+			if err != nil || !strings.HasPrefix(rp, within+string(filepath.Separator)) {
+				continue
+			}
+			if id, ok := idOf(rp); ok && id != mainID {
+				seen[id] = true
+			}
+		}
+		return len(seen)
+	}
+	var have []string
+	for _, d := range trace {
+		if d.Rule != deps.RuleAbsent {
+			have = append(have, d.Path)
+		}
+	}
+	return count(have), count(files)
 }
 
 // unkeyedProbes returns the places under within that clang probed in

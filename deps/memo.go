@@ -132,6 +132,8 @@ func inputDigest(in Input, wd string) kcache.Digest {
 	list(in.Depends)
 	list(in.Builtins)
 	list(in.SystemDirs)
+	list(in.CompilerHeaders)
+	list(in.CompilerMacros)
 	var flags uint
 	count(int(in.Trigraphs))
 	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate} {

@@ -1,141 +1,316 @@
 package deps
 
 import (
-	"bufio"
-	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
 
-// cudaKernels are header-heavy CUDA sources of the kinds users compile
-// through NVRTC: CUB block and device algorithms, Thrust and libcu++.
-var cudaKernels = map[string]string{
-	"cub_block_reduce.cu": `#include <cub/block/block_reduce.cuh>
-extern "C" __global__ void k(const int* in, int* out) {
-  using R = cub::BlockReduce<int, 128>;
-  __shared__ typename R::TempStorage t;
-  int s = R(t).Sum(in[threadIdx.x]);
-  if (threadIdx.x == 0) *out = s;
-}
-`,
-	"cub_radix_sort.cu": `#include <cub/block/block_radix_sort.cuh>
-#include <cub/block/block_load.cuh>
-#include <cub/block/block_store.cuh>
-extern "C" __global__ void k(int* d) {
-  using S = cub::BlockRadixSort<int, 128, 4>;
-  __shared__ typename S::TempStorage t;
-  int v[4];
-  cub::LoadDirectBlocked(threadIdx.x, d, v);
-  S(t).Sort(v);
-  cub::StoreDirectBlocked(threadIdx.x, d, v);
-}
-`,
-	"thrust_tuple.cu": `#include <thrust/tuple.h>
-#include <thrust/functional.h>
-extern "C" __global__ void k(int* d) { thrust::tuple<int, int> t(d[0], d[1]); d[2] = thrust::get<0>(t) + thrust::get<1>(t); }
-`,
-	"fp16.cu": `#include <cuda_fp16.h>
-extern "C" __global__ void k(__half* d) { d[0] = __hadd(d[0], d[1]); }
-`,
-	"cooperative_groups.cu": `#include <cooperative_groups.h>
-extern "C" __global__ void k(int* d) { cooperative_groups::this_thread_block().sync(); d[0] = 1; }
-`,
-	"libcudacxx.cu": `#include <cuda/std/array>
-#include <cuda/std/type_traits>
-extern "C" __global__ void k(int* d) { cuda::std::array<int, 2> a{d[0], d[1]}; d[2] = a[0] + a[1]; }
-`,
+// The CCCL kernels of testdata/cccl are header-heavy CUDA sources of the
+// kinds users compile through NVRTC: CUB block, warp and device
+// algorithms, Thrust (tuple, complex, sequential algorithms in device
+// code), libcu++ and cooperative groups. Some do not compile under NVRTC
+// (Thrust's <memory>, CUB's host-side dispatch); their dependencies up to
+// the failure still count.
+
+// nvrtc13Input is the scan input cuda.Cache builds for a program under
+// NVRTC 13.0 (cuda/scaninput.go): it searches no directory of its own and
+// holds one header.
+func nvrtc13Input(src []byte, path, wd string, args []string) Input {
+	return Input{Source: src, Path: path, WorkDir: wd, Args: args, CompleteSearchPath: true, CompilerHeaders: []string{"__nv_nvrtc_builtin_header.h"},
+		// A few of the names NVRTC's built-in header defines
+		// (cuda/scaninput.go holds them all).
+		CompilerMacros: []string{"NV_*", "CUDART_VERSION", "assert", "cudaStreamLegacy", "va_start"}}
 }
 
-// TestCUDAAgainstNVCC checks the scanner against nvcc's own preprocessor
-// on CCCL headers: every file nvcc -M lists under the include directory
-// must be among the scanner's dependencies, or the scan must have refused
-// the source. It runs where KCACHE_CUDA_INCLUDE names the toolkit's include
-// directory (the GPU machine) and logs, per kernel, how many files each
-// side lists and why a source was refused.
-func TestCUDAAgainstNVCC(t *testing.T) {
+// ccclKernels returns the kernels of testdata/cccl by name.
+func ccclKernels(t *testing.T) map[string][]byte {
+	files, err := filepath.Glob("testdata/cccl/*.cu")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no kernels in testdata/cccl: %v", err)
+	}
+	out := map[string][]byte{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[filepath.Base(f)] = b
+	}
+	return out
+}
+
+// nvrtcTrace is what NVRTC 13.0 opened for each kernel, recorded on the
+// GPU machine by an LD_PRELOAD shim (bench/nvrtc/trace.py): the ground
+// truth for NVRTC, which cannot list its dependencies.
+type nvrtcTrace map[string]struct {
+	RC     any      `json:"nvrtc_rc"`
+	Opened []string `json:"nvrtc_opened"`
+	NVCCM  []string `json:"nvcc_M"`
+}
+
+// TestCCCLAgainstNVRTC checks the scanner against what NVRTC 13.0 and
+// nvcc -M read for the CCCL kernels: every header either lists under the
+// toolkit's include directory must be a dependency, and no kernel may be
+// refused. KCACHE_CUDA_INCLUDE names the toolkit's include directory
+// (/usr/local/cuda/include on the GPU machine, or a copy of it);
+// KCACHE_NVRTC_TRACE names a recorded trace, whose paths under
+// KCACHE_TRACE_ROOT (default: the include directory's real path) are read
+// under KCACHE_CUDA_INCLUDE. Where nvcc is installed, nvcc -M is run too.
+func TestCCCLAgainstNVRTC(t *testing.T) {
 	inc := os.Getenv("KCACHE_CUDA_INCLUDE")
 	if inc == "" {
 		t.Skip("KCACHE_CUDA_INCLUDE is not set")
 	}
-	nvcc, err := exec.LookPath("nvcc")
-	if err != nil {
-		t.Skip("no nvcc")
+	var trace nvrtcTrace
+	if f := os.Getenv("KCACHE_NVRTC_TRACE"); f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &trace); err != nil {
+			t.Fatal(err)
+		}
 	}
+	realInc, err := filepath.EvalSymlinks(inc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := os.Getenv("KCACHE_TRACE_ROOT")
+	if root == "" {
+		root = realInc
+	}
+	nvcc, _ := exec.LookPath("nvcc")
 	dir := t.TempDir()
 	// nvcc includes cuda_runtime.h in every host compile, which NVRTC
-	// does not: the files an empty source lists are left out.
-	empty := filepath.Join(dir, "empty.cu")
-	os.WriteFile(empty, nil, 0o644)
+	// does not: the files it lists for an empty source are left out.
 	implicit := map[string]bool{}
-	for _, f := range nvccDeps(t, nvcc, dir, empty, inc) {
-		implicit[f] = true
+	if nvcc != "" {
+		empty := filepath.Join(dir, "empty.cu")
+		if err := os.WriteFile(empty, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range nvccDeps(t, nvcc, dir, empty, inc) {
+			implicit[f] = true
+		}
 	}
-	for name, src := range cudaKernels {
+	args := []string{"-I" + inc + "/cccl", "-I" + inc, "-std=c++17", "-arch=sm_90"}
+	s := NewScanner(nil)
+	names := []string{}
+	kernels := ccclKernels(t)
+	for n := range kernels {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		src := kernels[name]
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, name)
-			os.WriteFile(path, []byte(src), 0o644)
-			// nvcc searches its own include directory before the -I
-			// ones; NVRTC has none, so the scanner is given it first.
-			args := []string{"-I", filepath.Dir(inc), "-I", inc, "-std=c++17", "-arch=sm_90"}
-			_, tr, err := NewScanner(nil).Scan(context.Background(), Input{Source: []byte(src), Path: path, WorkDir: dir, Args: args})
-			listed := nvccDeps(t, nvcc, dir, path, inc)
-			if errors.Is(err, ErrUncacheable) {
-				t.Logf("refused: %v (nvcc lists %d files under %s)", err, len(listed), inc)
-				return
-			}
-			if err != nil {
+			if err := os.WriteFile(path, src, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			have := map[string]bool{}
-			for _, d := range tr {
-				if d.Rule != RuleAbsent {
-					if real, err := filepath.EvalSymlinks(d.Path); err == nil {
-						have[real] = true
+			_, tr, err := s.Scan(context.Background(), nvrtc13Input(src, name, dir, args))
+			if err != nil {
+				t.Fatalf("scan: %v", err)
+			}
+			have := keyedFiles(tr)
+			var lists []string
+			if k, ok := trace[name]; ok {
+				missed := missedFiles(t, have, k.Opened, root, realInc, "NVRTC opens")
+				lists = append(lists, sizeNote("NVRTC opened", len(underRoot(k.Opened, root, realInc)), missed))
+			}
+			if nvcc != "" {
+				var listed []string
+				for _, f := range nvccDeps(t, nvcc, dir, path, inc) {
+					if !implicit[f] {
+						listed = append(listed, f)
 					}
 				}
-			}
-			missed := 0
-			for _, f := range listed {
-				if !have[f] && !implicit[f] {
-					missed++
-					t.Errorf("nvcc reads %s; the key lacks it", f)
+				// nvcc searches the toolkit's include directory before
+				// the -I ones, NVRTC only these: where CCCL's copy of a
+				// header (cccl/nv/target) is keyed, nvcc's reading
+				// the toolkit's own copy (nv/target) is no miss.
+				asNVCC := maps.Clone(have)
+				for rel := range sameUnderCCCL(have, realInc) {
+					asNVCC[filepath.Join(realInc, rel)] = true
 				}
+				missed := missedFiles(t, asNVCC, listed, realInc, realInc, "nvcc -M lists")
+				lists = append(lists, sizeNote("nvcc -M lists", len(listed), missed))
 			}
-			t.Logf("scanner keys %d files, nvcc -M lists %d under %s, missed %d", len(have), len(listed), inc, missed)
+			t.Logf("key holds %d files under the include directory; %s", countUnder(have, realInc), strings.Join(lists, "; "))
 		})
 	}
 }
 
-// nvccDeps returns the real paths of the files under inc's parent (the
-// toolkit's include directory) that nvcc -M lists for path.
+// keyedFiles returns the real paths of the files a trace keys.
+func keyedFiles(tr []Dependency) map[string]bool {
+	have := map[string]bool{}
+	for _, d := range tr {
+		if d.Rule != RuleAbsent {
+			if real, err := filepath.EvalSymlinks(d.Path); err == nil {
+				have[real] = true
+			}
+		}
+	}
+	return have
+}
+
+// underRoot returns the files of a trace under root that are regular
+// files at the same place under local (NVRTC also opens directories).
+func underRoot(files []string, root, local string) []string {
+	var out []string
+	for _, f := range files {
+		rel, ok := strings.CutPrefix(f, root+"/")
+		if !ok {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(local, rel)); err == nil && fi.Mode().IsRegular() {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// sameUnderCCCL returns, relative to inc, the names of the files keyed
+// under inc/cccl, as they would be named directly under inc.
+func sameUnderCCCL(have map[string]bool, inc string) map[string]bool {
+	out := map[string]bool{}
+	for f := range have {
+		if rel, ok := strings.CutPrefix(f, inc+"/cccl/"); ok {
+			out[rel] = true
+		}
+	}
+	return out
+}
+
+// missedFiles reports each file of listed (under root, read at the same
+// place under local) that the key lacks, and returns how many.
+func missedFiles(t *testing.T, have map[string]bool, listed []string, root, local, who string) int {
+	t.Helper()
+	missed := 0
+	for _, f := range listed {
+		rel, ok := strings.CutPrefix(f, root+"/")
+		if !ok {
+			continue
+		}
+		p, err := filepath.EvalSymlinks(filepath.Join(local, rel))
+		if err != nil {
+			continue // a directory the trace stat'ed, gone here
+		}
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if !have[p] {
+			missed++
+			t.Errorf("%s %s; the key lacks it", who, rel)
+		}
+	}
+	return missed
+}
+
+func countUnder(have map[string]bool, root string) int {
+	n := 0
+	for f := range have {
+		if strings.HasPrefix(f, root+"/") {
+			n++
+		}
+	}
+	return n
+}
+
+func sizeNote(who string, n, missed int) string {
+	b, _ := json.Marshal(map[string]int{"files": n, "missed": missed})
+	return who + " " + string(b)
+}
+
+// TestCCCLNoRefusal scans the CCCL kernels against a toolkit's include
+// directory with NVRTC 13's search, and requires that none is refused
+// and no search directory is widened into the key.
+func TestCCCLNoRefusal(t *testing.T) {
+	inc := os.Getenv("KCACHE_CUDA_INCLUDE")
+	if inc == "" {
+		t.Skip("KCACHE_CUDA_INCLUDE is not set")
+	}
+	args := []string{"-I" + inc + "/cccl", "-I" + inc, "-std=c++17", "-arch=sm_90"}
+	dir := t.TempDir()
+	for name, src := range ccclKernels(t) {
+		_, tr, err := NewScanner(nil).Scan(context.Background(), nvrtc13Input(src, name, dir, args))
+		if errors.Is(err, ErrUncacheable) || err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		for _, d := range tr {
+			if d.Rule == RuleManifest {
+				t.Errorf("%s: the key widened to %s", name, d.Path)
+				break
+			}
+		}
+	}
+}
+
+// nvccDeps returns the real paths of the files under the toolkit's
+// include directory inc that nvcc -M lists for path.
 func nvccDeps(t *testing.T, nvcc, dir, path, inc string) []string {
 	t.Helper()
-	root := filepath.Dir(inc)
-	cmd := exec.Command(nvcc, "-M", "-std=c++17", "-arch=sm_90", "-I", inc, "-I", root, path)
+	cmd := exec.Command(nvcc, "-M", "-std=c++17", "-arch=sm_90", "-I", inc+"/cccl", "-I", inc, path)
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("nvcc -M: %v", err)
 	}
-	realRoot, _ := filepath.EvalSymlinks(root)
+	realInc, _ := filepath.EvalSymlinks(inc)
 	var files []string
-	sc := bufio.NewScanner(bytes.NewReader(bytes.ReplaceAll(out, []byte("\\\n"), []byte(" "))))
-	for sc.Scan() {
-		_, rest, ok := strings.Cut(sc.Text(), ":")
+	// Not a bufio.Scanner: a CUB kernel's rule is one line of some
+	// 70 kB once its continuations are joined, past the Scanner's limit.
+	for _, line := range strings.Split(strings.ReplaceAll(string(out), "\\\n", " "), "\n") {
+		_, rest, ok := strings.Cut(line, ":")
 		if !ok {
 			continue
 		}
 		for _, f := range strings.Fields(rest) {
 			real, err := filepath.EvalSymlinks(f)
-			if err == nil && (strings.HasPrefix(real, realRoot+"/") || strings.HasPrefix(f, root+"/")) {
+			if err == nil && strings.HasPrefix(real, realInc+"/") {
 				files = append(files, real)
 			}
 		}
 	}
 	return files
+}
+
+// BenchmarkCCCLKey is the key of the CUB block-reduce kernel under NVRTC
+// 13's model, against a toolkit's include directory
+// (KCACHE_CUDA_INCLUDE): cold (a new Scanner, as a new process without
+// recorded dependencies) and warm (the same Scanner again).
+func BenchmarkCCCLKey(b *testing.B) {
+	inc := os.Getenv("KCACHE_CUDA_INCLUDE")
+	if inc == "" {
+		b.Skip("KCACHE_CUDA_INCLUDE is not set")
+	}
+	src, err := os.ReadFile("testdata/cccl/cub_block_reduce.cu")
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := nvrtc13Input(src, "k.cu", b.TempDir(), []string{"-I" + inc + "/cccl", "-I" + inc, "-std=c++17", "-arch=sm_90"})
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := NewScanner(nil).Scan(context.Background(), in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("warm", func(b *testing.B) {
+		s := NewScanner(nil)
+		for b.Loop() {
+			if _, _, err := s.Scan(context.Background(), in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

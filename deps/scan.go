@@ -251,6 +251,7 @@ func (sc *scan) expand(operand []token) ([]headerRef, bool) {
 // name (where compilers put their predefined macros), a name OpenCL
 // compilers predefine (CL_VERSION_1_2, the cl_khr_* extension macros,
 // FP_FAST_FMA), one of the few unreserved names GNU mode predefines, or
+// a name the caller says the compiler defines (Input.CompilerMacros), or
 // any name at all once an include was not found (its header may define
 // anything).
 func (sc *scan) unknown(name string) bool {
@@ -260,6 +261,11 @@ func (sc *scan) unknown(name string) bool {
 	}
 	for _, p := range predefinedPrefixes {
 		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	for _, m := range sc.in.CompilerMacros {
+		if p, ok := strings.CutSuffix(m, "*"); ok && strings.HasPrefix(name, p) || m == name {
 			return true
 		}
 	}
@@ -319,6 +325,15 @@ func (sc *scan) builtinMacros() *macroTable {
 // any include under Input.EveryCandidate) takes every file on the path, a
 // superset of the one the compiler picks.
 func (sc *scan) include(name string, angle bool, includerDir, rule string, kind dirKind, depth int) error {
+	if slices.Contains(sc.in.CompilerHeaders, name) {
+		// The compiler takes its own before any file of that name: no
+		// place shadows it, and no file holds what it defines.
+		if kind == dInclude || kind == dIncludeNext {
+			sc.unseen = true
+			sc.s.report(sc.sourceName(), "include of a header the compiler holds: computed includes that follow trust no undefined name", "name", name)
+		}
+		return nil
+	}
 	found := false
 	// #include_next (and __has_include_next) go on from the place after
 	// the includer's, which the scan does not track: every place on the

@@ -119,6 +119,22 @@ type Input struct {
 	// define macros the scan cannot know, so any identifier of a later
 	// computed include becomes unknowable.
 	CompleteSearchPath bool
+	// CompilerHeaders are the header names the compiler resolves on its
+	// own, before and instead of any directory: NVRTC 13's
+	// __nv_nvrtc_builtin_header.h, or headers handed to it in memory.
+	// An include of one is no file of the key (the compiler's identity,
+	// or the caller, stands for its text), and it may define macros the
+	// scan cannot see, so computed includes after it trust no name
+	// nobody defined, as after an include found nowhere without
+	// CompleteSearchPath.
+	CompilerHeaders []string
+	// CompilerMacros are names beyond the reserved ones (__X, _X) that the
+	// compiler may define on its own, in its built-in headers (NVRTC 13
+	// defines CUDART_VERSION, NV_IF_TARGET, assert, ...); an entry ending
+	// in "*" names every name it prefixes. A computed include that expands
+	// one that no scanned file defines cannot be known, as one that
+	// expands an undefined reserved name cannot.
+	CompilerMacros []string
 	// EveryCandidate keys every file an include could name along the
 	// search path, not only the first one found: for a compiler whose
 	// search order is not known exactly (an OpenCL driver other than

@@ -54,6 +54,7 @@ type program struct {
 	slots   []*slot      // one per device of the cached build
 	builtAt time.Time    // when the driver built it, for the commit delay
 	real    C.cl_program // the program the slots' binaries are read from
+	opts    string       // the options of the cached build, which a program made from a compiled object does not know
 	// ownRef: the layer holds a reference to real (a linked program, which
 	// has no handle of the layer's), released once its binaries are stored.
 	ownRef bool
@@ -106,7 +107,9 @@ func (l *layer) build(ctx context.Context, w *C.kc_program, st step, devs []C.cl
 		*driver = st.run(p.src, devs, opts)
 		return *driver
 	}
+	start := time.Now()
 	slots, err := l.lookup(ctx, p.src, st, devs, opts)
+	l.log.Debug("kcache layer: looked up", "took", time.Since(start))
 	switch {
 	case errors.Is(err, deps.ErrUncacheable):
 		l.log.Debug("kcache layer: dependencies cannot be bounded; the driver builds without the cache", "err", err)
@@ -121,15 +124,16 @@ func (l *layer) build(ctx context.Context, w *C.kc_program, st step, devs []C.cl
 		prog, err := l.fromCache(p.src, st, slots, opts)
 		if err == nil {
 			C.kc_adopt(w, prog, st.kind)
-			l.adopted(p, slots, prog)
+			l.adopted(p, slots, prog, opts)
 			return C.CL_SUCCESS
 		}
 		l.warn("the driver refused a cached binary; rebuilding it", "err", err)
 		l.forget(ctx, slots)
 	}
-	start := time.Now()
+	start = time.Now()
 	status := st.run(p.src, devs, opts)
 	took := time.Since(start)
+	l.log.Debug("kcache layer: built", "took", took)
 	*driver = status
 	if status != C.CL_SUCCESS {
 		for _, s := range slots {
@@ -231,12 +235,21 @@ func (l *layer) unblock(ctx context.Context, slots []*slot) {
 // heldElsewhere reports whether another build holds key's lock (or this
 // process's own pending build of the same key: flock locks conflict
 // between open files of one process too).
+//
+// A probe that fails is tried once more: the first probe of a new key
+// creates its directories, which on a loaded machine can take longer than
+// probeWait by itself, and a false "held" stores pending programs before
+// their launches (GEGL's first program was read so at its second build,
+// 13 s of PoCL's generic work-group compiles, on the 2-core machine).
 func (l *layer) heldElsewhere(ctx context.Context, key *kcache.Key) bool {
-	ctx, cancel := context.WithTimeout(ctx, probeWait)
-	defer cancel()
-	unlock, err := l.locks.Lock(ctx, key)
-	unlock()
-	return err != nil
+	probe := func() bool {
+		ctx, cancel := context.WithTimeout(ctx, probeWait)
+		defer cancel()
+		unlock, err := l.locks.Lock(ctx, key)
+		unlock()
+		return err != nil
+	}
+	return probe() && probe()
 }
 
 // lookupSlot looks one key up; a hit's record is decoded here, and one
@@ -289,10 +302,10 @@ func (l *layer) fromCache(src C.cl_program, st step, slots []*slot, opts string)
 }
 
 // adopted records a program made from the cache.
-func (l *layer) adopted(p *program, slots []*slot, prog C.cl_program) {
+func (l *layer) adopted(p *program, slots []*slot, prog C.cl_program, opts string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.done, p.slots, p.real = true, slots, prog
+	p.done, p.slots, p.real, p.opts = true, slots, prog, opts
 }
 
 // built records a program the driver built from source and stores its
@@ -359,7 +372,14 @@ func (l *layer) store(ctx context.Context, p *program) {
 	if p.dead || p.pid != os.Getpid() || !slices.ContainsFunc(p.slots, func(s *slot) bool { return s.pending != nil }) {
 		return
 	}
+	start := time.Now()
 	bins, err := binaries(p.real, len(p.slots))
+	read := time.Since(start)
+	defer func() {
+		// Where a cold run's time goes: the driver's binary (PoCL compiles
+		// then) against the write.
+		l.log.Debug("kcache layer: stored", "read", read, "write", time.Since(start)-read)
+	}()
 	for _, s := range p.slots {
 		if s.pending == nil {
 			continue
@@ -481,22 +501,23 @@ func abandon(p *program) {
 	p.dead = true
 }
 
-// cachedLog returns the stored build log of a program made from the cache.
-func (l *layer) cachedLog(w *C.kc_program, d C.cl_device_id) (string, bool) {
+// cachedBuild returns the stored build log of a program made from the
+// cache for device d, and the options the application built it with.
+func (l *layer) cachedBuild(w *C.kc_program, d C.cl_device_id) (log, opts string, ok bool) {
 	l.mu.Lock()
 	p, ok := l.progs[w]
 	l.mu.Unlock()
 	if !ok {
-		return "", false
+		return "", "", false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, s := range p.slots {
 		if s.dev == d && s.hit {
-			return s.log, true
+			return s.log, p.opts, true
 		}
 	}
-	return "", false
+	return "", "", false
 }
 
 func sameSet(a, b []C.cl_device_id) bool {

@@ -153,9 +153,32 @@ static void kc_free(kc_program *w) {
 	free(w);
 }
 
+// kc_nlinked is how many programs made from cached linked binaries are
+// alive: with none, which is almost always, the calls on the driver's
+// programs cost one atomic load more.
+static int kc_nlinked;
+void kc_linked_count(int n) { __atomic_store_n(&kc_nlinked, n, __ATOMIC_RELEASE); }
+static int kc_any_linked(void) { return kc_go() && __atomic_load_n(&kc_nlinked, __ATOMIC_ACQUIRE) > 0; }
+
+// kc_fresh forgets what the layer knew of a driver's program at p's
+// address: p is a new program, and a linked one from the cache that was
+// there before has gone without the layer seeing its last release (a
+// kernel held it).
+static void kc_fresh(cl_program p) {
+	if (p != NULL && kc_any_linked()) {
+		kcGoLinkedForget(p);
+	}
+}
+
 static cl_int CL_API_CALL kc_clReleaseProgram(cl_program p) {
 	kc_program *w = kc_wrapper(p);
 	if (w == NULL) {
+		cl_uint refs = 0;
+		if (kc_any_linked() &&
+		    kc_target->clGetProgramInfo(p, CL_PROGRAM_REFERENCE_COUNT, sizeof refs, &refs, NULL) == CL_SUCCESS &&
+		    refs == 1) {
+			kcGoLinkedForget(p);
+		}
 		return kc_target->clReleaseProgram(p);
 	}
 	int left = __atomic_sub_fetch(&w->refs, 1, __ATOMIC_ACQ_REL);
@@ -272,6 +295,21 @@ static cl_program CL_API_CALL kc_clLinkProgram(cl_context ctx, cl_uint nd, const
 	}
 	cl_program out = kc_target->clLinkProgram(ctx, nd, devs, options, np, in ? in : ps, notify, user_data, err);
 	free(in);
+	kc_fresh(out);
+	return out;
+}
+
+static cl_program CL_API_CALL kc_clCreateProgramWithBinary(cl_context ctx, cl_uint nd, const cl_device_id *devs,
+                                                           const size_t *lengths, const unsigned char **bins,
+                                                           cl_int *status, cl_int *err) {
+	cl_program out = kc_target->clCreateProgramWithBinary(ctx, nd, devs, lengths, bins, status, err);
+	kc_fresh(out);
+	return out;
+}
+
+static cl_program CL_API_CALL kc_clCreateProgramWithIL(cl_context ctx, const void *il, size_t n, cl_int *err) {
+	cl_program out = kc_target->clCreateProgramWithIL(ctx, il, n, err);
+	kc_fresh(out);
 	return out;
 }
 
@@ -334,18 +372,30 @@ static cl_int CL_API_CALL kc_clGetProgramBuildInfo(cl_program p, cl_device_id d,
                                                    size_t size, void *value, size_t *size_ret) {
 	kc_program *w = kc_wrapper(p);
 	if (w == NULL) {
+		if (param == CL_PROGRAM_BUILD_LOG && kc_any_linked()) {
+			return kcGoLinkedLog(p, d, size, value, size_ret);
+		}
 		return kc_target->clGetProgramBuildInfo(p, d, param, size, value, size_ret);
 	}
 	int cached = __atomic_load_n(&w->cached, __ATOMIC_ACQUIRE);
-	if (param == CL_PROGRAM_BUILD_LOG && cached && kc_go()) {
-		// The compiler's log of the build that made the cached binary.
-		return kcGoBuildLog(w, d, size, value, size_ret);
+	if (cached && kc_go() && (param == CL_PROGRAM_BUILD_LOG || param == CL_PROGRAM_BUILD_OPTIONS)) {
+		// The compiler's log of the build that made the cached binary, and
+		// the options the application gave: the driver compiled nothing
+		// from them in this process.
+		return kcGoBuildInfo(w, d, param, size, value, size_ret);
 	}
-	if (param == CL_PROGRAM_BUILD_STATUS && cached == KC_CACHED_OBJECT) {
+	if (cached == KC_CACHED_OBJECT) {
 		// A program made from a compiled object was never compiled here;
-		// the application compiled it, successfully.
+		// the application compiled it, successfully, into an object,
+		// whatever type the driver gives a program made from its binary.
 		cl_build_status ok = CL_BUILD_SUCCESS;
-		return kc_info_value(&ok, sizeof ok, size, value, size_ret);
+		cl_program_binary_type object = CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT;
+		switch (param) {
+		case CL_PROGRAM_BUILD_STATUS:
+			return kc_info_value(&ok, sizeof ok, size, value, size_ret);
+		case CL_PROGRAM_BINARY_TYPE:
+			return kc_info_value(&object, sizeof object, size, value, size_ret);
+		}
 	}
 	return kc_target->clGetProgramBuildInfo(kc_real(w), d, param, size, value, size_ret);
 }
@@ -625,6 +675,10 @@ CL_API_ENTRY cl_int CL_API_CALL clInitLayer(cl_uint num_entries, const struct _c
 	kc_dispatch.clBuildProgram = kc_clBuildProgram;
 	kc_dispatch.clCompileProgram = kc_clCompileProgram;
 	kc_dispatch.clLinkProgram = kc_clLinkProgram;
+	kc_dispatch.clCreateProgramWithBinary = kc_clCreateProgramWithBinary;
+	if (kc_dispatch.clCreateProgramWithIL != NULL) { // a loader of OpenCL 2.1 or later
+		kc_dispatch.clCreateProgramWithIL = kc_clCreateProgramWithIL;
+	}
 	kc_dispatch.clGetProgramInfo = kc_clGetProgramInfo;
 	kc_dispatch.clGetProgramBuildInfo = kc_clGetProgramBuildInfo;
 	kc_dispatch.clCreateKernel = kc_clCreateKernel;

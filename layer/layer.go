@@ -45,9 +45,12 @@ type layer struct {
 	scan  scanner
 	delay time.Duration
 
-	mu    sync.Mutex // guards progs and due; never held across a driver call, nor taken under a program's mu
+	mu    sync.Mutex // guards progs, due and linked; never held across a driver call, nor taken under a program's mu
 	progs map[*C.kc_program]*program
 	due   []*program // programs with binaries still to store, at the next commit point
+	// linked holds the stored logs, by device, of the live programs made
+	// from cached linked binaries (link.go).
+	linked map[C.cl_program]map[C.cl_device_id]string
 
 	warned sync.Map // warnings already given, by kind
 }
@@ -186,16 +189,20 @@ func kcGoForget(w *C.kc_program) {
 	theLayer.forgetProgram(context.Background(), w)
 }
 
-//export kcGoBuildLog
-func kcGoBuildLog(w *C.kc_program, d C.cl_device_id, size C.size_t, value unsafe.Pointer, sizeRet *C.size_t) (status C.cl_int) {
+//export kcGoBuildInfo
+func kcGoBuildInfo(w *C.kc_program, d C.cl_device_id, param C.cl_program_build_info, size C.size_t, value unsafe.Pointer, sizeRet *C.size_t) (status C.cl_int) {
 	status = C.CL_INVALID_DEVICE
 	defer guard("clGetProgramBuildInfo")
-	log, ok := theLayer.cachedLog(w, d)
+	log, opts, ok := theLayer.cachedBuild(w, d)
 	if !ok {
-		return C.kc_t_get_program_build_info(C.kc_real(w), d, C.CL_PROGRAM_BUILD_LOG, size, value, sizeRet)
+		return C.kc_t_get_program_build_info(C.kc_real(w), d, param, size, value, sizeRet)
+	}
+	s := log
+	if param == C.CL_PROGRAM_BUILD_OPTIONS {
+		s = opts
 	}
 	// The driver's form: a C string, its terminating NUL counted.
-	b := append([]byte(log), 0)
+	b := append([]byte(s), 0)
 	return C.kc_info_value(unsafe.Pointer(&b[0]), C.size_t(len(b)), size, value, sizeRet)
 }
 

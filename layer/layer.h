@@ -51,6 +51,10 @@ void kc_pending_add(cl_program real);
 void kc_pending_remove(cl_program real);
 int kc_pending_launched(cl_program real);
 
+// kc_linked_count tells the C half how many programs made from cached
+// linked binaries are alive (the Go half's table, link.go).
+void kc_linked_count(int n);
+
 // kc_info_value answers a clGet*Info query with the n bytes at src.
 cl_int kc_info_value(const void *src, size_t n, size_t size, void *value, size_t *size_ret);
 

@@ -79,6 +79,7 @@ func (l *layer) link(ctx context.Context, cctx C.cl_context, devs []C.cl_device_
 		prog, err := programFromBinaries(cctx, all, bins, opts, true)
 		if err == nil {
 			*errOut = C.CL_SUCCESS
+			l.linkedAdd(prog, slots)
 			return prog
 		}
 		l.warn("the driver refused a cached linked binary; linking again", "err", err)
@@ -89,6 +90,7 @@ func (l *layer) link(ctx context.Context, cctx C.cl_context, devs []C.cl_device_
 	took := time.Since(start)
 	if *errOut == C.CL_SUCCESS {
 		*linked = prog
+		l.linkedForget(prog) // a new program where a dead one may have been
 	}
 	if prog == nil || *errOut != C.CL_SUCCESS {
 		for _, s := range slots {
@@ -180,4 +182,63 @@ func linkPrograms(cctx C.cl_context, devs []C.cl_device_id, opts string, inputs 
 	defer C.free(unsafe.Pointer(in))
 	copy(unsafe.Slice(in, len(inputs)), inputs)
 	return C.kc_t_link_program(cctx, C.cl_uint(len(devs)), dp, copts, C.cl_uint(len(inputs)), in, errOut)
+}
+
+// A linked program is the driver's own, not a handle of the layer's, so
+// the application's queries of it reach the driver. A program linked from
+// cached binaries was linked by nobody in this process, and the driver
+// has no log for it: the layer answers CL_PROGRAM_BUILD_LOG with the
+// stored one, for as long as the program lives (see layer.c's
+// kc_linked_count).
+
+// linkedAdd records the stored logs of prog, a program made from cached
+// linked binaries.
+func (l *layer) linkedAdd(prog C.cl_program, slots []*slot) {
+	logs := map[C.cl_device_id]string{}
+	for _, s := range slots {
+		logs[s.dev] = s.log
+	}
+	l.mu.Lock()
+	if l.linked == nil {
+		l.linked = map[C.cl_program]map[C.cl_device_id]string{}
+	}
+	l.linked[prog] = logs
+	C.kc_linked_count(C.int(len(l.linked)))
+	l.mu.Unlock()
+}
+
+// linkedLog returns the stored log of prog for d, if prog was made from
+// cached linked binaries.
+func (l *layer) linkedLog(prog C.cl_program, d C.cl_device_id) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	log, ok := l.linked[prog][d]
+	return log, ok
+}
+
+// linkedForget drops prog, whose last reference the application is
+// releasing: the driver may give its address to another program.
+func (l *layer) linkedForget(prog C.cl_program) {
+	l.mu.Lock()
+	delete(l.linked, prog)
+	C.kc_linked_count(C.int(len(l.linked)))
+	l.mu.Unlock()
+}
+
+//export kcGoLinkedLog
+func kcGoLinkedLog(prog C.cl_program, d C.cl_device_id, size C.size_t, value unsafe.Pointer, sizeRet *C.size_t) (status C.cl_int) {
+	status = C.CL_INVALID_PROGRAM
+	defer guard("clGetProgramBuildInfo")
+	log, ok := theLayer.linkedLog(prog, d)
+	if !ok {
+		return C.kc_t_get_program_build_info(prog, d, C.CL_PROGRAM_BUILD_LOG, size, value, sizeRet)
+	}
+	b := append([]byte(log), 0)
+	return C.kc_info_value(unsafe.Pointer(&b[0]), C.size_t(len(b)), size, value, sizeRet)
+}
+
+//export kcGoLinkedForget
+func kcGoLinkedForget(prog C.cl_program) {
+	defer guard("clReleaseProgram")
+	theLayer.linkedForget(prog)
 }

@@ -4,7 +4,7 @@
 # layer, cold and warm through PoCL's own kernel cache, and cold and warm
 # through both (the layer with PoCL's cache left on). Warm runs are repeated
 # (REPEAT, default 3), interleaved, and their median is reported.
-# Usage: bench/layer/apps.sh [clpeak] [pyopencl] [hashcat] [opencv]
+# Usage: bench/layer/apps.sh [clpeak] [pyopencl] [hashcat] [opencv] [ffmpeg] [clfft] [clblast] [gegl]
 # Needs ./libkcache-layer.so (make layer).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,6 +14,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp layer/testdata/sums.py layer/testdata/umat.py "$work/"
 echo '#define SCALE 2.0f' >"$work/scale.h"
+# CLBlast through the tests' C host, and GEGL's input image.
+if [ -e /usr/include/clblast_c.h ]; then gcc -O2 -o "$work/blas" layer/testdata/blas.c -lclblast -lOpenCL; fi
+if command -v ffmpeg >/dev/null; then
+	ffmpeg -hide_banner -loglevel error -f lavfi -i testsrc=size=128x96 -frames:v 1 -y "$work/in.png"
+fi
 
 # first_result runs an application with the given environment and prints the
 # milliseconds until its first output line matching $marker.
@@ -73,5 +78,12 @@ for a in "${apps[@]}"; do
 	# OpenCV's own binary cache off, and its CPU device allowed (it takes
 	# GPUs only by default); the marker is its last result.
 	opencv) run_app opencv '^add ' env OPENCV_OPENCL_DEVICE=:CPU: OPENCV_OPENCL_CACHE_ENABLE=false /usr/bin/python3 umat.py ;;
+	# The same commands as the layer's TestMoreApplications.
+	ffmpeg) run_app ffmpeg '^0, +2,' ffmpeg -hide_banner -loglevel error -init_hw_device opencl=ocl:0.0 -filter_hw_device ocl \
+		-f lavfi -i testsrc=size=160x120:rate=5 -frames:v 3 \
+		-vf format=yuv420p,hwupload,avgblur_opencl=sizeX=3,unsharp_opencl,sobel_opencl,hwdownload,format=yuv420p -f framemd5 - ;;
+	clfft) run_app clfft 'PASS' clFFT-client -x 64 -y 64 -p 1 ;;
+	clblast) run_app clblast '^sdot' ./blas ;;
+	gegl) run_app gegl '^gegl done' sh -c 'GEGL_USE_OPENCL=cpu gegl -i in.png -o out.png -- gaussian-blur std-dev-x=2 std-dev-y=2 && echo gegl done' ;;
 	esac
 done

@@ -81,7 +81,8 @@ per file, where the binary came from (built, memory, disk, remote, or waited
 when another process built it), the time taken and the key digest.
 Every --depends FILE enters each file's key, so editing it causes a rebuild;
 a directory stands for every file under it (at most 10,000).
-The exit status is 1 if any file failed to build.
+The exit status is 1 if any file failed to build, or built but could not be
+stored (the reason is on standard error).
 
 Nothing is launched, so on PoCL each binary holds only the generic
 work-group functions, and a process that loads it compiles a specialized

@@ -17,7 +17,7 @@ type clearJSON struct {
 func newClearCmd() *cobra.Command {
 	var asJSON, exact bool
 	cmd := &cobra.Command{
-		Use:     "clear [--json]",
+		Use:     "clear [--json] [--bytes]",
 		Example: `  kcache clear`,
 		Short:   "Remove every entry",
 		Long: `Remove every entry of the cache, of every format version. Other processes

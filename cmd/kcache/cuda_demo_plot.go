@@ -7,13 +7,15 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // writeCUDADemoPlot draws the CUDA demo's times per kernel as grouped bars
 // on a log scale. Warm starts take well under a millisecond, so the axis
 // starts at a microsecond.
 func writeCUDADemoPlot(file string, rows []cudaDemoRow) error {
-	if _, err := plotFormat(file); err != nil {
+	format, err := plotFormat(file)
+	if err != nil {
 		return err
 	}
 	p := plot.New()
@@ -50,5 +52,7 @@ func writeCUDADemoPlot(file string, rows []cudaDemoRow) error {
 	p.X.Tick.Label.Rotation = 0.8
 	p.X.Tick.Label.XAlign = -1
 	p.X.Tick.Label.YAlign = -0.5
-	return p.Save(vg.Length(max(32*len(rows)+120, 480))*vg.Points(1), 6*vg.Inch, file)
+	c := newChartCanvas(vg.Length(max(32*len(rows)+120, 480))*vg.Points(1), 6*vg.Inch, format)
+	p.Draw(draw.New(c))
+	return writeChart(file, c)
 }

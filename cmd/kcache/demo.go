@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kcache/kcache/internal/suite"
 	"github.com/kcache/kcache/opencl"
@@ -60,7 +61,7 @@ func newDemoCmd() *cobra.Command {
 		backend  string
 	)
 	cmd := &cobra.Command{
-		Use: "demo [--plot FILE] [--json] [--case NAME]... [--repeat N]",
+		Use: "demo [--plot FILE] [--json] [--case NAME]... [--repeat N] [--backend opencl|cuda] [--device N] [--keep]",
 		Example: `  kcache demo --plot demo.svg
   kcache demo --case transpose-tiled --repeat 5`,
 		Short: "Run the kernel suite cold, warm and against PoCL's own cache",
@@ -120,7 +121,17 @@ func runDemo(ctx context.Context, out, progress io.Writer, o demoOptions) error 
 	if err != nil {
 		return err
 	}
-	return reportDemo(out, progress, o, demoRows(selectCases(o.cases), results), writeDemoTable, writeDemoPlot)
+	return reportDemo(out, progress, o, demoRows(selectCases(o.cases), results), writeDemoTable, plotWithCaption)
+}
+
+// plotWithCaption draws the demo's chart captioned with its device and
+// the date.
+func plotWithCaption(file string, rows []demoRow) error {
+	name := "unknown"
+	if d, err := selectDevice(demoDevice); err == nil {
+		name = d.Name()
+	}
+	return writeDemoPlot(file, rows, demoCaption(name, time.Now()))
 }
 
 // runPhases runs every phase as its own process (runRounds).

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/internal/suite"
 	"github.com/kcache/kcache/opencl"
 	"github.com/spf13/cobra"
@@ -106,7 +107,7 @@ func runCached(ctx context.Context, sess *session, q *opencl.Queue, c suite.Case
 		return k.Raw(), nil
 	}
 	err = execute(sess.cl, q, kernels, c)
-	r := phaseResult{Outcome: p.Outcome.String(), MS: msSince(start)}
+	r := phaseResult{Outcome: phaseOutcome(sess, p.Outcome), MS: msSince(start)}
 	if err != nil {
 		r.Error = err.Error()
 		return r
@@ -115,6 +116,17 @@ func runCached(ctx context.Context, sess *session, q *opencl.Queue, c suite.Case
 	p.Commit(ctx)
 	r.CommitMS = msSince(commit)
 	return r
+}
+
+// phaseOutcome names where a phase's program came from. With no tier
+// kcache only passes the build on, and the driver's own cache (the peer
+// phases') may have served it: "built" would claim a compile that did not
+// happen.
+func phaseOutcome(sess *session, o kcache.Outcome) string {
+	if o == kcache.OutcomeBuilt && sess.store != nil && sess.store.disk == nil && !sess.store.remote {
+		return "driver's own cache"
+	}
+	return o.String()
 }
 
 // runFloor reads the case's binary from the cache untimed, then times what

@@ -8,11 +8,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgpdf"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // demoSeries are the bars of the chart, in the order of each group and of
@@ -80,9 +84,9 @@ const (
 
 // writeDemoPlot draws the demo's times per kernel as grouped bars on a log
 // scale (cold and warm times differ by orders of magnitude), with a second
-// panel of the suite's totals, in the format file's extension names: .svg,
-// .png or .pdf.
-func writeDemoPlot(file string, rows []demoRow) error {
+// panel of the suite's totals and a caption (the device, the date, what
+// the floor is), in the format file's extension names: .svg, .png or .pdf.
+func writeDemoPlot(file string, rows []demoRow, caption []string) error {
 	format, err := plotFormat(file)
 	if err != nil {
 		return err
@@ -97,16 +101,35 @@ func writeDemoPlot(file string, rows []demoRow) error {
 	}
 	w := vg.Length(max(slotWidth*len(rows)+legendWidth+80, minChartWide))
 	h := vg.Length(kernelsTall + totalsTall)
-	c, err := draw.NewFormattedCanvas(w, h, format)
-	if err != nil {
-		return err
-	}
+	c := newChartCanvas(w, h, format)
 	dc := draw.New(c)
 	// draw.Crop takes the amounts to cut from the left, right, bottom and
 	// top (negative for right and top).
 	kernels.Draw(draw.Crop(dc, chartMargin, -legendWidth, totalsTall, -chartMargin))
 	legend(dc, w-legendWidth, h-chartMargin-28)
+	captionText(dc, w-legendWidth+4, h-chartMargin-120, caption)
 	totals.Draw(draw.Crop(dc, chartMargin, -legendWidth, chartMargin, -(kernelsTall + chartMargin)))
+	return writeChart(file, c)
+}
+
+// newChartCanvas returns a canvas of the format that embeds the fonts it
+// measures text with: an SVG or PDF that only names its font is drawn by
+// the viewer in whatever font it has, wider or narrower than the one the
+// layout was measured in, and labels are cut or overlap.
+func newChartCanvas(w, h vg.Length, format string) vg.CanvasWriterTo {
+	switch format {
+	case "svg":
+		return vgsvg.NewWith(vgsvg.UseWH(w, h), vgsvg.EmbedFonts(true))
+	case "pdf":
+		c := vgpdf.New(w, h)
+		c.EmbedFonts(true)
+		return c
+	}
+	return vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
+}
+
+// writeChart writes c to file.
+func writeChart(file string, c vg.CanvasWriterTo) error {
 	f, err := os.Create(file)
 	if err != nil {
 		return err
@@ -116,6 +139,34 @@ func writeDemoPlot(file string, rows []demoRow) error {
 		return err
 	}
 	return f.Close()
+}
+
+// captionText writes lines of small text, the first line's top at (x, y).
+func captionText(dc draw.Canvas, x, y vg.Length, lines []string) {
+	style := plot.New().Legend.TextStyle
+	style.Font.Size = vg.Points(8)
+	for i, l := range lines {
+		dc.FillText(style, vg.Point{X: x, Y: y - vg.Length(i)*style.Font.Size*1.3}, l)
+	}
+}
+
+// demoCaption says what a chart was measured on, and when, and what its
+// floor is, so a reader of the picture alone knows what it shows.
+func demoCaption(device string, when time.Time) []string {
+	return []string{
+		"device: " + device,
+		"measured " + when.Format("2006-01-02"),
+		"",
+		"floor: the same binary,",
+		"already in memory, loaded",
+		"and run: no cache can",
+		"start faster.",
+		"",
+		"Each kernel is a new",
+		"process, timed from the",
+		"request for its program",
+		"to its checked result.",
+	}
 }
 
 // kernelsPanel draws one group of bars per kernel.
@@ -158,49 +209,36 @@ func kernelsPanel(rows []demoRow) (*plot.Plot, error) {
 	return p, nil
 }
 
-// totalsPanel draws the suite's totals as horizontal bars, each labelled
-// with its time and its ratio to kcache warm.
+// totalsPanel draws the suite's totals as horizontal bars, each named
+// with its time and its ratio to kcache warm. The labels sit with the
+// names, left of the axis, so the axis need not reach past the longest
+// bar to make room for them.
 func totalsPanel(t demoRow) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "Whole suite (sum over kernels)"
 	p.X.Label.Text = "milliseconds (log scale)"
 	top := 0.0
 	names := make([]string, len(demoSeries))
-	var labels plotter.XYLabels
 	for i, s := range demoSeries {
 		v := s.value(t)
-		names[i] = s.name
+		names[len(demoSeries)-1-i] = s.name + ": " + totalLabel(v, t.WarmMS) // the first series on top
 		top = max(top, logMS(v))
 		bars, err := plotter.NewBarChart(plotter.Values{logMS(v)}, 14)
 		if err != nil {
 			return nil, err
 		}
 		bars.Horizontal = true
-		bars.XMin = float64(len(demoSeries) - 1 - i) // the first series on top
+		bars.XMin = float64(len(demoSeries) - 1 - i)
 		bars.Color = s.color
 		bars.LineStyle.Width = 0
 		p.Add(bars)
-		labels.XYs = append(labels.XYs, plotter.XY{X: logMS(v), Y: bars.XMin})
-		labels.Labels = append(labels.Labels, totalLabel(v, t.WarmMS))
 	}
-	l, err := plotter.NewLabels(labels)
-	if err != nil {
-		return nil, err
-	}
-	for i := range l.TextStyle {
-		l.TextStyle[i].YAlign = draw.YCenter
-	}
-	l.Offset = vg.Point{X: 4}
-	p.Add(l)
-	reversed := make([]string, len(names))
-	for i, n := range names {
-		reversed[len(names)-1-i] = n
-	}
-	p.NominalY(reversed...)
+	p.NominalY(names...)
 	p.Y.Min, p.Y.Max = -0.6, float64(len(demoSeries))-0.4
-	// Most of a decade beyond the longest bar: room for its label.
-	decades := int(math.Ceil(top + 0.05))
-	p.X.Min, p.X.Max = 0, float64(decades)+0.8
+	// The axis ends a little past the longest bar, at its decade's tick
+	// when that is near.
+	decades := int(math.Floor(top + 0.3))
+	p.X.Min, p.X.Max = 0, max(top+0.1, float64(decades))
 	p.X.Tick.Marker = plot.ConstantTicks(decadeTicks(decades))
 	return p, nil
 }
@@ -214,9 +252,9 @@ func totalLabel(ms, warm float64) string {
 	switch r := ms / warm; {
 	case warm <= 0 || ms == warm:
 	case r >= 10:
-		s += fmt.Sprintf("  (%.0fx kcache warm)", r)
+		s += fmt.Sprintf(" (%.0fx warm)", r)
 	default:
-		s += fmt.Sprintf("  (%.2fx kcache warm)", r)
+		s += fmt.Sprintf(" (%.2fx warm)", r)
 	}
 	return s
 }

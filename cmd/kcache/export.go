@@ -32,7 +32,7 @@ func newExportCmd() *cobra.Command {
 		exact     bool
 	)
 	cmd := &cobra.Command{
-		Use: "export [--device D] [--older-than AGE] [--json] FILE",
+		Use: "export [--device D] [--older-than AGE] [--json] [--bytes] FILE",
 		Example: `  kcache export cache.tar.zst
   kcache export --device "NVIDIA A100" a100.tar.zst
   kcache export - | ssh build-2 kcache import -`,

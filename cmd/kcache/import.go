@@ -27,7 +27,7 @@ type importJSON struct {
 func newImportCmd() *cobra.Command {
 	var allDevices, asJSON, exact bool
 	cmd := &cobra.Command{
-		Use: "import [--all-devices] [--json] FILE",
+		Use: "import [--all-devices] [--json] [--bytes] FILE",
 		Example: `  kcache import cache.tar.zst
   curl -s https://ci.example.com/cache.tar.zst | kcache import -`,
 		Short: "Add the entries of a bundle made by kcache export",

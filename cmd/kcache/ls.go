@@ -40,7 +40,7 @@ func newLsCmd() *cobra.Command {
 	var o lsOptions
 	var exact bool
 	cmd := &cobra.Command{
-		Use: "ls [--device D] [--older-than AGE] [--larger-than SIZE] [--sort used|size|built] [--json]",
+		Use: "ls [--device D] [--older-than AGE] [--larger-than SIZE] [--sort used|size|built] [--json] [--bytes]",
 		Example: `  kcache ls --sort size | head
   kcache ls --older-than 30d --device gfx90a
   kcache ls --json | jq -r '.[] | select(.build_ms > 1000) | .id'`,

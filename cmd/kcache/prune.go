@@ -27,7 +27,7 @@ func newPruneCmd() *cobra.Command {
 		asJSON, exact bool
 	)
 	cmd := &cobra.Command{
-		Use: "prune [--max-size SIZE] [--older-than AGE] [--dry-run] [--json]",
+		Use: "prune [--max-size SIZE] [--older-than AGE] [--dry-run] [--json] [--bytes]",
 		Example: `  kcache prune --older-than 30d
   kcache prune --max-size 2GiB --dry-run
   kcache prune   # apply KCACHE_MAX_SIZE and KCACHE_THRESHOLD now`,

@@ -46,7 +46,7 @@ const defaultServeWorkers = 4
 func newServeCmd() *cobra.Command {
 	o := &serveOptions{}
 	cmd := &cobra.Command{
-		Use: "serve [--idle-timeout D] | --stop | --status [--json]",
+		Use: "serve [--idle-timeout D] [--workers N] [--pch-heap-limit BYTES] [--socket PATH] [--log FILE] | --stop | --status [--json]",
 		Example: `  kcache serve --idle-timeout 30m   # run in the foreground
   KCACHE_SERVE=auto ./my-cuda-app     # started on demand by the first cold miss
   kcache serve --status --json
@@ -79,10 +79,8 @@ See docs/serve.md.`,
 	f.BoolVar(&o.asJSON, "json", false, "show the running server as one JSON object (null when none runs)")
 	f.IntVar(&o.workers, "workers", defaultServeWorkers, "compiles that run at once")
 	f.Int64Var(&o.heapSize, "pch-heap-limit", defaultPCHHeapLimit, "largest PCH heap NVRTC may grow to, in bytes")
-	f.StringVar(&o.socket, "socket", "", "listen on this socket instead of the user's default")
-	f.StringVar(&o.logFile, "log", "", "append the server's log to this file")
-	f.MarkHidden("socket")
-	f.MarkHidden("log")
+	f.StringVar(&o.socket, "socket", "", "the socket to listen on, stop or ask (default: the user's, see docs/serve.md)")
+	f.StringVar(&o.logFile, "log", "", "append the server's log to this file (default: standard error)")
 	return cmd
 }
 

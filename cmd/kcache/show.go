@@ -52,7 +52,7 @@ const sourceHeadLines = 20
 func newShowCmd() *cobra.Command {
 	var asJSON, exact bool
 	cmd := &cobra.Command{
-		Use: "show [--json] ID",
+		Use: "show [--json] [--bytes] ID",
 		Example: `  kcache show 3f2a9c
   kcache show --json 3f2a9c | jq .headers`,
 		Short: "Show an entry's full key record",

@@ -32,7 +32,7 @@ type problemJSON struct {
 func newVerifyCmd() *cobra.Command {
 	var asJSON, repair, exact bool
 	cmd := &cobra.Command{
-		Use: "verify [--repair] [--json]",
+		Use: "verify [--repair] [--json] [--bytes]",
 		Example: `  kcache verify
   kcache verify --repair   # remove what is damaged`,
 		Short: "Check every entry's record and checksums",

@@ -44,7 +44,8 @@ func newWarmCmd() *cobra.Command {
 through the cache for the selected device, --jobs at a time, so that later runs
 find them on disk. A progress bar shows on standard error when it is a
 terminal and --json is not given. With --json, print one object per file per
-line, as kcache build does. The exit status is 1 if any build failed.
+line, as kcache build does. The exit status is 1 if any build failed, or built but could not be
+stored (the reason is on standard error).
 --depends and --specialize work as they do for kcache build: on PoCL,
 --specialize compiles the launch shapes your kernels use into the stored
 binaries, so that a process loading them compiles nothing.`,

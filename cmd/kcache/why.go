@@ -45,7 +45,7 @@ func newWhyCmd() *cobra.Command {
 		special  string
 	)
 	cmd := &cobra.Command{
-		Use: "why [-I DIR]... [--depends FILE]... [--options \"...\"] [--device N] [--specialize LIST] [--json] FILE",
+		Use: "why [-I DIR]... [--depends FILE]... [--options \"...\"] [--device N] [--specialize LIST] [--backend opencl|cuda] [--json] FILE",
 		Example: `  # did this kernel hit, and if not, what changed?
   kcache why -I include --options "-DTILE=16" kernels/gemm.cl`,
 		Short: "Explain whether FILE's build would come from the cache, and why not",

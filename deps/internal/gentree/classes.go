@@ -105,6 +105,15 @@ const (
 	// programs of the classes before it stay as they were.)
 	FeatureTest
 
+	// Systems: computed includes as CCCL-style trees build them (Thrust's
+	// device systems, CUB's and CUTLASS's per-architecture headers): a
+	// configuration header picks a system's name on one branch of an
+	// #if/#elif chain over an option, and headers build include names
+	// from it with ## and #, in angled and quoted forms, through a
+	// macro that is #undef'd after use. (Numbered last, like
+	// FeatureTest, so the programs of the classes before it stay.)
+	Systems
+
 	numClasses
 )
 
@@ -132,6 +141,7 @@ var classNames = [numClasses]string{
 	Whitespace:   "whitespace",
 	EOF:          "eof",
 	FeatureTest:  "feature-test",
+	Systems:      "systems",
 }
 
 func (c Class) String() string {

@@ -143,6 +143,7 @@ func (g *gen) build() {
 		{Symlink, g.symlink},
 		{Rescan, g.rescan},
 		{Forced, g.forced},
+		{Systems, g.systems},
 	}
 	var later []func()
 	for _, s := range special {

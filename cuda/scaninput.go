@@ -1,0 +1,120 @@
+package cuda
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/kcache/kcache/deps"
+)
+
+// nvrtcBuiltinHeader is the one header name NVRTC 13.0 resolves with no
+// directory: it includes it in every program, from its builtins library.
+// Measured on the H100 (bench/RESULTS-cuda.md, "Key precision on CCCL"):
+// of 2,157 names probed (every C and C++ standard header, every header of
+// the toolkit's include directory, every name CCCL includes), quoted and
+// angled, with no -I, only this one compiled; it wins over a file of the
+// same name in an -I directory or the working directory.
+const nvrtcBuiltinHeader = "__nv_nvrtc_builtin_header.h"
+
+// scanInputs returns the dependency scanner's inputs for src: the program,
+// then each header handed to NVRTC in memory, searched as NVRTC searches.
+func scanInputs(src Source, p plan) []deps.Input {
+	main := nvrtcInput(src, p)
+	main.Source, main.Depends = src.Code, src.Depends
+	// NVRTC searches the directory of the program's name (relative to the
+	// working directory: "kcache.cu" names the working directory) first for
+	// its quoted includes, unless -no-source-include.
+	main.Path = programName(src)
+	if slices.Contains(p.options, "-no-source-include") || slices.Contains(p.options, "--no-source-include") {
+		main.Path = ""
+	}
+	ins := []deps.Input{main}
+	for _, h := range src.Headers {
+		in := nvrtcInput(src, p)
+		in.Source = h.Content
+		ins = append(ins, in)
+	}
+	return ins
+}
+
+// nvrtcInput is what every input of src shares: the options, and, for
+// NVRTC 13 (whose search was measured), the promise that it searches no
+// directory of its own: an include found nowhere fails the build where it
+// is live, so it is keyed by its absence, and only the names NVRTC holds
+// (its built-in header and src's headers in memory) may define macros the
+// scan cannot see. For other versions, an include found nowhere may come
+// from a place the scan cannot see.
+func nvrtcInput(src Source, p plan) deps.Input {
+	in := deps.Input{Args: p.options}
+	if major, err := nvrtcMajor(); err == nil && major == 13 {
+		nvrtc13(&in, src)
+	}
+	return in
+}
+
+// nvrtc13 sets in up for NVRTC 13's search, as measured.
+func nvrtc13(in *deps.Input, src Source) {
+	in.CompleteSearchPath = true
+	in.CompilerHeaders = []string{nvrtcBuiltinHeader}
+	in.CompilerMacros = nvrtcMacros
+	for _, h := range src.Headers {
+		in.CompilerHeaders = append(in.CompilerHeaders, h.Name)
+	}
+}
+
+// nvrtcMajor is NVRTC's major version, asked once: it cannot change
+// within a process, and every key computes its scan input.
+var nvrtcMajor = sync.OnceValues(func() (int, error) {
+	major, _, err := NVRTCVersion()
+	return major, err
+})
+
+// nvrtcMacros are the names beyond the reserved ones that NVRTC 13.0
+// defines in every program, from its built-in header: measured on the
+// H100 by testing #ifdef on each of the 3,174 such names the toolkit's
+// headers define, under -arch=sm_90 -std=c++17 and with no option (the
+// same 158 names both ways: these 104, and 54 of NV_*, kept as a prefix so
+// that the architectures of later versions are covered too).
+var nvrtcMacros = []string{
+	"NV_*",
+	"CUDARTAPI", "CUDARTAPI_CDECL", "CUDART_CB", "CUDART_DEVICE", "CUDART_VERSION",
+	"CUDA_IPC_HANDLE_SIZE", "CU_UUID_HAS_BEEN_DEFINED", "assert",
+	"cudaArrayColorAttachment", "cudaArrayCubemap", "cudaArrayDefault",
+	"cudaArrayDeferredMapping", "cudaArrayLayered", "cudaArraySparse",
+	"cudaArraySparsePropertiesSingleMipTail", "cudaArraySurfaceLoadStore",
+	"cudaArrayTextureGather", "cudaCpuDeviceId", "cudaDeviceBlockingSync",
+	"cudaDeviceLmemResizeToMax", "cudaDeviceMapHost", "cudaDeviceMask",
+	"cudaDeviceScheduleAuto", "cudaDeviceScheduleBlockingSync", "cudaDeviceScheduleMask",
+	"cudaDeviceScheduleSpin", "cudaDeviceScheduleYield", "cudaDeviceSyncMemops",
+	"cudaEventBlockingSync", "cudaEventDefault", "cudaEventDisableTiming",
+	"cudaEventInterprocess", "cudaEventRecordDefault", "cudaEventRecordExternal",
+	"cudaEventWaitDefault", "cudaEventWaitExternal", "cudaExternalMemoryDedicated",
+	"cudaExternalSemaphoreSignalSkipNvSciBufMemSync",
+	"cudaExternalSemaphoreWaitSkipNvSciBufMemSync", "cudaGraphKernelNodePortDefault",
+	"cudaGraphKernelNodePortLaunchCompletion", "cudaGraphKernelNodePortProgrammatic",
+	"cudaHostAllocDefault", "cudaHostAllocMapped", "cudaHostAllocPortable",
+	"cudaHostAllocWriteCombined", "cudaHostRegisterDefault", "cudaHostRegisterIoMemory",
+	"cudaHostRegisterMapped", "cudaHostRegisterPortable", "cudaHostRegisterReadOnly",
+	"cudaInitDeviceFlagsAreValid", "cudaInvalidDeviceId", "cudaIpcMemLazyEnablePeerAccess",
+	"cudaKernelNodeAttrID", "cudaKernelNodeAttrValue",
+	"cudaKernelNodeAttributeAccessPolicyWindow", "cudaKernelNodeAttributeClusterDimension",
+	"cudaKernelNodeAttributeClusterSchedulingPolicyPreference",
+	"cudaKernelNodeAttributeCooperative",
+	"cudaKernelNodeAttributeDeviceUpdatableKernelNode",
+	"cudaKernelNodeAttributeMemSyncDomain", "cudaKernelNodeAttributeMemSyncDomainMap",
+	"cudaKernelNodeAttributeNvlinkUtilCentricScheduling",
+	"cudaKernelNodeAttributePreferredSharedMemoryCarveout",
+	"cudaKernelNodeAttributePriority", "cudaMemAttachGlobal", "cudaMemAttachHost",
+	"cudaMemAttachSingle", "cudaMemPoolCreateUsageHwDecompress", "cudaNvSciSyncAttrSignal",
+	"cudaNvSciSyncAttrWait", "cudaOccupancyDefault", "cudaOccupancyDisableCachingOverride",
+	"cudaPeerAccessDefault", "cudaStreamAttrID", "cudaStreamAttrValue",
+	"cudaStreamAttributeAccessPolicyWindow", "cudaStreamAttributeMemSyncDomain",
+	"cudaStreamAttributeMemSyncDomainMap", "cudaStreamAttributePriority",
+	"cudaStreamAttributeSynchronizationPolicy", "cudaStreamDefault", "cudaStreamLegacy",
+	"cudaStreamNonBlocking", "cudaStreamPerThread", "cudaSurfaceType1D",
+	"cudaSurfaceType1DLayered", "cudaSurfaceType2D", "cudaSurfaceType2DLayered",
+	"cudaSurfaceType3D", "cudaSurfaceTypeCubemap", "cudaSurfaceTypeCubemapLayered",
+	"cudaTextureType1D", "cudaTextureType1DLayered", "cudaTextureType2D",
+	"cudaTextureType2DLayered", "cudaTextureType3D", "cudaTextureTypeCubemap",
+	"cudaTextureTypeCubemapLayered", "va_arg", "va_copy", "va_end", "va_start",
+}
