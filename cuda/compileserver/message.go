@@ -144,10 +144,14 @@ type Stats struct {
 	Refused      int64         `json:"refused"` // connections of other users
 	PCHCreated   int64         `json:"pch_created"`
 	PCHHits      int64         `json:"pch_hits"`
-	Retired      int64         `json:"retired"` // 1 once a changed header made the server retire
-	CompileTime  time.Duration `json:"compile_time_ns"`
-	Queued       int           `json:"queued"`
-	MaxRSS       int64         `json:"max_rss_bytes"`
+	// PCHOtherContext counts compiles made without precompiled headers
+	// because their working directory or options differed from the
+	// compile that made them.
+	PCHOtherContext int64         `json:"pch_other_context"`
+	Retired         int64         `json:"retired"` // 1 once a changed header made the server retire
+	CompileTime     time.Duration `json:"compile_time_ns"`
+	Queued          int           `json:"queued"`
+	MaxRSS          int64         `json:"max_rss_bytes"`
 }
 
 func encodeRequest(r *Request) []byte {

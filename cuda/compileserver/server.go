@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -93,6 +94,11 @@ type Server struct {
 	// seen holds the digest of every header an earlier compile read, by
 	// path ("memory:NAME" for in-memory ones).
 	seen map[string][32]byte
+	// pchContext is what every compile that may use the precompiled
+	// headers shares: the working directory, the program name's directory
+	// and the options (search path and macros), fixed by the first such
+	// compile. See pchSafe.
+	pchContext string
 	// retiring is set by retire: every compile after it, queued before
 	// the socket closed, goes without PCH.
 	retiring bool
@@ -100,7 +106,7 @@ type Server struct {
 
 	// counters, for Stats
 	requests, compiled, compileErrors, stale, busy, mismatched, failed, refused atomic.Int64
-	pchCreated, pchHits, compileNanos, retired                                  atomic.Int64
+	pchCreated, pchHits, compileNanos, retired, otherContext                    atomic.Int64
 }
 
 // job is a request waiting for the worker.
@@ -364,7 +370,7 @@ func (s *Server) run(ctx context.Context, j *job) *Reply {
 	defer s.cwd.leave()
 	cctx, cancel := context.WithCancel(ctx)
 	stopWatch := context.AfterFunc(j.ctx, cancel)
-	pch := s.pchSafe(req)
+	pch, changed := s.pchSafe(req)
 	start := time.Now()
 	reply, err := s.comp.Compile(cctx, req, pch)
 	took := time.Since(start)
@@ -383,23 +389,33 @@ func (s *Server) run(ctx context.Context, j *job) *Reply {
 	}
 	s.count(reply)
 	reply.Compile = took
-	if !pch {
+	if changed {
 		s.retire()
 	}
 	return reply
 }
 
 // pchSafe records the headers of req and reports whether the compiler's
-// precompiled headers may be used for it: not when a header an earlier
-// compile read has other content now. NVRTC's PCH (EDG's) checks its
+// precompiled headers may be used for it, and whether a header an earlier
+// compile read has other content now (changed): then they may not, nor
+// for a request of another context than the first (pchContextOf). NVRTC's PCH (EDG's) checks its
 // headers by modification time; an edit that keeps the time (a copy that
 // preserves it, two writes in one tick) would compile against the old
 // header. Such a request is compiled without PCH, and the server retires
 // so that the next client starts one with a fresh PCH heap.
-func (s *Server) pchSafe(req *Request) bool {
+func (s *Server) pchSafe(req *Request) (pch, changed bool) {
 	s.pchMu.Lock()
 	defer s.pchMu.Unlock()
 	safe := !s.retiring
+	// A request of another context may resolve an include to another
+	// file, or see a header under other macros: whether NVRTC's PCH
+	// notices is not known (it missed an edit in place), so such a
+	// request goes without PCH, and the server stays.
+	ctx := pchContextOf(req)
+	if s.pchContext == "" {
+		s.pchContext = ctx
+	}
+	sameContext := ctx == s.pchContext
 	note := func(name string, d [32]byte) {
 		if old, ok := s.seen[name]; ok && old != d {
 			safe = false
@@ -414,7 +430,28 @@ func (s *Server) pchSafe(req *Request) bool {
 	for _, h := range req.Headers {
 		note("memory:"+h.Name, sha256.Sum256(h.Content))
 	}
-	return safe
+	switch {
+	case !safe:
+		return false, true
+	case !sameContext:
+		s.otherContext.Add(1)
+		return false, false
+	}
+	return true, false
+}
+
+// pchContextOf names what decides how a request's includes resolve and
+// what its headers' macros are, besides the files' contents.
+func pchContextOf(req *Request) string {
+	var b strings.Builder
+	b.WriteString(req.WorkDir)
+	b.WriteByte(0)
+	b.WriteString(filepath.Dir(req.Name))
+	for _, o := range req.Options {
+		b.WriteByte(0)
+		b.WriteString(o)
+	}
+	return b.String()
 }
 
 // retire stops the server after the compile in hand: its compiler's
@@ -491,7 +528,7 @@ func (s *Server) Stats() Stats {
 		Uptime: time.Since(s.start), IdleTimeout: s.opts.IdleTimeout,
 		Requests: s.requests.Load(), Compiled: s.compiled.Load(), CompileError: s.compileErrors.Load(),
 		Stale: s.stale.Load(), Busy: s.busy.Load(), Mismatch: s.mismatched.Load(), Failed: s.failed.Load(),
-		Refused: s.refused.Load(), Retired: s.retired.Load(), PCHCreated: s.pchCreated.Load(), PCHHits: s.pchHits.Load(),
+		Refused: s.refused.Load(), Retired: s.retired.Load(), PCHCreated: s.pchCreated.Load(), PCHHits: s.pchHits.Load(), PCHOtherContext: s.otherContext.Load(),
 		CompileTime: time.Duration(s.compileNanos.Load()), Queued: len(s.jobs)}
 	var ru unix.Rusage
 	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {

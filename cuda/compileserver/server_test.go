@@ -482,6 +482,36 @@ func TestMemoryHeaderChangeRetires(t *testing.T) {
 	}
 }
 
+// TestOtherContextGoesWithoutPCH: a request whose options differ from
+// those of the compile that made the precompiled headers (another -I
+// could resolve a header to another file) is compiled without them, and
+// the server stays; a request of the first context uses them again.
+func TestOtherContextGoesWithoutPCH(t *testing.T) {
+	_, cl, _ := startInProcess(t, Options{})
+	first := request("a")
+	first.Options = []string{"-I", "one"}
+	if r := compile(t, cl, first); !strings.Contains(string(r.Code), "pch=true") {
+		t.Fatalf("first compile: %q", r.Code)
+	}
+	other := request("b")
+	other.Options = []string{"-I", "two", "-I", "one"}
+	if r := compile(t, cl, other); !strings.Contains(string(r.Code), "pch=false") {
+		t.Errorf("another search path compiled with PCH: %q", r.Code)
+	}
+	again := request("c")
+	again.Options = []string{"-I", "one"}
+	if r := compile(t, cl, again); !strings.Contains(string(r.Code), "pch=true") {
+		t.Errorf("the first context again: %q, want PCH", r.Code)
+	}
+	st, err := cl.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.PCHOtherContext != 1 || st.Retired != 0 {
+		t.Errorf("stats %+v: want one compile of another context and no retirement", st)
+	}
+}
+
 // TestWorkersShareWorkDir: with several workers, compiles in one working
 // directory run together, and a compile for another directory runs in
 // its own: every client gets its working directory.
