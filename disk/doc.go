@@ -17,7 +17,10 @@
 // the binary moved into the record's file (entry version 1) keep it in
 // <n>.bin beside the record; they are read as they are, and a Put over one
 // replaces both files with one. The file appears whole by one rename and is
-// the commit marker. A lookup
+// the commit marker. A kcache older than entry version 2 sharing the
+// directory takes such an entry for a damaged one: its lookups miss and
+// rebuild (and store version 1, which this version reads), and its
+// maintenance passes remove them. A lookup
 // compares the full key, so keys whose digests collide take slots 0, 1, ...
 // of the same directory. The version directory also holds shards/ (the
 // shards' journals and totals, shard.go), trim.txt (the last maintenance
