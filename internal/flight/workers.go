@@ -34,7 +34,10 @@ func spawn(job func()) {
 
 // work runs job, then waits for the next one, unless maxIdle goroutines
 // wait already. A job that calls runtime.Goexit ends its goroutine; run
-// has made sure its callers are told.
+// has made sure its callers are told. A job that leaves its goroutine
+// locked to its OS thread (runtime.LockOSThread without the unlock) leaves
+// the builds after it on that thread: the CUDA backend's calls set their
+// context on every call, and lock and unlock in pairs.
 func work(job func()) {
 	for {
 		job()
