@@ -97,41 +97,43 @@ func (c *Cache) RecordMemory(hit bool, saved time.Duration) {
 // ErrBuildPanic for a panic, with the builder's stack), logged, and never
 // kept: the next caller builds again.
 func (c *Cache) GetOrBuild(ctx context.Context, key *Key, build BuildFunc) (Result, error) {
-	d := c.digests(key)
-	r, err := c.flight.Do(ctx, d.Key, func(ctx context.Context) (Result, error) {
-		return c.lookupOrBuild(ctx, key, d.Key, build)
+	p := key.Prepare()
+	c.trace(p)
+	d := p.digests.Key
+	r, err := c.flight.Do(ctx, d, func(ctx context.Context) (Result, error) {
+		return c.lookupOrBuild(ctx, p, build)
 	})
 	if err != nil {
-		return Result{Digest: d.Key}, err
+		return Result{Digest: d}, err
 	}
 	return r, nil
 }
 
-// digests computes key's digests, tracing them when asked to: the trace is
-// how a user finds out why a lookup missed.
-func (c *Cache) digests(key *Key) Digests {
-	d := key.Digests()
+// trace logs a prepared key's digests when asked to: the trace is how a
+// user finds out why a lookup missed.
+func (c *Cache) trace(p *Prepared) {
 	if c.cfg.Trace {
+		d, key := p.digests, p.key
 		c.log.Debug("kcache key", "key", d.Key, "device", d.Device, "image", d.Image,
 			"spec", d.Spec, "options", d.Options, "device_name", key.Device.Name,
 			"compiler", key.Compiler.Version, "compile_options", key.Options.Compile,
 			"headers", len(key.Image.Headers), "env", key.Options.Env)
 	}
-	return d
 }
 
 // Get looks key up in the binary tiers only, filling the tiers above a hit.
 // It returns an error wrapping ErrMiss when no tier has it.
 func (c *Cache) Get(ctx context.Context, key *Key) (Result, error) {
-	return c.get(ctx, key, key.Digest(), true)
+	return c.get(ctx, key.Prepare(), true)
 }
 
 // get searches the tiers. countMiss is false for the second look after
 // taking the build lock, so one request counts at most one miss per tier.
-func (c *Cache) get(ctx context.Context, key *Key, digest Digest, countMiss bool) (Result, error) {
+func (c *Cache) get(ctx context.Context, p *Prepared, countMiss bool) (Result, error) {
+	key, digest := p.key, p.digests.Key
 	for i, t := range c.tiers {
 		start := time.Now()
-		e, err := t.Store.Get(ctx, key)
+		e, err := getFrom(ctx, t.Store, p)
 		if err != nil {
 			if countMiss {
 				c.missed(t, "get", err)
@@ -145,6 +147,15 @@ func (c *Cache) get(ctx context.Context, key *Key, digest Digest, countMiss bool
 		return Result{Binary: e.Binary, Outcome: t.Kind, Digest: digest, BuildTime: e.BuildTime}, nil
 	}
 	return Result{Digest: digest}, fmt.Errorf("kcache: %s: %w", digest, ErrMiss)
+}
+
+// getFrom asks a store for a prepared key, through GetPrepared where the
+// store has it.
+func getFrom(ctx context.Context, s Store, p *Prepared) (Entry, error) {
+	if g, ok := s.(PreparedGetter); ok {
+		return g.GetPrepared(ctx, p)
+	}
+	return s.Get(ctx, p.key)
 }
 
 // missed counts a miss in tier t, and warns once per tier and operation
@@ -199,12 +210,12 @@ func (c *Cache) fill(ctx context.Context, key *Key, e Entry, above []Tier) {
 }
 
 // lookupOrBuild runs once per key at a time in this process.
-func (c *Cache) lookupOrBuild(ctx context.Context, key *Key, digest Digest, build BuildFunc) (Result, error) {
-	r, p, err := c.lookup(ctx, key, digest)
-	if p == nil {
+func (c *Cache) lookupOrBuild(ctx context.Context, p *Prepared, build BuildFunc) (Result, error) {
+	r, pending, err := c.lookup(ctx, p)
+	if pending == nil {
 		return r, err
 	}
-	return p.build(ctx, build)
+	return pending.build(ctx, build)
 }
 
 // Lookup looks key up in the tiers. On a hit it returns the result and a
@@ -218,18 +229,27 @@ func (c *Cache) lookupOrBuild(ctx context.Context, key *Key, digest Digest, buil
 // kernel's first launch and includes them in the binary only if it is read
 // afterwards. GetOrBuild is Lookup, build, Commit in one call.
 func (c *Cache) Lookup(ctx context.Context, key *Key) (Result, *Pending, error) {
-	return c.lookup(ctx, key, c.digests(key).Key)
+	return c.LookupPrepared(ctx, key.Prepare())
 }
 
-func (c *Cache) lookup(ctx context.Context, key *Key, digest Digest) (Result, *Pending, error) {
-	if r, err := c.get(ctx, key, digest, true); err == nil {
+// LookupPrepared is Lookup for a key already prepared: a caller that needs
+// the key's digest itself (an object tier above the cache) prepares the
+// key once for both.
+func (c *Cache) LookupPrepared(ctx context.Context, p *Prepared) (Result, *Pending, error) {
+	c.trace(p)
+	return c.lookup(ctx, p)
+}
+
+func (c *Cache) lookup(ctx context.Context, p *Prepared) (Result, *Pending, error) {
+	if r, err := c.get(ctx, p, true); err == nil {
 		return r, nil, nil
 	}
-	unlock, r, hit := c.lockKey(ctx, key, digest)
+	digest := p.digests.Key
+	unlock, r, hit := c.lockKey(ctx, p)
 	if hit {
 		return r, nil, nil
 	}
-	return Result{Digest: digest}, &Pending{c: c, key: key, digest: digest, unlock: unlock, start: time.Now()}, nil
+	return Result{Digest: digest}, &Pending{c: c, key: p.key, digest: digest, unlock: unlock, start: time.Now()}, nil
 }
 
 // Pending is a build in progress after a miss. Exactly one of Commit,
@@ -316,7 +336,7 @@ func (p *Pending) build(ctx context.Context, build BuildFunc) (Result, error) {
 // On such a hit it releases what it holds and returns the result as
 // waited. A lock that cannot be had is a warning, not a failure: the build
 // goes on without it.
-func (c *Cache) lockKey(ctx context.Context, key *Key, digest Digest) (unlock func(), r Result, hit bool) {
+func (c *Cache) lockKey(ctx context.Context, p *Prepared) (unlock func(), r Result, hit bool) {
 	var held []func()
 	release := func() {
 		for i := len(held) - 1; i >= 0; i-- {
@@ -328,14 +348,14 @@ func (c *Cache) lockKey(ctx context.Context, key *Key, digest Digest) (unlock fu
 		if !ok {
 			continue
 		}
-		u, err := l.Lock(ctx, key)
+		u, err := l.Lock(ctx, p.key)
 		if err != nil {
 			c.stats.tier(t.Kind).errors.Add(1)
 			c.warn(t, "lock", err)
 			continue
 		}
 		held = append(held, u)
-		if r, err := c.get(ctx, key, digest, false); err == nil {
+		if r, err := c.get(ctx, p, false); err == nil {
 			release()
 			c.stats.waited.Add(1)
 			c.stats.tier(r.Outcome).waited.Add(1)
@@ -378,7 +398,7 @@ func (c *Cache) Delete(ctx context.Context, key *Key) error {
 // again, and the caller, holding no lock, builds without storing.
 func (c *Cache) Discard(ctx context.Context, key *Key) (Result, *Pending, error) {
 	if err := c.Delete(ctx, key); err != nil {
-		c.log.Warn("kcache: removing an unusable entry", "key", c.digests(key).Key, "err", err)
+		c.log.Warn("kcache: removing an unusable entry", "key", key.Digest(), "err", err)
 	}
 	return c.Lookup(ctx, key)
 }

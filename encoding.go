@@ -14,15 +14,8 @@ const keyMagic = "KCKEY"
 // prefixed by its length. Set-like fields are sorted first, so equal keys
 // have equal encodings. The encoding is pinned by golden tests.
 func (k *Key) MarshalBinary() ([]byte, error) {
-	c := k.canonical()
-	var e encoder
-	e.buf = append(e.buf, keyMagic...)
-	e.uvarint(FormatVersion)
-	e.buf = c.appendDevice(e.buf)
-	e.buf = c.appendImage(e.buf)
-	e.buf = c.appendSpec(e.buf)
-	e.buf = c.appendOptions(e.buf)
-	return e.buf, nil
+	enc, _ := k.canonical().encode()
+	return enc, nil
 }
 
 // UnmarshalBinary decodes a key encoded by MarshalBinary. Any malformed,

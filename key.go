@@ -136,57 +136,38 @@ const (
 )
 
 // Digests computes the digest of k and of each of its components.
-func (k *Key) Digests() Digests {
-	c := k.canonical()
-	var d Digests
-	d.Device = componentDigest(tagDevice, c.appendDevice(nil))
-	d.Image = componentDigest(tagImage, c.appendImage(nil))
-	d.Spec = componentDigest(tagSpec, c.appendSpec(nil))
-	d.Options = componentDigest(tagOptions, c.appendOptions(nil))
-	h := sha256.New()
-	var e encoder
-	e.str(tagKey)
-	e.uvarint(FormatVersion)
-	for _, part := range [...]Digest{d.Device, d.Image, d.Spec, d.Options} {
-		e.bytes(part[:])
-	}
-	h.Write(e.buf)
-	h.Sum(d.Key[:0])
-	return d
-}
+func (k *Key) Digests() Digests { return k.Prepare().digests }
 
 // Digest returns the digest of the whole key.
-func (k *Key) Digest() Digest { return k.Digests().Key }
-
-func componentDigest(tag string, enc []byte) Digest {
-	var e encoder
-	e.str(tag)
-	e.uvarint(FormatVersion)
-	h := sha256.New()
-	h.Write(e.buf)
-	h.Write(enc)
-	var d Digest
-	h.Sum(d[:0])
-	return d
-}
+func (k *Key) Digest() Digest { return k.Prepare().digests.Key }
 
 // canonical returns a copy of k whose set-like fields are sorted. The byte
-// slices are shared with k; only the slice headers are copied.
+// slices are shared with k; only the slice headers are copied, and a field
+// already in order (the usual case: scanners and backends emit sorted
+// lists) is shared as it is, not copied.
 func (k *Key) canonical() *Key {
 	c := *k
-	c.Image.Headers = slices.Clone(k.Image.Headers)
-	slices.SortStableFunc(c.Image.Headers, func(a, b Header) int {
+	c.Image.Headers = sortedCopy(k.Image.Headers, func(a, b Header) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), bytes.Compare(a.Digest[:], b.Digest[:]))
 	})
-	c.Spec = slices.Clone(k.Spec)
-	slices.SortStableFunc(c.Spec, func(a, b SpecConstant) int {
+	c.Spec = sortedCopy(k.Spec, func(a, b SpecConstant) int {
 		return cmp.Or(cmp.Compare(a.ID, b.ID), bytes.Compare(a.Value, b.Value))
 	})
-	c.Options.Env = slices.Clone(k.Options.Env)
-	slices.SortStableFunc(c.Options.Env, func(a, b EnvVar) int {
+	c.Options.Env = sortedCopy(k.Options.Env, func(a, b EnvVar) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Value, b.Value))
 	})
 	return &c
+}
+
+// sortedCopy returns s if it is sorted by cmp, else a sorted copy: the
+// key's own slices are never reordered.
+func sortedCopy[T any](s []T, cmp func(a, b T) int) []T {
+	if slices.IsSortedFunc(s, cmp) {
+		return s
+	}
+	s = slices.Clone(s)
+	slices.SortStableFunc(s, cmp)
+	return s
 }
 
 // Equal reports whether k and o describe the same build: the same canonical

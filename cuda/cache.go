@@ -193,7 +193,10 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := key.Digest()
+	// Prepared once: the object tier needs the digest, and the binary
+	// tiers the digests and the encoding.
+	prep := key.Prepare()
+	d := prep.Digests().Key
 	if h, ok := c.modules.Get(d); ok {
 		c.bins.RecordMemory(true, h.Value().buildTime)
 		return &CachedModule{h: h, Outcome: kcache.OutcomeMemory}, nil
@@ -201,7 +204,7 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 	c.bins.RecordMemory(false, 0)
 	outcome := kcache.OutcomeMemory // unless this call loads it
 	h, err := c.modules.GetOrBuild(ctx, d, func(ctx context.Context) (*moduleEntry, int64, error) {
-		e, err := c.load(ctx, src, key, p)
+		e, err := c.load(ctx, src, prep, p)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -235,8 +238,8 @@ func (c *Cache) moduleUncached(ctx context.Context, src Source, p plan, why erro
 // load brings a module into the context from the binary tiers, or
 // compiles it. An entry that does not decode or that the driver refuses is
 // deleted from the tiers and the program compiled afresh.
-func (c *Cache) load(ctx context.Context, src Source, key *kcache.Key, p plan) (*moduleEntry, error) {
-	r, pending, err := c.bins.Lookup(ctx, key)
+func (c *Cache) load(ctx context.Context, src Source, prep *kcache.Prepared, p plan) (*moduleEntry, error) {
+	r, pending, err := c.bins.LookupPrepared(ctx, prep)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +253,7 @@ func (c *Cache) load(ctx context.Context, src Source, key *kcache.Key, p plan) (
 			return nil, c.classify(err)
 		}
 		c.bins.Logger().Warn("kcache: cached CUDA image unusable; recompiling", "key", r.Digest, "err", err)
-		if _, pending, err = c.bins.Discard(ctx, key); err != nil {
+		if _, pending, err = c.bins.Discard(ctx, prep.Key()); err != nil {
 			return nil, err
 		}
 	}

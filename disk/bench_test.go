@@ -12,8 +12,10 @@ import (
 	"github.com/kcache/kcache"
 )
 
-// BenchmarkHit compares a hit with os.ReadFile of the same binary file,
-// the floor for any store that keeps one binary per file.
+// BenchmarkHit compares a hit with os.ReadFile of the file that holds the
+// binary, the floor for any store that keeps one entry per file, and with a
+// hit on an entry of version 1 (a record and a .bin), as caches written
+// before entry version 2 hold them.
 func BenchmarkHit(b *testing.B) {
 	for _, size := range []struct {
 		name string
@@ -21,12 +23,21 @@ func BenchmarkHit(b *testing.B) {
 	}{{"100KB", 100 << 10}, {"6MB", 6 << 20}} {
 		s := openTest(b, Options{})
 		mustPut(b, s, 1, size.n)
+		putLegacy(b, s, 2, size.n)
 		key := testKey(1)
-		path := binPath(s.leafDir(s.digests(key)), 0)
+		path := binaryFile(s.leafDir(s.digests(key)))
 		b.Run("store/"+size.name, func(b *testing.B) {
 			b.SetBytes(int64(size.n))
 			for b.Loop() {
 				if _, err := s.Get(context.Background(), key); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("legacy/"+size.name, func(b *testing.B) {
+			b.SetBytes(int64(size.n))
+			for b.Loop() {
+				if _, err := s.Get(context.Background(), testKey(2)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -113,7 +124,7 @@ func BenchmarkHitEntries(b *testing.B) {
 		paths := make([]string, len(keys))
 		for i := range keys {
 			keys[i] = testKey(i * (n / len(keys)))
-			paths[i] = binPath(s.leafDir(s.digests(keys[i])), 0)
+			paths[i] = binaryFile(s.leafDir(s.digests(keys[i])))
 		}
 		b.Run(fmt.Sprintf("store/entries=%d", n), func(b *testing.B) {
 			i := 0
@@ -154,4 +165,13 @@ func BenchmarkPut(b *testing.B) {
 			mustPut(b, s, int(freshKeys.Add(1)), 100<<10)
 		}
 	})
+}
+
+// binaryFile returns the file that holds slot 0's binary in leaf: its .bin
+// for an entry of version 1, else its record's file.
+func binaryFile(leaf string) string {
+	if _, err := os.Stat(binPath(leaf, 0)); err == nil {
+		return binPath(leaf, 0)
+	}
+	return srcPath(leaf, 0)
 }

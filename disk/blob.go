@@ -89,7 +89,7 @@ func blobError(reason string) error {
 // as well as its CRC-32C: a blob leaves this machine, so it gets the strong
 // check. A missing or damaged entry is a miss. Export counts as a use.
 func (s *Store) Export(ctx context.Context, key *kcache.Key) ([]byte, error) {
-	h, err := s.find(ctx, key)
+	h, err := s.find(ctx, key.Prepare())
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,10 @@ func (s *Store) Export(ctx context.Context, key *kcache.Key) ([]byte, error) {
 		return nil, fmt.Errorf("disk: export: %w", recordError("binary fails its SHA-256"))
 	}
 	s.touch(h.path, h.mtime)
-	return appendBlob(make([]byte, 0, len(h.src)+len(h.bin)+16), h.src, h.bin), nil
+	// A blob carries a version 1 record, whatever version the entry is
+	// stored in: the blob format stays what other versions read.
+	src := h.rec.marshal()
+	return appendBlob(make([]byte, 0, len(src)+len(h.bin)+16), src, h.bin), nil
 }
 
 // Import verifies a blob and stores its entry as Put would, with the build

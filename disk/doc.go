@@ -5,15 +5,22 @@
 // # Layout
 //
 //	<root>/v2/<device>/<fan>/<image>/<spec>/<options>/<n>.src
-//	                                                 /<n>.bin
+//	                                                 /<n>.bin   (version 1 entries only)
 //
 // Each level is named by 32 hex digits of its component digest
 // (kcache.Digests), as in the SYCL runtime's persistent cache; <fan>, the
 // first two digits of <image>, keeps a device directory to 256 entries
-// (layout.go says why). v2 is the layout's version. <n>.bin
-// holds the binary; <n>.src holds the record (record.go): the full key in
-// its canonical encoding, the binary's size, SHA-256 and CRC-32C, and the
-// build time. The record is written last and is the commit marker. A lookup
+// (layout.go says why). v2 is the layout's version. <n>.src holds the
+// record (record.go): the full key in its canonical encoding, the binary's
+// size, SHA-256 and CRC-32C, and the build time, followed by the binary
+// itself, so that a hit opens and reads one file. Entries written before
+// the binary moved into the record's file (entry version 1) keep it in
+// <n>.bin beside the record; they are read as they are, and a Put over one
+// replaces both files with one. The file appears whole by one rename and is
+// the commit marker. A kcache older than entry version 2 sharing the
+// directory takes such an entry for a damaged one: its lookups miss and
+// rebuild (and store version 1, which this version reads), and its
+// maintenance passes remove them. A lookup
 // compares the full key, so keys whose digests collide take slots 0, 1, ...
 // of the same directory. The version directory also holds shards/ (the
 // shards' journals and totals, shard.go), trim.txt (the last maintenance
@@ -21,10 +28,11 @@
 //
 // # Crash safety
 //
-// Files are written to a temporary file in their directory and renamed
-// into place, binary first, record last. A reader trusts nothing it has
-// not checked: a missing, truncated or unparsable record, or a binary
-// whose length or CRC-32C disagrees with its record, is a miss
+// An entry is written to a temporary file in its directory, synced, and
+// renamed into place (version 1 wrote the binary first, the record last).
+// A reader trusts nothing it has not checked: a missing, truncated or
+// unparsable record, or a binary whose length or CRC-32C disagrees with
+// its record, is a miss
 // (kcache.ErrMiss), and the caller's build goes on. Whatever a killed
 // writer leaves (temporary files, a binary without its record) is never
 // served and is removed by the next pass.

@@ -731,14 +731,16 @@ func (s *Store) listOne(ctx context.Context, j *os.File, id leafID) (cands []can
 	}
 	for n, f := range c.slots {
 		switch {
-		case f.src != nil && f.bin != nil:
+		case f.src != nil:
+			// A record alone is an entry that holds its binary (version
+			// 2), or one of version 1 that lost its binary: telling them
+			// apart takes a read, and a hit replaces the second anyway.
 			f.src = s.unfuture(srcPath(leaf, n), f.src)
 			cands = append(cands, candidate{id, n, f})
 			bytes += f.size()
 		case f.used():
-			// Under the leaf's lock nothing is half written: a record
-			// without its binary is damage, a binary without its record
-			// a dead writer's.
+			// Under the leaf's lock nothing is half written: a binary
+			// without its record is a dead writer's.
 			s.removeSlot(leaf, n)
 		}
 	}

@@ -245,3 +245,36 @@ func putSettled(t testing.TB, s *Store, i, n int) {
 	mustPut(t, s, i, n)
 	settle(t, s)
 }
+
+// putLegacy writes key i's entry as version 1 of the format wrote it: a
+// record (recordVersion) in <n>.src and the binary in <n>.bin beside it,
+// so that tests check what a cache written before entry version 2 holds
+// is still read, checked and evicted. Totals are not updated: tests that
+// count call settle or Verify.
+func putLegacy(t testing.TB, s *Store, i, n int) {
+	t.Helper()
+	key, _ := testKey(i).MarshalBinary()
+	bin := testBinary(i, n)
+	raw := newRawRecord(key, bin, time.Duration(i)*time.Millisecond, s.now())
+	leaf := s.leafDir(s.digests(testKey(i)))
+	if err := os.MkdirAll(leaf, dirPerm); err != nil {
+		t.Fatal(err)
+	}
+	writeRaw(t, binPath(leaf, 0), bin)
+	writeRaw(t, srcPath(leaf, 0), raw.marshal())
+}
+
+// binaryOffset returns where the binary starts in the version 2 entry
+// file at path.
+func binaryOffset(t testing.TB, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, bin, err := parseEntry(data)
+	if err != nil || !raw.embedded {
+		t.Fatalf("%s: not an entry of version 2: %v", path, err)
+	}
+	return len(data) - len(bin)
+}

@@ -16,8 +16,10 @@ import (
 //	  trim.txt      Unix time of the last maintenance pass (see evict.go)
 //	  evict.lock    held by the one process running the maintenance pass
 //	  <device>/<fan>/<image>/<spec>/<options>/    the key's leaf directory
-//	    <n>.src     key record, binary size and checksums (see record.go)
-//	    <n>.bin     the built binary
+//	    <n>.src     key record, binary size and checksums (see record.go),
+//	                then the built binary
+//	    <n>.bin     the built binary of an entry of version 1, whose
+//	                record does not hold it
 //	    lock        the key's build lock (see lock.go)
 //	    .tmp-*      a write in progress, or left by a dead writer
 //
@@ -87,10 +89,12 @@ func versionDir(root string) string {
 func (s *Store) leafDir(d kcache.Digests) string { return leafIn(s.dir, d) }
 
 // EntryDir returns the directory that holds k's entry in the cache whose
-// root is root (Options.Dir): its record and binary are the files 0.src
-// and 0.bin there (slot 0), as Put writes them. It is for tools and
-// benchmarks that write a large cache straight into the layout; everything
-// else goes through Put, which also counts what it stores.
+// root is root (Options.Dir). Put writes slot 0 there as one file, 0.src,
+// record and binary; a tool that writes a large cache straight into the
+// layout (a benchmark) may write an entry of version 1 instead: the record
+// (Record.MarshalBinary) in 0.src and the binary in 0.bin, which every
+// lookup reads too. Everything else goes through Put, which also counts
+// what it stores.
 func EntryDir(root string, k *kcache.Key) string {
 	return leafIn(versionDir(filepath.Clean(root)), k.Digests())
 }

@@ -56,7 +56,8 @@ func TestFind(t *testing.T) {
 func TestSummarize(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, Options{MaxSize: 1 << 30})
-	for i := range 5 {
+	putLegacy(t, s, 0, 100)
+	for i := 1; i < 5; i++ {
 		mustPut(t, s, i, 100)
 	}
 	other := testKey(9)
@@ -64,9 +65,9 @@ func TestSummarize(t *testing.T) {
 	if err := s.Put(ctx, other, kcache.Entry{Binary: testBinary(9, 100)}); err != nil {
 		t.Fatal(err)
 	}
-	// A record without its binary is damaged; a record damaged inside is
+	// A binary without its record is damaged; a record damaged inside is
 	// found by Verify, not by a summary, which reads one record per device.
-	if err := os.Remove(s.leafDir(testKey(0).Digests()) + "/0.bin"); err != nil {
+	if err := os.Remove(s.leafDir(testKey(0).Digests()) + "/0.src"); err != nil {
 		t.Fatal(err)
 	}
 	writeRaw(t, s.leafDir(testKey(1).Digests())+"/0.src", []byte("damaged"))

@@ -137,3 +137,43 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseEntry feeds the hit path's decoder of .src files (both
+// versions): it must never panic, every failure must be a miss, and an
+// entry it accepts must encode back to one that parses the same.
+func FuzzParseEntry(f *testing.F) {
+	for i, n := range []int{0, 1, 100} {
+		rec, bin := testRecord(i, n)
+		v1, _ := rec.MarshalBinary()
+		f.Add(v1)
+		key, _ := rec.Key.MarshalBinary()
+		raw := newRawRecord(key, bin, rec.BuildTime, rec.Created)
+		f.Add(raw.marshalEntry(bin))
+	}
+	f.Add([]byte("KCSRC\x02"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		raw, bin, err := parseEntry(data)
+		if err != nil {
+			if !errors.Is(err, kcache.ErrMiss) {
+				t.Fatalf("error is not a miss: %v", err)
+			}
+			return
+		}
+		if !raw.embedded {
+			if bin != nil {
+				t.Fatal("a version 1 record came with a binary")
+			}
+			return
+		}
+		again, bin2, err := parseEntry(raw.marshalEntry(bin))
+		if err != nil || !again.embedded || !bytes.Equal(bin, bin2) || !bytes.Equal(again.key, raw.key) ||
+			again.size != raw.size || again.sha != raw.sha || again.crc != raw.crc ||
+			again.buildTime != raw.buildTime || again.created != raw.created {
+			t.Fatalf("round trip changed the entry: %v", err)
+		}
+		if raw.checkCRC(bin) && (int64(len(bin)) != raw.size || crc32c(bin) != raw.crc) {
+			t.Fatal("checkCRC accepted a binary that does not match")
+		}
+	})
+}

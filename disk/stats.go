@@ -95,8 +95,8 @@ func countImage(image string) (entries int, bytes int64, damaged int, sample str
 			for n, f := range c.slots {
 				switch {
 				case !f.used():
-				case f.src == nil || f.bin == nil:
-					damaged++
+				case f.src == nil:
+					damaged++ // a binary without its record
 				default:
 					entries++
 					bytes += f.size()

@@ -108,8 +108,10 @@ type Store struct {
 	// Tests that build large fixtures turn it off.
 	sync bool
 	// digests names a key's leaf directory. Tests replace it with a weak
-	// hash to force collisions.
-	digests func(*kcache.Key) kcache.Digests
+	// hash to force collisions, and set weakDigests, so that lookups of
+	// prepared keys use it too.
+	digests     func(*kcache.Key) kcache.Digests
+	weakDigests bool
 	// nextTrim caches, in Unix nanoseconds of the store's clock, when the
 	// next maintenance pass is due, so that most Puts skip reading trim.txt.
 	nextTrim atomic.Int64
@@ -141,8 +143,9 @@ type Store struct {
 }
 
 var (
-	_ kcache.Store  = (*Store)(nil)
-	_ kcache.Locker = (*Store)(nil)
+	_ kcache.Store          = (*Store)(nil)
+	_ kcache.Locker         = (*Store)(nil)
+	_ kcache.PreparedGetter = (*Store)(nil)
 )
 
 // Open opens the cache under opts.Dir, creating it if needed. It fails with
@@ -213,7 +216,13 @@ var errMiss = fmt.Errorf("disk: no entry: %w", kcache.ErrMiss)
 // error wraps kcache.ErrMiss, and the cause too where there is one. A hit
 // writes nothing, except the entry's access time at most once an hour.
 func (s *Store) Get(ctx context.Context, key *kcache.Key) (kcache.Entry, error) {
-	h, err := s.find(ctx, key)
+	return s.GetPrepared(ctx, key.Prepare())
+}
+
+// GetPrepared is Get for a key whose encoding and digests the caller has
+// computed already (kcache.PreparedGetter).
+func (s *Store) GetPrepared(ctx context.Context, p *kcache.Prepared) (kcache.Entry, error) {
+	h, err := s.find(ctx, p)
 	if err != nil {
 		return kcache.Entry{}, err
 	}
@@ -225,18 +234,17 @@ func (s *Store) Get(ctx context.Context, key *kcache.Key) (kcache.Entry, error) 
 type found struct {
 	path  string // of the record
 	mtime time.Time
-	src   []byte // the record as stored
 	rec   rawRecord
 	bin   []byte
 }
 
-// find looks key up in every slot of its leaf.
-func (s *Store) find(ctx context.Context, key *kcache.Key) (found, error) {
+// find looks a prepared key up in every slot of its leaf.
+func (s *Store) find(ctx context.Context, p *kcache.Prepared) (found, error) {
 	if err := ctx.Err(); err != nil {
 		return found{}, fmt.Errorf("disk: %w: %w", kcache.ErrMiss, err)
 	}
-	want, _ := key.MarshalBinary()
-	leaf := s.leafDir(s.digests(key))
+	want := p.Encoding()
+	leaf := s.leafDir(s.preparedDigests(p))
 	for n := range maxSlots {
 		h, err := readSlot(leaf, n, want)
 		switch {
@@ -246,7 +254,7 @@ func (s *Store) find(ctx context.Context, key *kcache.Key) (found, error) {
 			if _, serr := os.Lstat(srcPath(leaf, n)); errors.Is(serr, fs.ErrNotExist) {
 				return found{}, errMiss // evicted or deleted while read: no damage
 			}
-			s.log.Warn("kcache: damaged cache entry ignored", "path", binPath(leaf, n), "err", err)
+			s.log.Warn("kcache: damaged cache entry ignored", "path", srcPath(leaf, n), "err", err)
 			return found{}, fmt.Errorf("disk: %w", err)
 		case errors.Is(err, errOtherKey), errors.Is(err, fs.ErrNotExist):
 			continue // a collision, or an empty slot before a used one
@@ -263,26 +271,40 @@ func (s *Store) find(ctx context.Context, key *kcache.Key) (found, error) {
 // errOtherKey says a slot holds a sound record for a different key.
 var errOtherKey = errors.New("disk: slot holds another key")
 
+// preparedDigests returns the digests that name p's leaf: p's own, unless
+// a test replaced the store's digest function.
+func (s *Store) preparedDigests(p *kcache.Prepared) kcache.Digests {
+	if s.weakDigests {
+		return s.digests(p.Key())
+	}
+	return p.Digests()
+}
+
 // readSlot reads slot n of leaf and returns its entry if it holds the key
-// encoded as want and its binary checks out.
+// encoded as want and its binary checks out. An entry of version 2 is one
+// file; one of version 1 has its binary in the .bin beside the record.
 func readSlot(leaf string, n int, want []byte) (found, error) {
 	path := srcPath(leaf, n)
-	src, mtime, err := readFile(path, maxRecordSize)
+	data, mtime, err := readFile(path, maxEntrySize)
 	if err != nil {
 		return found{}, err
 	}
-	rec, err := parseRecord(src)
+	rec, bin, err := parseEntry(data)
 	if err != nil {
 		return found{}, err
 	}
 	if string(rec.key) != string(want) {
 		return found{}, errOtherKey
 	}
-	bin, err := readBinary(binPath(leaf, n), &rec)
+	if !rec.embedded {
+		bin, err = readBinary(binPath(leaf, n), &rec)
+	} else if !rec.checkCRC(bin) {
+		err = &kcache.DecodeError{What: "binary", Reason: "size or checksum mismatch"}
+	}
 	if err != nil {
 		return found{}, &binaryError{err} // the key's entry, damaged
 	}
-	return found{path: path, mtime: mtime, src: src, rec: rec, bin: bin}, nil
+	return found{path: path, mtime: mtime, rec: rec, bin: bin}, nil
 }
 
 // readBinary reads the binary rec describes and checks its length and
@@ -390,15 +412,15 @@ func (s *Store) Put(ctx context.Context, key *kcache.Key, e kcache.Entry) error 
 	s.refreshLimit(false)
 	enc, _ := key.MarshalBinary()
 	raw := newRawRecord(enc, e.Binary, e.BuildTime, s.now())
-	src := raw.marshal()
-	size := int64(len(src) + len(e.Binary))
+	file := raw.marshalEntry(e.Binary)
+	size := int64(len(file))
 	if s.limited() && size > s.target() {
 		s.log.Debug("kcache: entry larger than the cache's eviction target, not stored", "size", size)
 		return nil
 	}
 	d := s.digests(key)
 	commit := func() (int64, int, error) {
-		return s.commit(ctx, idFor(d), s.leafDir(d), raw.key, src, e.Binary)
+		return s.commit(ctx, idFor(d), s.leafDir(d), raw.key, file)
 	}
 	paid := false
 	if s.limited() && s.lastTotal.Load()+size > s.ceiling() {
@@ -435,10 +457,11 @@ func idFor(d kcache.Digests) leafID {
 	return id
 }
 
-// commit writes an entry into leaf under the leaf's lock and accounts for
-// it. It returns the cache's total after the write and how many shard
-// totals are unknown (total is -1 when nothing changed).
-func (s *Store) commit(ctx context.Context, id leafID, leaf string, key, src, bin []byte) (total int64, unknown int, err error) {
+// commit writes an entry, file (record and binary), into leaf under the
+// leaf's lock and accounts for it. It returns the cache's total after the
+// write and how many shard totals are unknown (total is -1 when nothing
+// changed).
+func (s *Store) commit(ctx context.Context, id leafID, leaf string, key, file []byte) (total int64, unknown int, err error) {
 	unlock, err := s.lockLeaf(ctx, leaf, true, s.opts.LockTimeout)
 	if err != nil {
 		return 0, 0, err
@@ -453,7 +476,7 @@ func (s *Store) commit(ctx context.Context, id leafID, leaf string, key, src, bi
 	// Only a committed entry (one with a record) was ever counted: a binary
 	// a dead writer left without its record was not, and is not subtracted.
 	old := committedSize(leaf, n)
-	delta := int64(len(src)+len(bin)) - old
+	delta := int64(len(file)) - old
 	// The journal learns of the leaf before its entry exists: a writer
 	// killed after the commit leaves an entry eviction can still find, and
 	// one killed before it leaves a count the shard's next step corrects.
@@ -469,17 +492,15 @@ func (s *Store) commit(ctx context.Context, id leafID, leaf string, key, src, bi
 	if aerr != nil {
 		s.log.Debug("kcache: cache size not updated", "err", aerr)
 	}
-	// Uncommit whatever the slot held before replacing its binary, so no
-	// reader pairs the old record with the new binary.
+	// Uncommit whatever the slot held, then remove the binary of a
+	// version 1 entry there, so that the slot holds nothing but the new
+	// entry's one file. The file is synced before its rename commits it.
 	err = removeIfExists(srcPath(leaf, n))
 	if err == nil {
-		err = writeFile(leaf, binPath(leaf, n), bin, s.sync, time.Time{})
+		err = removeIfExists(binPath(leaf, n))
 	}
 	if err == nil {
-		err = writeFile(leaf, srcPath(leaf, n), src, false, s.now())
-		if err != nil {
-			os.Remove(binPath(leaf, n)) // never committed; don't wait for a pass
-		}
+		err = writeFile(leaf, srcPath(leaf, n), file, s.sync, s.now())
 	}
 	if err != nil {
 		// The slot now holds nothing committed: undo the count, the old
@@ -496,7 +517,8 @@ func (s *Store) commit(ctx context.Context, id leafID, leaf string, key, src, bi
 }
 
 // committedSize is what slot n of leaf counts for in the totals: its record
-// and binary if it has a record, else nothing.
+// and binary (a .bin of version 1 if there is one) if it has a record,
+// else nothing.
 func committedSize(leaf string, n int) int64 {
 	src, err := os.Lstat(srcPath(leaf, n))
 	if err != nil {
@@ -548,8 +570,9 @@ func isOwnDamage(err error) bool {
 // Delete removes key's entry, if any. Removing what is not there is not an
 // error.
 func (s *Store) Delete(ctx context.Context, key *kcache.Key) error {
-	want, _ := key.MarshalBinary()
-	d := s.digests(key)
+	p := key.Prepare()
+	want := p.Encoding()
+	d := s.preparedDigests(p)
 	leaf := s.leafDir(d)
 	unlock, err := s.lockLeaf(ctx, leaf, false, s.opts.LockTimeout)
 	if errors.Is(err, fs.ErrNotExist) {

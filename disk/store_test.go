@@ -1,6 +1,7 @@
 package disk
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,14 +43,16 @@ func TestLayout(t *testing.T) {
 	if got := EntryDir(s.root, testKey(1)); got != leaf {
 		t.Errorf("EntryDir = %s, want %s", got, leaf)
 	}
-	for _, name := range []string{"0.src", "0.bin"} {
-		info, err := os.Stat(filepath.Join(leaf, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if perm := info.Mode().Perm(); perm != filePerm {
-			t.Errorf("%s: mode %o, want %o", name, perm, filePerm)
-		}
+	info, err := os.Stat(filepath.Join(leaf, "0.src"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := info.Mode().Perm(); perm != filePerm {
+		t.Errorf("0.src: mode %o, want %o", perm, filePerm)
+	}
+	// The binary is in the record's file: one file per entry.
+	if _, err := os.Stat(filepath.Join(leaf, "0.bin")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("0.bin: %v, want no such file", err)
 	}
 	for dir := leaf; dir != filepath.Dir(s.root); dir = filepath.Dir(dir) {
 		info, err := os.Stat(dir)
@@ -187,7 +190,7 @@ func weakDigests(k *kcache.Key) kcache.Digests {
 
 func TestCollisions(t *testing.T) {
 	s := openTest(t, Options{})
-	s.digests = weakDigests
+	s.digests, s.weakDigests = weakDigests, true
 	ctx := context.Background()
 	for i := range maxSlots {
 		mustPut(t, s, i, 50+i)
@@ -277,33 +280,160 @@ func flip(t *testing.T, p string, bit int) {
 	writeRaw(t, p, b)
 }
 
+// TestDamageIsAMiss damages entries of both versions of the format: one
+// file (record and binary) as Put writes it, and a record and a .bin as
+// caches written before hold them.
 func TestDamageIsAMiss(t *testing.T) {
 	for _, d := range damages {
-		t.Run(d.name, func(t *testing.T) {
+		t.Run("legacy/"+d.name, func(t *testing.T) {
 			s := openTest(t, Options{})
-			mustPut(t, s, 1, 3000)
+			putLegacy(t, s, 1, 3000)
 			mustPut(t, s, 2, 3000)
+			checkGet(t, s, 1, 3000)
 			leaf := s.leafDir(s.digests(testKey(1)))
 			path := srcPath(leaf, 0)
 			if d.file == "bin" {
 				path = binPath(leaf, 0)
 			}
 			d.do(t, path)
-			if isHit(t, s, 1, 3000) {
-				t.Fatal("damaged entry served")
-			}
-			checkGet(t, s, 2, 3000)
-			r, err := s.Verify(context.Background(), false)
-			if err != nil || r.Entries != 1 || r.Damaged+r.Incomplete != 1 {
-				t.Fatalf("Verify = %+v, %v", r, err)
-			}
-			// The build goes on and its Put replaces the damaged entry.
-			if d.name == "record is a directory" {
-				os.Remove(path)
-			}
-			mustPut(t, s, 1, 3000)
-			checkGet(t, s, 1, 3000)
+			checkDamageIsAMiss(t, s, d.name == "record is a directory", false, path)
 		})
+	}
+	for _, d := range entryDamages {
+		t.Run(d.name, func(t *testing.T) {
+			s := openTest(t, Options{})
+			mustPut(t, s, 1, 3000)
+			mustPut(t, s, 2, 3000)
+			path := srcPath(s.leafDir(s.digests(testKey(1))), 0)
+			d.do(t, path, binaryOffset(t, path))
+			checkDamageIsAMiss(t, s, d.name == "file is a directory", d.name == "delete file", path)
+		})
+	}
+}
+
+// entryDamages spoil an entry of version 2 (one file); off is where its
+// binary starts.
+var entryDamages = []struct {
+	name string
+	do   func(t *testing.T, path string, off int)
+}{
+	{"delete file", func(t *testing.T, p string, _ int) { os.Remove(p) }},
+	{"empty file", func(t *testing.T, p string, _ int) { os.Truncate(p, 0) }},
+	{"truncate in the record", func(t *testing.T, p string, off int) { os.Truncate(p, int64(off/2)) }},
+	{"binary cut off", func(t *testing.T, p string, off int) { os.Truncate(p, int64(off)) }},
+	{"binary truncated", func(t *testing.T, p string, off int) { os.Truncate(p, int64(off+1500)) }},
+	{"binary one byte short", func(t *testing.T, p string, _ int) { truncateBy(t, p, 1) }},
+	{"extended", func(t *testing.T, p string, _ int) { appendTo(t, p, []byte{0}) }},
+	{"flip first bit", func(t *testing.T, p string, _ int) { flip(t, p, 0) }},
+	{"flip a record bit", func(t *testing.T, p string, off int) { flip(t, p, off*4) }},
+	{"flip the check's last bit", func(t *testing.T, p string, off int) { flip(t, p, off*8-1) }},
+	{"flip a binary bit", func(t *testing.T, p string, off int) { flip(t, p, off*8+7) }},
+	{"flip the last bit", func(t *testing.T, p string, _ int) { flip(t, p, -1) }},
+	{"garbage", func(t *testing.T, p string, _ int) { writeRaw(t, p, []byte("garbage")) }},
+	{"file is a directory", func(t *testing.T, p string, _ int) { os.Remove(p); os.Mkdir(p, 0o700) }},
+}
+
+// truncateBy shortens the file at p by n bytes.
+func truncateBy(t *testing.T, p string, n int64) {
+	info, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, info.Size()-n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkDamageIsAMiss checks that key 1, damaged at path, is a miss while
+// key 2 is a hit; that Verify reports the damage (unless the entry is
+// gone, which is no damage); and that a Put replaces it.
+func checkDamageIsAMiss(t *testing.T, s *Store, dir, gone bool, path string) {
+	t.Helper()
+	if d, err := s.Get(context.Background(), testKey(1)); err == nil && len(d.Binary) != 3000 {
+		t.Fatal("damaged entry served")
+	}
+	if isHit(t, s, 1, 3000) {
+		t.Fatal("damaged entry served")
+	}
+	checkGet(t, s, 2, 3000)
+	r, err := s.Verify(context.Background(), false)
+	damaged := 1
+	if gone {
+		damaged = 0
+	}
+	if err != nil || r.Entries != 1 || r.Damaged+r.Incomplete != damaged {
+		t.Fatalf("Verify = %+v, %v", r, err)
+	}
+	// The build goes on and its Put replaces the damaged entry.
+	if dir {
+		os.Remove(path)
+	}
+	mustPut(t, s, 1, 3000)
+	checkGet(t, s, 1, 3000)
+}
+
+// TestDamagedEntryEveryBit flips every bit of a small entry of version 2,
+// one at a time, and checks each is a miss: no single flip can make a hit
+// hand back other bytes.
+func TestDamagedEntryEveryBit(t *testing.T) {
+	s := openTest(t, Options{})
+	mustPut(t, s, 1, 40)
+	path := srcPath(s.leafDir(s.digests(testKey(1))), 0)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for bit := range len(good) * 8 {
+		b := bytes.Clone(good)
+		b[bit/8] ^= 1 << (bit % 8)
+		writeRaw(t, path, b)
+		if _, err := s.Get(context.Background(), testKey(1)); !errors.Is(err, kcache.ErrMiss) {
+			t.Fatalf("bit %d flipped: %v, want a miss", bit, err)
+		}
+	}
+	writeRaw(t, path, good)
+	checkGet(t, s, 1, 40)
+}
+
+// TestLegacyEntries checks that entries of version 1 (a record and a .bin)
+// are hits, are replaced whole by a Put of version 2, and are deleted with
+// their .bin.
+func TestLegacyEntries(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{})
+	putLegacy(t, s, 1, 500)
+	putLegacy(t, s, 2, 600)
+	checkGet(t, s, 1, 500)
+	blob, err := s.Export(ctx, testKey(1))
+	if err != nil {
+		t.Fatalf("Export of a legacy entry: %v", err)
+	}
+	if b, err := DecodeBlob(blob); err != nil || len(b.Binary) != 500 {
+		t.Fatalf("DecodeBlob: %v", err)
+	}
+	leaf := s.leafDir(s.digests(testKey(1)))
+	os.Truncate(binPath(leaf, 0), 10) // damaged: Put replaces it
+	mustPut(t, s, 1, 700)
+	checkGet(t, s, 1, 700)
+	if _, err := os.Stat(binPath(leaf, 0)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the legacy .bin stayed beside an entry of version 2: %v", err)
+	}
+	if err := s.Delete(ctx, testKey(2)); err != nil {
+		t.Fatal(err)
+	}
+	if left := files(t, s.dir, "*.bin"); len(left) != 0 {
+		t.Fatalf("Delete left %v", left)
+	}
+	r, err := s.Verify(ctx, false)
+	if err != nil || r.Entries != 1 || r.Damaged+r.Incomplete != 0 {
+		t.Fatalf("Verify = %+v, %v", r, err)
+	}
+	// A .bin beside an entry of version 2 is nothing Put leaves: the
+	// entry's own binary is still served, and Verify reports the slot.
+	writeRaw(t, binPath(leaf, 0), []byte("stray"))
+	checkGet(t, s, 1, 700)
+	if r, err := s.Verify(ctx, false); err != nil || r.Damaged != 1 {
+		t.Fatalf("Verify with a stray .bin = %+v, %v", r, err)
 	}
 }
 
@@ -484,7 +614,7 @@ func TestLogsDamage(t *testing.T) {
 	var mu sync.Mutex
 	s := openTest(t, Options{Logger: newTestLogger(&buf, &mu)})
 	mustPut(t, s, 1, 100)
-	flip(t, binPath(s.leafDir(s.digests(testKey(1))), 0), 3)
+	flip(t, srcPath(s.leafDir(s.digests(testKey(1))), 0), -1) // the binary's last bit
 	isHit(t, s, 1, 100)
 	mu.Lock()
 	defer mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -27,11 +28,13 @@ type Info struct {
 	Key        *kcache.Key    // nil when the record is missing or does not decode
 	Digests    kcache.Digests // the key's digests; zero when Key is nil
 	Size       int64          // bytes on disk: record and binary
-	BinarySize int64          // length of the binary file
+	BinarySize int64          // length of the binary
 	BuildTime  time.Duration  // what the build cost
 	Created    time.Time      // when the entry was written
 	AccessTime time.Time      // last use, to within an hour: the record's mtime
 	Err        error          // nil for a sound entry, else wraps ErrDamaged or ErrIncomplete
+	// embedded says the binary is in the record's file (entry version 2).
+	embedded bool
 }
 
 // OK reports whether the entry is sound as far as it was checked.
@@ -40,8 +43,15 @@ func (i *Info) OK() bool { return i.Err == nil }
 // RecordPath returns the path of the entry's record (.src).
 func (i *Info) RecordPath() string { return srcPath(i.Dir, i.Slot) }
 
-// BinaryPath returns the path of the entry's binary (.bin).
-func (i *Info) BinaryPath() string { return binPath(i.Dir, i.Slot) }
+// BinaryPath returns the path of the file that holds the entry's binary:
+// the record's own (.src) for entries written since the binary moved into
+// it, the .bin beside it for older ones.
+func (i *Info) BinaryPath() string {
+	if i.embedded {
+		return srcPath(i.Dir, i.Slot)
+	}
+	return binPath(i.Dir, i.Slot)
+}
 
 // Walk calls fn for every slot holding a record or a binary, in path order,
 // and stops at the first error fn returns, returning it. It checks each
@@ -232,22 +242,29 @@ func (s *Store) inspect(leaf string, n int, f slotFiles, deep bool) Info {
 		in.Err = fmt.Errorf("%w: binary without record", ErrIncomplete)
 		return in
 	}
-	raw, rec, err := readRecord(in.RecordPath())
+	e, err := readEntry(in.RecordPath(), deep)
 	if err != nil {
 		in.Err = fmt.Errorf("%w: %w", ErrDamaged, err)
 		return in
 	}
-	in.Key, in.BuildTime, in.Created = &rec.Key, rec.BuildTime, rec.Created
+	if e.raw.embedded {
+		in.BinarySize = e.raw.size
+		in.embedded = true
+	}
+	in.Key, in.BuildTime, in.Created = &e.rec.Key, e.rec.BuildTime, e.rec.Created
 	in.Digests = s.digests(in.Key)
-	in.Err = checkSlot(in, s.leafDir(in.Digests), &raw, f, deep)
+	in.Err = checkSlot(in, s.leafDir(in.Digests), e, f, deep)
 	return in
 }
 
 // checkSlot checks a decoded slot against its place and its binary.
-func checkSlot(in Info, want string, raw *rawRecord, f slotFiles, deep bool) error {
+func checkSlot(in Info, want string, e entryFile, f slotFiles, deep bool) error {
+	raw := &e.raw
 	switch {
 	case want != in.Dir:
 		return fmt.Errorf("%w: record for another directory (%s)", ErrDamaged, want)
+	case raw.embedded:
+		return checkEmbedded(e, f, deep)
 	case f.bin == nil:
 		return fmt.Errorf("%w: record without binary", ErrDamaged)
 	case f.bin.Size() != raw.size:
@@ -265,18 +282,92 @@ func checkSlot(in Info, want string, raw *rawRecord, f slotFiles, deep bool) err
 	return nil
 }
 
-// readRecord reads and fully decodes the record at path.
-func readRecord(path string) (rawRecord, Record, error) {
-	data, _, err := readFile(path, maxRecordSize)
-	if err != nil {
-		return rawRecord{}, Record{}, err
+// checkEmbedded checks the binary of a version 2 entry: its length always,
+// its checksums when deep (readEntry then read all of it).
+func checkEmbedded(e entryFile, f slotFiles, deep bool) error {
+	switch {
+	case f.bin != nil:
+		// Put removes a slot's .bin before it writes an entry of version 2.
+		return fmt.Errorf("%w: a binary file beside a record that holds its binary", ErrDamaged)
+	case e.binSize != e.raw.size:
+		return fmt.Errorf("%w: binary is %d bytes, record says %d", ErrDamaged, e.binSize, e.raw.size)
+	case deep && (!e.raw.checkSHA256(e.bin) || !e.raw.checkCRC(e.bin)):
+		return fmt.Errorf("%w: binary checksum mismatch", ErrDamaged)
 	}
-	raw, err := parseRecord(data)
+	return nil
+}
+
+// entryFile is a .src file as readEntry read it.
+type entryFile struct {
+	raw rawRecord
+	rec Record
+	// bin is the binary of a version 2 entry: all of it when read whole,
+	// else what of it the head held. binSize is its length in the file.
+	bin     []byte
+	binSize int64
+}
+
+// headSize is how much of a .src file readEntry reads when it needs only
+// the record: every record but those of very large sources.
+const headSize = 64 << 10
+
+// readEntry reads and fully decodes the record at path. Unless whole is
+// set, it reads only the file's head where that holds the record, so that
+// listing a cache does not read its binaries.
+func readEntry(path string, whole bool) (entryFile, error) {
+	limit := int64(headSize)
+	if whole {
+		limit = maxEntrySize
+	}
+	data, size, err := readHead(path, limit)
 	if err != nil {
-		return rawRecord{}, Record{}, err
+		return entryFile{}, err
+	}
+	raw, bin, err := parseEntry(data)
+	if err != nil && size > int64(len(data)) {
+		// The record may run past the head: read the whole file.
+		if data, size, err = readHead(path, maxEntrySize); err == nil {
+			raw, bin, err = parseEntry(data)
+		}
+	}
+	if err != nil {
+		return entryFile{}, err
 	}
 	rec, err := raw.decodeKey()
-	return raw, rec, err
+	if err != nil {
+		return entryFile{}, err
+	}
+	e := entryFile{raw: raw, rec: rec, bin: bin}
+	e.binSize = int64(len(bin)) + size - int64(len(data))
+	return e, nil
+}
+
+// readHead reads at most limit bytes from the start of the regular file at
+// path, and returns them with the file's size.
+func readHead(path string, limit int64) ([]byte, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, 0, &kcache.DecodeError{What: "file", Reason: path + ": not a regular file"}
+	}
+	b := make([]byte, min(fi.Size(), limit))
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, 0, &kcache.DecodeError{What: "file", Reason: fmt.Sprintf("%s: short read: %v", path, err)}
+	}
+	return b, fi.Size(), nil
+}
+
+// readRecord reads and fully decodes the record at path.
+func readRecord(path string) (rawRecord, Record, error) {
+	e, err := readEntry(path, false)
+	return e.raw, e.rec, err
 }
 
 // slotFiles holds what Lstat said of a slot's two files; nil when absent.

@@ -28,7 +28,7 @@ func TestWalk(t *testing.T) {
 			in.BuildTime != time.Duration(i)*time.Millisecond || in.Slot != 0 {
 			t.Errorf("info %+v", in)
 		}
-		if in.Size != fileSize(in.RecordPath())+fileSize(in.BinaryPath()) {
+		if in.BinaryPath() != in.RecordPath() || in.Size != fileSize(in.RecordPath()) {
 			t.Errorf("size %d", in.Size)
 		}
 		want := clock.Now().Add(time.Duration(i-2) * time.Hour)
@@ -47,10 +47,14 @@ func TestVerifyRepair(t *testing.T) {
 	s := openTest(t, Options{})
 	ctx := context.Background()
 	for i := range 6 {
-		mustPut(t, s, i, 1000)
+		if i == 2 {
+			putLegacy(t, s, i, 1000) // a record and a .bin, as before entry version 2
+		} else {
+			mustPut(t, s, i, 1000)
+		}
 	}
 	leaf := func(i int) string { return s.leafDir(s.digests(testKey(i))) }
-	flip(t, binPath(leaf(0), 0), 100)                        // damaged binary: found only by a deep check
+	flip(t, srcPath(leaf(0), 0), -1)                         // damaged binary: found only by a deep check
 	flip(t, srcPath(leaf(1), 0), 20)                         // damaged record
 	os.Remove(srcPath(leaf(2), 0))                           // binary without record: incomplete
 	writeRaw(t, filepath.Join(leaf(3), tempPrefix+"x"), nil) // a temporary file: incomplete
@@ -59,8 +63,6 @@ func TestVerifyRepair(t *testing.T) {
 	os.MkdirAll(other, 0o700)
 	data, _ := os.ReadFile(srcPath(leaf(4), 0))
 	writeRaw(t, srcPath(other, 0), data)
-	bin, _ := os.ReadFile(binPath(leaf(4), 0))
-	writeRaw(t, binPath(other, 0), bin)
 
 	r, err := s.Verify(ctx, false)
 	if err != nil {

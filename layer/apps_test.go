@@ -139,11 +139,12 @@ func (a app) runEnv(dir string, environ []string) run {
 	return r
 }
 
-// entries returns the binaries the disk tier holds.
+// entries returns the entries the disk tier holds: one file each, the
+// record's, which holds the binary (see package disk).
 func entries(t *testing.T, cache string) []string {
 	var out []string
 	filepath.WalkDir(cache, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && strings.HasSuffix(path, ".bin") {
+		if err == nil && strings.HasSuffix(path, ".src") {
 			out = append(out, path)
 		}
 		return nil

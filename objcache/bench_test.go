@@ -25,3 +25,53 @@ func BenchmarkHit(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkMissDisabled measures a miss of a disabled cache, the object
+// tier of a process that keeps nothing in memory: every GetOrBuild builds,
+// and every Release drops what it built. Its cost is the object tier's
+// share of a warm start's first request for a module.
+func BenchmarkMissDisabled(b *testing.B) {
+	ctx := context.Background()
+	c := New[string, *object](Options[*object]{Disabled: true})
+	build := builder("k", 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		h, err := c.GetOrBuild(ctx, "k", build)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h.Release()
+	}
+}
+
+// BenchmarkMissDisabledDeep is BenchmarkMissDisabled with a builder that
+// needs 64 KiB of stack, as a disk read and a driver call through purego
+// do: a build on a new goroutine grows its stack every time.
+func BenchmarkMissDisabledDeep(b *testing.B) {
+	ctx := context.Background()
+	c := New[string, *object](Options[*object]{Disabled: true})
+	build := func(ctx context.Context) (*object, int64, error) {
+		deepStack(64)
+		return &object{}, 1, nil
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		h, err := c.GetOrBuild(ctx, "k", build)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h.Release()
+	}
+}
+
+// deepStack uses about n KiB of stack.
+//
+//go:noinline
+func deepStack(n int) byte {
+	var frame [1024]byte
+	frame[n%len(frame)] = byte(n)
+	if n == 0 {
+		return frame[0]
+	}
+	return deepStack(n-1) + frame[n%len(frame)]
+}

@@ -170,7 +170,10 @@ func (c *Cache) Program(ctx context.Context, dev Device, src Source) (*BuiltProg
 	if err != nil {
 		return nil, err
 	}
-	pk := programKey{digest: key.Digest(), device: dev.Handle()}
+	// Prepared once: the object tier needs the digest, and the binary
+	// tiers the digests and the encoding.
+	prep := key.Prepare()
+	pk := programKey{digest: prep.Digests().Key, device: dev.Handle()}
 	if h, ok := c.programs.Get(pk); ok {
 		c.bins.RecordMemory(true, h.Value().buildTime)
 		return &BuiltProgram{h: h, c: c, Outcome: kcache.OutcomeMemory}, nil
@@ -178,7 +181,7 @@ func (c *Cache) Program(ctx context.Context, dev Device, src Source) (*BuiltProg
 	c.bins.RecordMemory(false, 0)
 	var outcome kcache.Outcome = kcache.OutcomeMemory // unless this call builds it
 	h, err := c.programs.GetOrBuild(ctx, pk, func(ctx context.Context) (*programEntry, int64, error) {
-		e, err := c.load(ctx, dev, src, key)
+		e, err := c.load(ctx, dev, src, prep)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -194,8 +197,9 @@ func (c *Cache) Program(ctx context.Context, dev Device, src Source) (*BuiltProg
 // load brings a program into this context from the binary tiers, or builds
 // it from source. A binary the runtime refuses (a driver changed in place)
 // is deleted from the tiers and the program built from source instead.
-func (c *Cache) load(ctx context.Context, dev Device, src Source, key *kcache.Key) (*programEntry, error) {
-	r, pending, err := c.bins.Lookup(ctx, key)
+func (c *Cache) load(ctx context.Context, dev Device, src Source, prep *kcache.Prepared) (*programEntry, error) {
+	key := prep.Key()
+	r, pending, err := c.bins.LookupPrepared(ctx, prep)
 	if err != nil {
 		return nil, err
 	}

@@ -183,11 +183,14 @@ func TestBuildErrorIsKeptWithLog(t *testing.T) {
 	}
 }
 
+// binFiles returns the files of the disk tier under dir that hold
+// binaries: one per entry, the record's, which holds its binary (see
+// package disk).
 func binFiles(t *testing.T, dir string) []string {
 	t.Helper()
 	var out []string
 	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err == nil && strings.HasSuffix(path, ".bin") {
+		if err == nil && strings.HasSuffix(path, ".src") {
 			out = append(out, path)
 		}
 		return nil
@@ -201,7 +204,7 @@ func TestDamagedBinaryIsRebuilt(t *testing.T) {
 	newTierSet(t, dir).program(t, src)
 	bins := binFiles(t, dir)
 	if len(bins) != 1 {
-		t.Fatalf("%d .bin files, want 1", len(bins))
+		t.Fatalf("%d entry files, want 1", len(bins))
 	}
 	b, _ := os.ReadFile(bins[0])
 	b[len(b)/2] ^= 0x40

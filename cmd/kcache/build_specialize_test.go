@@ -2,30 +2,36 @@ package main
 
 import (
 	"bytes"
-	"os"
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/disk"
 )
 
-// storedBinary returns the only binary the disk tier under dir holds.
+// storedBinary returns the only binary the disk tier under dir holds, read
+// through the store: an entry's binary shares its file with the record.
 func storedBinary(t *testing.T, dir string) []byte {
 	t.Helper()
-	var bins []string
-	filepath.WalkDir(filepath.Join(dir, "cache"), func(path string, _ os.DirEntry, err error) error {
-		if err == nil && strings.HasSuffix(path, ".bin") {
-			bins = append(bins, path)
-		}
-		return nil
-	})
-	if len(bins) != 1 {
-		t.Fatalf("%d binaries stored, want 1", len(bins))
-	}
-	b, err := os.ReadFile(bins[0])
+	ctx := context.Background()
+	st, err := disk.Open(disk.Options{Dir: filepath.Join(dir, "cache"), EvictionDisabled: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	var keys []*kcache.Key
+	if err := st.Walk(ctx, func(in disk.Info) error { keys = append(keys, in.Key); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0] == nil {
+		t.Fatalf("%d binaries stored, want 1", len(keys))
+	}
+	e, err := st.Get(ctx, keys[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.Binary
 }
 
 // TestBuildSpecialize: --specialize compiles the named work-group

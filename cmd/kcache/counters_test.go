@@ -28,20 +28,21 @@ func TestDamagedCountedOneWay(t *testing.T) {
 	if err := st.Put(context.Background(), claim, kcache.Entry{Binary: []byte("claim")}); err != nil {
 		t.Fatal(err)
 	}
-	find := func(id string) (rec, bin string) {
+	find := func(id string) (rec, bin string, binSize int64) {
 		in, err := st.Find(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return in.RecordPath(), in.BinaryPath()
+		return in.RecordPath(), in.BinaryPath(), in.BinarySize
 	}
-	rec0, _ := find(ids[0])
-	_, bin1 := find(ids[1])
-	_, bin2 := find(ids[2])
+	rec0, _, _ := find(ids[0])
+	_, bin1, size1 := find(ids[1])
+	_, bin2, _ := find(ids[2])
 	b, _ := os.ReadFile(rec0)
 	b[len(b)/2] ^= 0x40 // a record that does not decode
 	os.WriteFile(rec0, b, 0o600)
-	os.Remove(bin1) // a binary gone
+	b, _ = os.ReadFile(bin1)
+	os.WriteFile(bin1, b[:len(b)-int(size1)], 0o600) // a binary gone (the record shares its file)
 	b, _ = os.ReadFile(bin2)
 	b[len(b)/2] ^= 0x40 // same length, wrong checksum: only verify sees it
 	os.WriteFile(bin2, b, 0o600)

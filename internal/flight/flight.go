@@ -45,13 +45,14 @@ type Result[V any] struct {
 	Returned bool
 }
 
-// Go runs fn(ctx) on a new goroutine, then done with how it ended, on that
-// goroutine, exactly once whatever fn does: return, panic or call
+// Go runs fn(ctx) on a goroutine of its own (one kept from an earlier
+// build where one is idle: workers.go), then done with how it ended, on
+// that goroutine, exactly once whatever fn does: return, panic or call
 // runtime.Goexit. A panic or Goexit is logged at error level to log, with
 // the stack for a panic; log may be nil to discard it. done must not panic
 // or call runtime.Goexit itself.
 func Go[V any](ctx context.Context, log *slog.Logger, fn Func[V], done func(Result[V])) {
-	go run(ctx, log, fn, done)
+	spawn(func() { run(ctx, log, fn, done) })
 }
 
 // run is Go's goroutine. The two nested defers tell a panic from Goexit as

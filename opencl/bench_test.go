@@ -1,0 +1,56 @@
+package opencl
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/disk"
+)
+
+// BenchmarkWarmLookup measures what a warm start pays on the CPU before
+// the runtime sees the binary: the key (device identity, header scan,
+// digests) and the disk tier's read and verification of a 100 KiB binary.
+// Creating and building the program from it is PoCL's, and left out.
+func BenchmarkWarmLookup(b *testing.B) {
+	f := testFixture(b)
+	dir := b.TempDir()
+	inc := filepath.Join(dir, "inc")
+	if err := os.MkdirAll(inc, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(inc, "common.h"), []byte("#define ALPHA 2.0f\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	st, err := disk.Open(disk.Options{Dir: filepath.Join(dir, "cache")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bins := kcache.New(kcache.DefaultConfig(func(string) string { return "" }), nil, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st})
+	ctx, err := NewContext(f.dev)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := NewCache(ctx, bins, CacheOptions{CommitDelay: -1, Environ: []string{}})
+	b.Cleanup(func() { c.Close(); ctx.Release() })
+	src := Source{Code: []byte("#include \"common.h\"\n" + testSource), Options: "-I " + inc}
+	key, err := c.Key(f.dev, src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := bins.Put(context.Background(), key, kcache.Entry{Binary: make([]byte, 100<<10)}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		key, err := c.Key(f.dev, src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := bins.Get(context.Background(), key); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
