@@ -51,6 +51,9 @@ type Config struct {
 	Trace bool
 	// Debug logs every tier decision at debug level.
 	Debug bool
+	// Shared makes the persistent cache its group's as well as its
+	// user's (see disk.Options.Shared).
+	Shared bool
 	// Remote is the URL of the fleet's remote tier (redis://, rediss://);
 	// empty means none.
 	Remote string
@@ -92,6 +95,7 @@ const (
 	EnvMaxImageSize      = "KCACHE_MAX_IMAGE_SIZE"
 	EnvTrace             = "KCACHE_TRACE"
 	EnvDebug             = "KCACHE_DEBUG"
+	EnvShared            = "KCACHE_SHARED"
 	EnvRemote            = "KCACHE_REMOTE"
 	EnvRemoteSecret      = "KCACHE_REMOTE_SECRET"
 	EnvRemoteReadOnly    = "KCACHE_REMOTE_READONLY"
@@ -176,6 +180,7 @@ func ConfigFromGetenv(getenv func(string) string) (Config, error) {
 	set(EnvMaxImageSize, sizeInto(&c.MaxImageSize))
 	set(EnvTrace, boolInto(&c.Trace))
 	set(EnvDebug, boolInto(&c.Debug))
+	set(EnvShared, boolInto(&c.Shared))
 	set(EnvRemote, remoteInto(&c.Remote))
 	set(EnvRemoteSecret, func(v string) error { c.RemoteSecret = v; return nil })
 	set(EnvRemoteReadOnly, boolInto(&c.RemoteReadOnly))

@@ -97,7 +97,7 @@ func (s *Store) ExportBundle(ctx context.Context, w io.Writer, keep func(*Info) 
 }
 
 func writeTarFile(tw *tar.Writer, name string, data []byte, mtime time.Time) error {
-	hdr := &tar.Header{Name: name, Mode: filePerm, Size: int64(len(data)), ModTime: mtime, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+	hdr := &tar.Header{Name: name, Mode: int64(privateModes.file), Size: int64(len(data)), ModTime: mtime, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
 	if err := tw.WriteHeader(hdr); err != nil {
 		return err
 	}

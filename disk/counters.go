@@ -212,7 +212,7 @@ func (s *Store) ZeroCounters(ctx context.Context) error {
 }
 
 func (s *Store) updateCounters(ctx context.Context, update func(*Counters)) error {
-	unlock, err := flockPath(ctx, filepath.Join(s.root, countersLock), s.opts.LockTimeout)
+	unlock, err := flockPath(ctx, s.modes, filepath.Join(s.root, countersLock), s.opts.LockTimeout)
 	if err != nil {
 		return fmt.Errorf("disk: counters: %w", err)
 	}
@@ -224,7 +224,7 @@ func (s *Store) updateCounters(ctx context.Context, update func(*Counters)) erro
 	}
 	update(&c)
 	data := c.encode()
-	if err := writeFile(s.root, filepath.Join(s.root, countersName), data, false, time.Time{}); err != nil {
+	if err := s.modes.writeFile(s.root, filepath.Join(s.root, countersName), data, false, time.Time{}); err != nil {
 		return fmt.Errorf("disk: counters: %w", err)
 	}
 	return nil
@@ -232,8 +232,8 @@ func (s *Store) updateCounters(ctx context.Context, update func(*Counters)) erro
 
 // flockPath takes an exclusive flock on the file at path, creating it, and
 // waits at most wait for it. The kernel drops the lock if the process dies.
-func flockPath(ctx context.Context, path string, wait time.Duration) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, filePerm)
+func flockPath(ctx context.Context, m modes, path string, wait time.Duration) (unlock func(), err error) {
+	f, err := m.openFile(path, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func TestOpenUnsafeMode(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err := Open(Options{Dir: dir})
-			if !errors.Is(err, ErrUnsafeDir) || !strings.Contains(err.Error(), "chmod go-w") {
+			if !errors.Is(err, ErrUnsafeDir) || !strings.Contains(err.Error(), "run chmod") {
 				t.Fatalf("Open: %v, want ErrUnsafeDir", err)
 			}
 			// The version directory is checked too.
@@ -66,6 +66,11 @@ func TestOpenOtherOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := Open(Options{Dir: dir}); !errors.Is(err, ErrUnsafeDir) || !strings.Contains(err.Error(), "owned by uid") {
+		t.Fatalf("Open of another user's directory: %v", err)
+	}
+	// Shared mode trusts the members of the directory's group, which
+	// this process (root, group root) is not.
+	if _, err := Open(Options{Dir: dir, Shared: true}); !errors.Is(err, ErrUnsafeDir) {
 		t.Fatalf("Open of another user's directory: %v", err)
 	}
 }

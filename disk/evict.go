@@ -346,7 +346,7 @@ func (s *Store) lastTrim() (time.Time, bool) {
 // writeStamp records a maintenance pass at now. Best effort: without the
 // stamp the next Put starts the pass again, which is merely wasteful.
 func (s *Store) writeStamp(now time.Time) {
-	f, err := os.OpenFile(s.dir+"/"+trimName, os.O_RDWR|os.O_CREATE, filePerm)
+	f, err := s.modes.openFile(s.dir+"/"+trimName, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return
 	}
@@ -567,7 +567,7 @@ func (s *Store) openShard(ctx context.Context, locks *os.File, x int, wait bool,
 	if create {
 		flags |= os.O_CREATE
 	}
-	j, err := os.OpenFile(s.journalPath(x), flags, filePerm)
+	j, err := s.modes.openFile(s.journalPath(x), flags)
 	if errors.Is(err, os.ErrNotExist) {
 		defer unlock()
 		return nil, s.emptyShard(ctx, x)
@@ -618,10 +618,10 @@ func (s *Store) emptyShard(ctx context.Context, x int) error {
 // so the shards folder holds no file for a shard without entries, and one
 // descriptor serves a whole step.
 func (s *Store) openStepLocks() (*os.File, error) {
-	if err := os.MkdirAll(s.shardsDir(), dirPerm); err != nil {
+	if err := s.modes.mkdirAll(s.shardsDir()); err != nil {
 		return nil, err
 	}
-	return os.OpenFile(s.shardsDir()+"/"+stepsLockName, os.O_RDWR|os.O_CREATE, filePerm)
+	return s.modes.openFile(s.shardsDir()+"/"+stepsLockName, os.O_RDWR|os.O_CREATE)
 }
 
 // lockStep takes shard x's step lock on locks (see openStepLocks), waiting
@@ -1006,6 +1006,11 @@ func syncDir(dir string) {
 func (s *Store) journalTemp() (*os.File, error) {
 	f, err := os.CreateTemp(s.shardsDir(), tempPrefix+"*")
 	if err != nil {
+		return nil, err
+	}
+	if err := s.modes.fix(f); err != nil {
+		f.Close()
+		os.Remove(f.Name())
 		return nil, err
 	}
 	if err := s.flockNB(int(f.Fd()), false); err != nil && !errors.Is(err, errNoFlock) {

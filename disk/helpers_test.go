@@ -257,7 +257,7 @@ func putLegacy(t testing.TB, s *Store, i, n int) {
 	bin := testBinary(i, n)
 	raw := newRawRecord(key, bin, time.Duration(i)*time.Millisecond, s.now())
 	leaf := s.leafDir(s.digests(testKey(i)))
-	if err := os.MkdirAll(leaf, dirPerm); err != nil {
+	if err := os.MkdirAll(leaf, privateModes.dir); err != nil {
 		t.Fatal(err)
 	}
 	writeRaw(t, binPath(leaf, 0), bin)

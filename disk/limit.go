@@ -53,7 +53,7 @@ func (s *Store) SetMaxSize(ctx context.Context, n int64) error {
 			err = nil
 		}
 	default:
-		err = writeFile(s.root, path, formatDecimal(n), false, time.Time{})
+		err = s.modes.writeFile(s.root, path, formatDecimal(n), false, time.Time{})
 	}
 	if err != nil {
 		return fmt.Errorf("disk: storing the size limit: %w", err)

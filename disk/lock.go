@@ -88,7 +88,7 @@ func (s *Store) Lock(ctx context.Context, key *kcache.Key) (unlock func(), err e
 		return func() {}, nil
 	}
 	leaf := s.leafDir(s.digests(key))
-	f, err := s.lockPath(ctx, leaf+"/"+lockName, openLockFile, leaf, s.opts.BuildWait)
+	f, err := s.lockPath(ctx, leaf+"/"+lockName, s.openLockFile, leaf, s.opts.BuildWait)
 	if err != nil {
 		return func() {}, fmt.Errorf("disk: build lock: %w", err)
 	}
@@ -113,7 +113,7 @@ func (s *Store) lockLeaf(ctx context.Context, leaf string, create bool, wait tim
 // lockFile takes the lock on a file of the version directory (evict.lock),
 // creating it if needed.
 func (s *Store) lockFile(ctx context.Context, name string, wait time.Duration) (*os.File, error) {
-	return s.lockPath(ctx, s.dir+"/"+name, openLockFile, "", wait)
+	return s.lockPath(ctx, s.dir+"/"+name, s.openLockFile, "", wait)
 }
 
 // closer returns a function that closes f once; closing drops its flock.
@@ -122,8 +122,8 @@ func closer(f *os.File) func() {
 	return func() { once.Do(func() { f.Close() }) }
 }
 
-func openLockFile(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_RDWR|os.O_CREATE, filePerm)
+func (s *Store) openLockFile(path string) (*os.File, error) {
+	return s.modes.openFile(path, os.O_RDWR|os.O_CREATE)
 }
 
 // lockPath opens path and holds an exclusive flock on it within wait.
@@ -140,7 +140,7 @@ func (s *Store) lockPath(ctx context.Context, path string, open func(string) (*o
 func (s *Store) lockPathMode(ctx context.Context, path string, open func(string) (*os.File, error), mkdir string, wait time.Duration, shared bool) (*os.File, error) {
 	deadline := time.Now().Add(wait) // real time: waits are real even under a test clock
 	for attempt := 0; ; attempt++ {
-		f, err := openFor(path, open, mkdir)
+		f, err := s.modes.openFor(path, open, mkdir)
 		if errors.Is(err, fs.ErrNotExist) && mkdir != "" && attempt < maxRelock {
 			continue // a remover took the directory between mkdir and open
 		}
@@ -177,9 +177,9 @@ func (s *Store) warnNoFlock(err error) {
 	})
 }
 
-func openFor(path string, open func(string) (*os.File, error), mkdir string) (*os.File, error) {
+func (m modes) openFor(path string, open func(string) (*os.File, error), mkdir string) (*os.File, error) {
 	if mkdir != "" {
-		if err := os.MkdirAll(mkdir, dirPerm); err != nil {
+		if err := m.mkdirAll(mkdir); err != nil {
 			return nil, err
 		}
 	}

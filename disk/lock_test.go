@@ -107,7 +107,7 @@ func TestLockAfterLeafRemoved(t *testing.T) {
 	// Simulate losing the race: open the lock file, have it unlinked and
 	// replaced, then lock. lockPath must notice and lock the new file.
 	path := filepath.Join(leaf, lockName)
-	f, err := openLockFile(path)
+	f, err := s.openLockFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestLockAfterLeafRemoved(t *testing.T) {
 		t.Fatal("linked reports an unlinked file as linked")
 	}
 	f.Close()
-	g, err := s.lockPath(ctx, path, openLockFile, leaf, time.Second)
+	g, err := s.lockPath(ctx, path, s.openLockFile, leaf, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

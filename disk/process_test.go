@@ -39,6 +39,7 @@ func TestHelperProcess(t *testing.T) {
 		"churn":    helperChurn,
 		"readonly": helperReadOnly,
 		"unsafe":   helperUnsafe,
+		"shared":   helperShared,
 		"hits":     helperHits,
 		"writer":   helperWriter,
 		"scaleput": helperScalePut,
@@ -304,7 +305,7 @@ func checkAfterKills(t *testing.T, cache string) {
 		if err == nil {
 			unlock()
 		}
-		if f, err := s.lockPath(ctx, leaf+"/"+lockName, openLockFile, "", 0); err == nil {
+		if f, err := s.lockPath(ctx, leaf+"/"+lockName, s.openLockFile, "", 0); err == nil {
 			f.Close()
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("build lock in %s still held: %w", leaf, err)
@@ -439,8 +440,114 @@ func TestOtherUsersCacheRefused(t *testing.T) {
 	cache := filepath.Join(dir, "cache")
 	s := openTest(t, Options{Dir: cache})
 	mustPut(t, s, 1, 100)
-	os.Chmod(cache, 0o755) // reachable by nobody, but root's
+	// Reachable by nobody, but another user's: neither root nor nobody.
+	const other = 4242
+	if err := os.Chown(cache, other, other); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(cache, 0o755)
 	runAsNobody(t, bin, "unsafe", cache)
+}
+
+// TestRootsCacheReadable: a cache root warmed (a container image's) is
+// read by another user, who cannot write it: root could run code as that
+// user anyway, so trusting its binaries widens nothing.
+func TestRootsCacheReadable(t *testing.T) {
+	bin, dir := asNobody(t)
+	cache := filepath.Join(dir, "cache")
+	s := openTest(t, Options{Dir: cache})
+	mustPut(t, s, 1, 100)
+	err := filepath.WalkDir(cache, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.Chmod(p, 0o755)
+		}
+		return os.Chmod(p, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runAsNobody(t, bin, "readonly", cache)
+}
+
+// TestSharedCache: a cache made shared by root for group nobody is used,
+// read and written, by user nobody in shared mode, and what nobody writes
+// is the group's; without shared mode nobody refuses it.
+func TestSharedCache(t *testing.T) {
+	bin, dir := asNobody(t)
+	cache := filepath.Join(dir, "cache")
+	old := syscall.Umask(0o022) // the usual umask, which shared mode must get past
+	defer syscall.Umask(old)
+	s := openTest(t, Options{Dir: cache, Shared: true})
+	mustPut(t, s, 1, 100)
+	if err := filepath.WalkDir(cache, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chown(p, 0, nobody)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{cache, versionDir(cache)} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o770 || fi.Mode()&fs.ModeSetgid == 0 {
+			t.Errorf("%s: mode %v, want drwxrws---", p, fi.Mode())
+		}
+	}
+	runAsNobody(t, bin, "shared", cache)
+	// The store root opened before it gave the cache to the group reads
+	// what nobody wrote; opened now, root refuses it: root is not in the
+	// group, whose members could plant code that root would run.
+	if e, err := s.Get(context.Background(), testKey(2)); err != nil || !bytes.Equal(e.Binary, testBinary(2, 100)) {
+		t.Fatalf("nobody's entry: %v", err)
+	}
+	if _, err := Open(Options{Dir: cache, Shared: true}); !errors.Is(err, ErrUnsafeDir) {
+		t.Errorf("root opened a cache writable by a group it is not in: %v", err)
+	}
+	if _, err := Open(Options{Dir: cache}); !errors.Is(err, ErrUnsafeDir) || !strings.Contains(err.Error(), "KCACHE_SHARED") {
+		t.Errorf("a group-writable cache opened without shared mode: %v, want ErrUnsafeDir naming KCACHE_SHARED", err)
+	}
+}
+
+// helperShared runs as user nobody, in group nobody, against a shared
+// cache of that group that root owns: it finds root's entry, stores its
+// own, group-writable, and refuses the cache outside shared mode.
+func helperShared() error {
+	dir := os.Getenv("KCACHE_DISK_DIR")
+	if _, err := Open(Options{Dir: dir}); !errors.Is(err, ErrUnsafeDir) {
+		return fmt.Errorf("open without shared mode: %v, want ErrUnsafeDir", err)
+	}
+	s, err := Open(Options{Dir: dir, Shared: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close(context.Background())
+	ctx := context.Background()
+	if e, err := s.Get(ctx, testKey(1)); err != nil || !bytes.Equal(e.Binary, testBinary(1, 100)) {
+		return fmt.Errorf("root's entry: %v", err)
+	}
+	if err := s.Put(ctx, testKey(2), kcache.Entry{Binary: testBinary(2, 100)}); err != nil {
+		return fmt.Errorf("put: %w", err)
+	}
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if int(st.Uid) == nobody && fi.Mode().Perm()&0o060 != 0o060 {
+			return fmt.Errorf("%s: mode %v, want group read and write", p, fi.Mode())
+		}
+		return nil
+	})
 }
 
 // helperHits opens the cache in KCACHE_DISK_DIR, stores key 1 (100 KB) if

@@ -161,7 +161,7 @@ func writeScaleEntry(s *Store, i int, at time.Time) (leafID, int64, error) {
 		} else {
 			p += 1 + next
 		}
-		if err := unix.Mkdir(leaf[:p], dirPerm); err != nil && err != unix.EEXIST {
+		if err := unix.Mkdir(leaf[:p], uint32(privateModes.dir)); err != nil && err != unix.EEXIST {
 			return id, 0, fmt.Errorf("mkdir %s: %w", leaf[:p], err)
 		}
 	}
@@ -169,10 +169,10 @@ func writeScaleEntry(s *Store, i int, at time.Time) (leafID, int64, error) {
 	bin := testBinary(i, scaleBinary)
 	raw := newRawRecord(enc, bin, time.Millisecond, at)
 	src := raw.marshal()
-	if err := os.WriteFile(binPath(leaf, 0), bin, filePerm); err != nil {
+	if err := os.WriteFile(binPath(leaf, 0), bin, privateModes.file); err != nil {
 		return id, 0, err
 	}
-	if err := os.WriteFile(srcPath(leaf, 0), src, filePerm); err != nil {
+	if err := os.WriteFile(srcPath(leaf, 0), src, privateModes.file); err != nil {
 		return id, 0, err
 	}
 	return id, int64(len(src) + len(bin)), os.Chtimes(srcPath(leaf, 0), at, at)

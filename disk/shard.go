@@ -459,6 +459,6 @@ func (s *Store) lockShardFile(ctx context.Context, path string, wait time.Durati
 	if shared {
 		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	}
-	open := func(p string) (*os.File, error) { return os.OpenFile(p, flags, filePerm) }
+	open := func(p string) (*os.File, error) { return s.modes.openFile(p, flags) }
 	return s.lockPathMode(ctx, path, open, s.shardsDir(), wait, shared)
 }

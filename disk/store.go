@@ -47,6 +47,13 @@ type Options struct {
 	// BuildWait bounds how long Lock waits for another process's build of
 	// the same key; 0 means DefaultBuildWait.
 	BuildWait time.Duration
+	// Shared makes the cache its group's as well as its user's: what the
+	// store creates is group-writable (directories 2770, files 0660,
+	// whatever the umask), and a cache directory owned by another user
+	// of the cache's group, or writable by that group, is accepted. Only
+	// members of the group can then plant a binary; a directory writable
+	// by others is still refused.
+	Shared bool
 	// Logger receives warnings and debug events; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock for access times and ages; nil means time.Now.
@@ -73,11 +80,6 @@ const (
 	DefaultBuildWait = 2 * time.Minute
 )
 
-// Permissions of what the store creates: the cache is private to its user.
-const (
-	dirPerm  = 0o700
-	filePerm = 0o600
-)
 
 // FromConfig returns the Options that c describes. The wait for a file
 // lock keeps its default.
@@ -91,6 +93,7 @@ func FromConfig(c kcache.Config) Options {
 		EvictionDisabled: c.EvictionDisabled,
 		MinImageSize:     c.MinImageSize,
 		MaxImageSize:     c.MaxImageSize,
+		Shared:           c.Shared,
 	}
 }
 
@@ -104,6 +107,8 @@ type Store struct {
 	opts Options
 	now  func() time.Time
 	log  *slog.Logger
+	// modes are the permissions of what the store creates.
+	modes modes
 	// sync makes a write fsync the binary before the record commits it.
 	// Tests that build large fixtures turn it off.
 	sync bool
@@ -165,8 +170,9 @@ func Open(opts Options) (*Store, error) {
 		sync:    true,
 		digests: (*kcache.Key).Digests,
 		flock:   unix.Flock,
+		modes:   modesFor(opts.Shared),
 	}
-	if err := prepareDir(s.root, s.dir); err != nil {
+	if err := prepareDir(s.root, s.dir, s.modes); err != nil {
 		return nil, err
 	}
 	s.refreshLimit(true)
@@ -500,7 +506,7 @@ func (s *Store) commit(ctx context.Context, id leafID, leaf string, key, file []
 		err = removeIfExists(binPath(leaf, n))
 	}
 	if err == nil {
-		err = writeFile(leaf, srcPath(leaf, n), file, s.sync, s.now())
+		err = s.modes.writeFile(leaf, srcPath(leaf, n), file, s.sync, s.now())
 	}
 	if err != nil {
 		// The slot now holds nothing committed: undo the count, the old
@@ -641,9 +647,14 @@ func removeIfExists(path string) error {
 // writeFile writes data to a temporary file in dir and renames it to path,
 // so that path names either its old content or all of data. It fsyncs the
 // data first if sync is set, and stamps the file with mtime if that is set.
-func writeFile(dir, path string, data []byte, sync bool, mtime time.Time) (err error) {
+func (m modes) writeFile(dir, path string, data []byte, sync bool, mtime time.Time) (err error) {
 	f, err := os.CreateTemp(dir, tempPrefix+"*")
 	if err != nil {
+		return err
+	}
+	if err := m.fix(f); err != nil {
+		f.Close()
+		os.Remove(f.Name())
 		return err
 	}
 	defer func() {

@@ -47,8 +47,8 @@ func TestLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if perm := info.Mode().Perm(); perm != filePerm {
-		t.Errorf("0.src: mode %o, want %o", perm, filePerm)
+	if perm := info.Mode().Perm(); perm != privateModes.file {
+		t.Errorf("0.src: mode %o, want %o", perm, privateModes.file)
 	}
 	// The binary is in the record's file: one file per entry.
 	if _, err := os.Stat(filepath.Join(leaf, "0.bin")); !errors.Is(err, fs.ErrNotExist) {
@@ -59,8 +59,8 @@ func TestLayout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if perm := info.Mode().Perm(); perm != dirPerm {
-			t.Errorf("%s: mode %o, want %o", dir, perm, dirPerm)
+		if perm := info.Mode().Perm(); perm != privateModes.dir {
+			t.Errorf("%s: mode %o, want %o", dir, perm, privateModes.dir)
 		}
 	}
 	if tmp := files(t, s.root, tempPrefix+"*"); len(tmp) != 0 {
@@ -79,7 +79,7 @@ func TestOldLayoutNotRead(t *testing.T) {
 	leaf := s.leafDir(d)
 	// The same entry where version 1 put it, and nothing in version 2.
 	old := filepath.Join(s.root, "v1", d.Device.String()[:32], d.Image.String()[:32], d.Spec.String()[:32], d.Options.String()[:32])
-	if err := os.MkdirAll(filepath.Dir(old), dirPerm); err != nil {
+	if err := os.MkdirAll(filepath.Dir(old), privateModes.dir); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(leaf, old); err != nil {

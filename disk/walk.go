@@ -600,7 +600,7 @@ func (s *Store) Clear(ctx context.Context) error {
 	}
 	s.nextTrim.Store(0)
 	s.lastTotal.Store(0)
-	errs = append(errs, os.MkdirAll(s.dir, dirPerm))
+	errs = append(errs, s.modes.mkdirAll(s.dir))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("disk: clear: %w", err)
 	}

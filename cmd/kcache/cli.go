@@ -303,8 +303,9 @@ func unsafeDirError(err error, dir string) error {
 	if unix.Stat(dir, &st) == nil && int(st.Uid) != os.Geteuid() {
 		fix = fmt.Sprintf("chown -R \"$(id -u)\" %s", dir)
 	}
-	return fmt.Errorf("%w; the cache must belong to you and be writable by you alone, as a binary anyone else "+
-		"can write is code they can make you run: take it over (%s), or set KCACHE_DIR to a directory of your own", err, fix)
+	return fmt.Errorf("%w; the cache must belong to you and be writable by you alone (or be root's, or your group's "+
+		"with KCACHE_SHARED=1), as a binary anyone else can write is code they can make you run: take it over (%s), "+
+		"or set KCACHE_DIR to a directory of your own", err, fix)
 }
 
 // sizeValue is a flag holding a byte size ("512MiB", "8G").

@@ -72,6 +72,7 @@ var settings = []setting{
 	{kcache.EnvMaxImageSize, func(c *kcache.Config) string { return sizeSetting(c.MaxImageSize) }},
 	{kcache.EnvTrace, func(c *kcache.Config) string { return boolSetting(c.Trace) }},
 	{kcache.EnvDebug, func(c *kcache.Config) string { return boolSetting(c.Debug) }},
+	{kcache.EnvShared, func(c *kcache.Config) string { return boolSetting(c.Shared) }},
 	{kcache.EnvRemote, func(c *kcache.Config) string { return redactedURL(c.Remote) }},
 	{kcache.EnvRemoteSecret, func(c *kcache.Config) string {
 		if c.RemoteSecret != "" {
