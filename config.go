@@ -51,6 +51,10 @@ type Config struct {
 	Trace bool
 	// Debug logs every tier decision at debug level.
 	Debug bool
+	// BaseDir, when set, makes keys name the places under it relative to
+	// it, so checkouts in different places share entries (ccache's
+	// base_dir), where that is exact (see deps.RelocateArgs).
+	BaseDir string
 	// Shared makes the persistent cache its group's as well as its
 	// user's (see disk.Options.Shared).
 	Shared bool
@@ -96,6 +100,7 @@ const (
 	EnvTrace             = "KCACHE_TRACE"
 	EnvDebug             = "KCACHE_DEBUG"
 	EnvShared            = "KCACHE_SHARED"
+	EnvBaseDir           = "KCACHE_BASE_DIR"
 	EnvRemote            = "KCACHE_REMOTE"
 	EnvRemoteSecret      = "KCACHE_REMOTE_SECRET"
 	EnvRemoteReadOnly    = "KCACHE_REMOTE_READONLY"
@@ -181,6 +186,13 @@ func ConfigFromGetenv(getenv func(string) string) (Config, error) {
 	set(EnvTrace, boolInto(&c.Trace))
 	set(EnvDebug, boolInto(&c.Debug))
 	set(EnvShared, boolInto(&c.Shared))
+	set(EnvBaseDir, func(v string) error {
+		if v != "" && !filepath.IsAbs(v) {
+			return fmt.Errorf("%s=%q: not an absolute directory", EnvBaseDir, v)
+		}
+		c.BaseDir = v
+		return nil
+	})
 	set(EnvRemote, remoteInto(&c.Remote))
 	set(EnvRemoteSecret, func(v string) error { c.RemoteSecret = v; return nil })
 	set(EnvRemoteReadOnly, boolInto(&c.RemoteReadOnly))

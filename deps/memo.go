@@ -128,6 +128,7 @@ func inputDigest(in Input, wd string) kcache.Digest {
 	put(string(in.Source))
 	put(in.Path)
 	put(wd)
+	put(in.BaseDir)
 	list(in.Args)
 	list(in.Depends)
 	list(in.Builtins)

@@ -12,6 +12,9 @@ type parsedFile struct {
 	// clock names the first predefined macro of the text that the
 	// compiler expands to the time of the build ("" for none).
 	clock string
+	// namesFiles says the text expands a macro holding a file's path
+	// (fileMacros).
+	namesFiles bool
 	// unsure says why the scanner cannot model the text exactly ("" when
 	// it can): a source that reads it is uncacheable.
 	unsure string
@@ -41,6 +44,9 @@ func parseText(text []byte) parsedFile {
 	// The text is searched, not its tokens: a mention in a comment costs
 	// a needless refusal at worst, a use the tokens hid would cost a
 	// stale binary.
+	for _, m := range fileMacros {
+		p.namesFiles = p.namesFiles || bytes.Contains(text, []byte(m))
+	}
 	for _, m := range clockMacros {
 		if bytes.Contains(text, []byte(m)) {
 			p.clock = m

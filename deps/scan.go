@@ -44,6 +44,8 @@ type scan struct {
 	refused string
 	// date says a source expands __DATE__.
 	date bool
+	// namesFiles says a file read expands __FILE__ or the like.
+	namesFiles bool
 	// roots are the declared directories (Input.Depends) whose every
 	// file the key must hold.
 	roots []string
@@ -107,12 +109,14 @@ func (sc *scan) run() error {
 	if sc.refused != "" {
 		return fmt.Errorf("%w: %s", ErrUncacheable, sc.refused)
 	}
+	sc.relocateTrace()
 	return nil
 }
 
 // facts applies what the parse of a file says beyond its directives:
 // text the scanner cannot model, and the clock macros.
 func (sc *scan) facts(path string, p *parsedFile) {
+	sc.namesFiles = sc.namesFiles || p.namesFiles
 	switch {
 	case p.unsure != "":
 		sc.refuse(path + ": " + p.unsure)

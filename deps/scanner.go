@@ -72,6 +72,13 @@ var ErrUncacheable = errors.New("deps: dependencies cannot be bounded")
 // Input is one translation unit and the compiler invocation that will
 // preprocess it.
 type Input struct {
+	// BaseDir, when set, names the dependencies found under it that the
+	// key would name by absolute path relative to it instead
+	// (BaseDirPrefix), unless a file read expands __FILE__ or the like.
+	// A caller sets it only where RelocateArgs said relocation is exact
+	// for Args, and keys the options RelocateArgs returned; Args stay as
+	// the compiler gets them.
+	BaseDir string
 	// Source is the translation unit's text.
 	Source []byte
 	// Path is the file Source was read from, or "" for source held in

@@ -80,7 +80,6 @@ const (
 	DefaultBuildWait = 2 * time.Minute
 )
 
-
 // FromConfig returns the Options that c describes. The wait for a file
 // lock keeps its default.
 func FromConfig(c kcache.Config) Options {

@@ -1,6 +1,7 @@
 package opencl
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,14 @@ import (
 
 // CacheOptions configures a Cache.
 type CacheOptions struct {
+	// BaseDir, when set, makes keys name the places under it relative to
+	// it, so checkouts of a project in different places, built with
+	// absolute paths, share entries (ccache's base_dir); "" takes the
+	// configuration's (KCACHE_BASE_DIR).
+	// It applies only where exact: not for options that write places
+	// into the binary (debug information) or that the scanner does not
+	// know, nor for sources expanding __FILE__ (see deps.RelocateArgs).
+	BaseDir string
 	// CommitDelay is how long after a build from source the program's
 	// binary is read and stored in the binary tiers, unless Commit comes
 	// first. PoCL compiles each kernel's work-group function at its first
@@ -53,6 +62,7 @@ type Cache struct {
 	headers  *deps.Scanner
 	env      []kcache.EnvVar
 	delay    time.Duration
+	baseDir  string // see CacheOptions.BaseDir
 
 	idMu sync.Mutex           // guards ids
 	ids  map[uintptr]identity // device identities, by cl_device_id
@@ -87,7 +97,7 @@ func NewCache(cl *Context, bins *kcache.Cache, opts CacheOptions) *Cache {
 	if delay == 0 {
 		delay = DefaultCommitDelay
 	}
-	c := &Cache{cl: cl, bins: bins, headers: deps.NewScanner(bins.Logger()), env: keyparts.OpenCLEnv.Select(keyparts.Environ(opts.Environ)), delay: delay, ids: map[uintptr]identity{}}
+	c := &Cache{cl: cl, bins: bins, headers: deps.NewScanner(bins.Logger()), env: keyparts.OpenCLEnv.Select(keyparts.Environ(opts.Environ)), delay: delay, ids: map[uintptr]identity{}, baseDir: cmp.Or(opts.BaseDir, cfg.BaseDir)}
 	// Kernels are released with their program (releaseProgram), not by
 	// the kernel tier: a caller holding a program may use its kernels.
 	c.kernels = objcache.New[kernelKey, *SafeKernel](objcache.Options[*SafeKernel]{Logger: bins.Logger()})
@@ -123,7 +133,7 @@ func (c *Cache) Close() {
 // without storing.
 func (c *Cache) Key(dev Device, src Source) (*kcache.Key, error) {
 	id := c.identity(dev)
-	headers, err := c.dependencies(id.dev.Platform, src)
+	headers, options, err := c.dependencies(id.dev.Platform, src)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +141,7 @@ func (c *Cache) Key(dev Device, src Source) (*kcache.Key, error) {
 		Device:   id.dev,
 		Compiler: id.comp,
 		Image:    kcache.Image{Format: FormatOpenCLC, Source: src.Code, Headers: headers},
-		Options:  kcache.BuildOptions{Compile: src.Options, Env: c.env},
+		Options:  kcache.BuildOptions{Compile: options, Env: c.env},
 	}, nil
 }
 

@@ -3,39 +3,66 @@ package opencl
 import (
 	"context"
 	"crypto/rand"
+	"strconv"
+	"strings"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
 	"github.com/kcache/kcache/internal/keyparts"
 )
 
-// dependencies returns the headers of src's key: every file the compiler
+// dependencies returns the headers and the options of src's key (see
+// scanInput for the options). The headers are every file the compiler
 // may read for it, found by the deps scanner as the driver of the platform
 // named platform searches for them (keyparts.OpenCLScan). With
 // KCACHE_TRACE set, every dependency and the rule that found it is logged.
-func (c *Cache) dependencies(platform string, src Source) ([]kcache.Header, error) {
-	in, err := scanInput(platform, src)
+func (c *Cache) dependencies(platform string, src Source) ([]kcache.Header, string, error) {
+	in, options, err := c.scanInput(platform, src)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	headers, trace, err := c.headers.Scan(context.Background(), in)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if c.bins.Config().Trace {
 		for _, d := range trace {
 			c.bins.Logger().Debug("kcache dependency", "source", src.Path, "dependency", d)
 		}
 	}
-	return headers, nil
+	return headers, options, nil
 }
 
 // scanInput is the dependency scanner's input for src on the platform
-// named platform.
-func scanInput(platform string, src Source) (deps.Input, error) {
+// named platform, and the build options as its key holds them: as given,
+// or, under CacheOptions.BaseDir where that is exact, with the places
+// under it relocated (deps.RelocateArgs).
+func (c *Cache) scanInput(platform string, src Source) (deps.Input, string, error) {
 	in, err := keyparts.OpenCLScan(src.Code, src.Options, platform)
 	in.Path, in.Depends = src.Path, src.Depends
-	return in, err
+	if err != nil || c.baseDir == "" {
+		return in, src.Options, err
+	}
+	args, ok := deps.RelocateArgs(in.Args, c.baseDir)
+	if !ok {
+		return in, src.Options, nil
+	}
+	in.BaseDir = c.baseDir
+	return in, relocatedOptions(args), nil
+}
+
+// relocatedOptions writes options relocated under a base directory for a
+// key, one quoted argument each, after a mark that no options string the
+// driver is given can start with a quote as the mark does: they never
+// equal the options of a key made without a base directory.
+func relocatedOptions(args []string) string {
+	var b strings.Builder
+	b.WriteString("\"$BASE\"")
+	for _, a := range args {
+		b.WriteByte(' ')
+		b.WriteString(strconv.Quote(a))
+	}
+	return b.String()
 }
 
 // inputsUnchanged reports whether every file src's key was computed from
@@ -43,7 +70,7 @@ func scanInput(platform string, src Source) (deps.Input, error) {
 // built after the scan be stored under that key (a header saved during
 // the build would otherwise be served, stale, once the edit is reverted).
 func (c *Cache) inputsUnchanged(dev Device, src Source) bool {
-	in, err := scanInput(c.identity(dev).dev.Platform, src)
+	in, _, err := c.scanInput(c.identity(dev).dev.Platform, src)
 	return err == nil && c.headers.Unchanged(in)
 }
 

@@ -73,6 +73,7 @@ var settings = []setting{
 	{kcache.EnvTrace, func(c *kcache.Config) string { return boolSetting(c.Trace) }},
 	{kcache.EnvDebug, func(c *kcache.Config) string { return boolSetting(c.Debug) }},
 	{kcache.EnvShared, func(c *kcache.Config) string { return boolSetting(c.Shared) }},
+	{kcache.EnvBaseDir, func(c *kcache.Config) string { return c.BaseDir }},
 	{kcache.EnvRemote, func(c *kcache.Config) string { return redactedURL(c.Remote) }},
 	{kcache.EnvRemoteSecret, func(c *kcache.Config) string {
 		if c.RemoteSecret != "" {
