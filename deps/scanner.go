@@ -182,6 +182,8 @@ type Scanner struct {
 	files *fileCache
 	dirs  *dirCache
 	memos *memoCache
+	// records keeps scans across processes; nil for none.
+	records RecordStore
 	// builtins is the macro table of the last Input.Builtins seen.
 	builtins builtinTable
 
@@ -192,11 +194,15 @@ type Scanner struct {
 // NewScanner returns a Scanner that logs why a source is uncacheable, or
 // an include was found nowhere, at debug level through logger (nil:
 // slog.Default()).
-func NewScanner(logger *slog.Logger) *Scanner {
+func NewScanner(logger *slog.Logger, opts ...Option) *Scanner {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Scanner{log: logger, fs: osFileSystem(), files: newFileCache(), dirs: newDirCache(), memos: newMemoCache(), reported: map[string]struct{}{}}
+	s := &Scanner{log: logger, fs: osFileSystem(), files: newFileCache(), dirs: newDirCache(), memos: newMemoCache(), reported: map[string]struct{}{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Scan returns the headers that belong in the key of in (names and
@@ -211,8 +217,15 @@ func (s *Scanner) Scan(ctx context.Context, in Input) (headers []kcache.Header, 
 			return nil, nil, fmt.Errorf("deps: working directory: %w", err)
 		}
 	}
-	key := inputDigest(in, wd)
-	if m := s.memos.get(key); m != nil && m.valid(s.fs) {
+	key := inputID(in, wd)
+	m := s.memos.get(key)
+	if m == nil {
+		// A memo of this process is newer than any record, which was
+		// loaded or written with it.
+		m = s.loadRecord(ctx, key)
+	}
+	if m != nil && m.valid(s.fs) {
+		s.memos.put(key, m)
 		return m.result(s.fs.now())
 	}
 	sc := newScan(ctx, s, in, wd)
@@ -224,8 +237,9 @@ func (s *Scanner) Scan(ctx context.Context, in Input) (headers []kcache.Header, 
 			headers = append(headers, kcache.Header{Name: d.Name, Digest: d.Digest})
 		}
 	}
-	m := &memo{seen: sc.seen, headers: headers, trace: sc.trace, date: sc.date}
+	m = &memo{seen: sc.seen, headers: headers, trace: sc.trace, date: sc.date}
 	s.memos.put(key, m)
+	s.storeRecord(ctx, key, m)
 	return m.result(s.fs.now())
 }
 
@@ -242,8 +256,42 @@ func (s *Scanner) Unchanged(in Input) bool {
 			return false
 		}
 	}
-	m := s.memos.get(inputDigest(in, wd))
+	m := s.memos.get(inputID(in, wd))
 	return m != nil && m.valid(s.fs)
+}
+
+// loadRecord returns the dependency record of the input whose id is id,
+// or nil when there is none that can be decoded. Whether it still holds
+// is for memo.valid to say.
+func (s *Scanner) loadRecord(ctx context.Context, id kcache.Digest) *memo {
+	if s.records == nil {
+		return nil
+	}
+	data, err := s.records.LoadRecord(ctx, id)
+	if err != nil {
+		if !errors.Is(err, kcache.ErrMiss) {
+			s.log.Debug("deps: dependency record unreadable, scanning", "id", id, "err", err)
+		}
+		return nil
+	}
+	m, err := decodeRecord(id, data)
+	if err != nil {
+		s.log.Debug("deps: dependency record ignored, scanning", "id", id, "err", err)
+		return nil
+	}
+	return m
+}
+
+// storeRecord writes m as the dependency record of id, when every stat it
+// made was settled. A record that cannot be stored costs the next process
+// a full scan, nothing more, so the error is only logged.
+func (s *Scanner) storeRecord(ctx context.Context, id kcache.Digest, m *memo) {
+	if s.records == nil || !m.recorded() {
+		return
+	}
+	if err := s.records.StoreRecord(ctx, id, encodeRecord(id, m)); err != nil {
+		s.log.Debug("deps: dependency record not stored", "id", id, "err", err)
+	}
 }
 
 // DateHeader is the name of the key's header that holds the day a source

@@ -75,13 +75,14 @@ func open(environ []string, stderr io.Writer) (*layer, error) {
 	if err != nil {
 		return nil, err
 	}
+	bins := kcache.New(cfg, log, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st})
 	return &layer{
-		bins:  kcache.New(cfg, log, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st}),
+		bins:  bins,
 		locks: st,
 		log:   log,
 		debug: cfg.Debug,
 		env:   compilerEnv.Select(environ),
-		scan:  depsScanner{s: deps.NewScanner(log), trace: cfg.Trace, log: log},
+		scan:  depsScanner{s: deps.NewScanner(log, deps.WithRecords(bins)), trace: cfg.Trace, log: log},
 		delay: commitDelay,
 		progs: map[*C.kc_program]*program{},
 	}, nil
