@@ -65,9 +65,9 @@ func (r *memRecords) only(t *testing.T) (kcache.Digest, []byte) {
 // declared file and a declared directory (a manifest), and __DATE__.
 func recordTree(t testing.TB) (string, Input) {
 	root := tree(t, map[string]string{
-		"i2/a.h":       "#include \"b.h\"\n#define NAME \"c.h\"\n#include NAME\n",
-		"i2/b.h":       "#if __has_include(<opt.h>)\n#endif\nconst char *d = __DATE__;\n",
-		"i2/c.h":       "#define C 1\n", "i2/opt.h": "",
+		"i2/a.h": "#include \"b.h\"\n#define NAME \"c.h\"\n#include NAME\n",
+		"i2/b.h": "#if __has_include(<opt.h>)\n#endif\nconst char *d = __DATE__;\n",
+		"i2/c.h": "#define C 1\n", "i2/opt.h": "",
 		"dep.txt":      "data\n",
 		"lib/x/one.cl": "one\n", "lib/two.cl": "two\n",
 	})
