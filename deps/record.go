@@ -62,10 +62,16 @@ var ruleCodes = []string{
 	RuleDeclared, RuleManifest, RuleClock, RuleAbsent,
 }
 
+// A dependency's flags in a record.
 const (
-	ruleLiteral = 0x7f // the rule follows as a string
-	ruleDigest  = 0x80 // a digest follows
+	depDigest   = 1 << iota // its digest follows
+	depPathRef              // its path is that of an observation, by index
+	depNameTail             // its name is a tail of its path, by offset
+	depFlags    = depDigest | depPathRef | depNameTail
 )
+
+// ruleLiteral is the code of a rule written out as text.
+const ruleLiteral = 0xff
 
 // recorded reports whether m may be written as a record: only a scan
 // whose every observation was settled can be trusted by stat later.
@@ -78,12 +84,15 @@ func (m *memo) recorded() bool {
 	return true
 }
 
-// encodeRecord writes m, the memo of the input whose id is id. Strings
-// are written as the length of the prefix they share with the previous
-// string of the same field, then the rest: paths in scan order share
-// their directories, which keeps a record of thousands of headers small.
+// encodeRecord writes m, the memo of the input whose id is id. Paths are
+// written as the length of the prefix they share with the previous path,
+// then the rest: paths in scan order share their directories, which
+// keeps a record of thousands of headers small. A dependency's path is
+// almost always one the scan observed, and its name a tail of the path
+// (the part under the working directory): those are written as numbers,
+// so that decoding allocates no string for them.
 func encodeRecord(id kcache.Digest, m *memo) []byte {
-	e := recordEncoder{buf: make([]byte, 0, 64+len(m.seen)*48+len(m.trace)*64)}
+	e := recordEncoder{buf: make([]byte, 0, 64+len(m.seen)*48+len(m.trace)*40)}
 	e.buf = append(e.buf, recordMagic...)
 	e.uvarint(recordVersion)
 	e.buf = append(e.buf, id[:]...)
@@ -93,8 +102,10 @@ func encodeRecord(id kcache.Digest, m *memo) []byte {
 	}
 	e.buf = append(e.buf, flags)
 	e.uvarint(uint64(len(m.seen)))
+	index := make(map[string]int, len(m.seen))
 	var prev string
-	for _, o := range m.seen {
+	for i, o := range m.seen {
+		index[o.path] = i
 		e.str(prev, o.path)
 		prev = o.path
 		e.buf = append(e.buf, byte(o.state))
@@ -110,26 +121,50 @@ func encodeRecord(id kcache.Digest, m *memo) []byte {
 	e.uvarint(uint64(len(m.trace)))
 	var prevPath, prevName string
 	for _, d := range m.trace {
-		code := byte(slices.Index(ruleCodes, d.Rule))
-		if code == 0xff {
-			code = ruleLiteral
-		}
-		if d.Digest != (kcache.Digest{}) {
-			code |= ruleDigest
-		}
-		e.buf = append(e.buf, code)
-		if code&^ruleDigest == ruleLiteral {
-			e.str("", d.Rule)
-		}
-		e.str(prevPath, d.Path)
-		e.str(prevName, d.Name)
-		prevPath, prevName = d.Path, d.Name
-		if code&ruleDigest != 0 {
-			e.buf = append(e.buf, d.Digest[:]...)
-		}
+		e.dependency(d, index, &prevPath, &prevName)
 	}
 	sum := sha256.Sum256(e.buf)
 	return append(e.buf, sum[:]...)
+}
+
+// dependency writes d: its rule's code, its flags, then its rule as text
+// where it has no code, its path, its name and its digest.
+func (e *recordEncoder) dependency(d Dependency, index map[string]int, prevPath, prevName *string) {
+	code := byte(ruleLiteral)
+	if i := slices.Index(ruleCodes, d.Rule); i >= 0 {
+		code = byte(i)
+	}
+	var flags byte
+	if d.Digest != (kcache.Digest{}) {
+		flags |= depDigest
+	}
+	ref, isRef := index[d.Path]
+	if isRef {
+		flags |= depPathRef
+	}
+	tail := len(d.Path) - len(d.Name)
+	if tail >= 0 && d.Path[tail:] == d.Name {
+		flags |= depNameTail
+	}
+	e.buf = append(e.buf, code, flags)
+	if code == ruleLiteral {
+		e.str("", d.Rule)
+	}
+	if isRef {
+		e.uvarint(uint64(ref))
+	} else {
+		e.str(*prevPath, d.Path)
+		*prevPath = d.Path
+	}
+	if flags&depNameTail != 0 {
+		e.uvarint(uint64(tail))
+	} else {
+		e.str(*prevName, d.Name)
+		*prevName = d.Name
+	}
+	if flags&depDigest != 0 {
+		e.buf = append(e.buf, d.Digest[:]...)
+	}
 }
 
 func boolByte(b bool) byte {
@@ -182,7 +217,7 @@ func parseRecord(id kcache.Digest, body []byte) (*memo, error) {
 	flags := d.byte()
 	m.date = flags&1 != 0
 	m.seen = d.observations()
-	m.trace = d.dependencies()
+	m.trace = d.dependencies(m.seen)
 	switch {
 	case !d.ok:
 		return nil, fmt.Errorf("%w: malformed", errBadRecord)
@@ -266,13 +301,25 @@ func (d *recordDecoder) count(min int) int {
 	return int(n)
 }
 
+// observations reads the observations. Their paths are decoded into one
+// buffer and made one string, sliced: a record of thousands of paths
+// then costs one allocation for them, not thousands.
 func (d *recordDecoder) observations() []observation {
 	seen := make([]observation, d.count(4))
-	var prev string
+	ends := make([]int, len(seen))
+	var arena []byte
+	prevStart := 0
 	for i := range seen {
 		o := &seen[i]
-		o.path = d.str(prev)
-		prev = o.path
+		start := len(arena)
+		shared, rest := d.uvarint(), d.uvarint()
+		if shared > uint64(start-prevStart) || rest > uint64(len(d.buf)) {
+			d.fail()
+			return nil
+		}
+		arena = append(arena, arena[prevStart:prevStart+int(shared)]...)
+		arena = append(arena, d.fixed(int(rest))...)
+		ends[i], prevStart = len(arena), start
 		o.state = statState(d.byte())
 		switch o.state {
 		case stateFile, stateDir:
@@ -289,30 +336,59 @@ func (d *recordDecoder) observations() []observation {
 			d.fail()
 		}
 	}
+	paths, start := string(arena), 0
+	for i := range seen {
+		seen[i].path, start = paths[start:ends[i]], ends[i]
+	}
 	return seen
 }
 
-func (d *recordDecoder) dependencies() []Dependency {
-	trace := make([]Dependency, d.count(5))
+// dependencies reads the dependencies, whose paths may name observations
+// of seen.
+func (d *recordDecoder) dependencies(seen []observation) []Dependency {
+	trace := make([]Dependency, d.count(4))
 	var prevPath, prevName string
 	for i := range trace {
 		dep := &trace[i]
-		code := d.byte()
-		switch c := code &^ ruleDigest; {
-		case c == ruleLiteral:
+		code, flags := d.byte(), d.byte()
+		switch {
+		case code == ruleLiteral:
 			dep.Rule = d.str("")
-		case int(c) < len(ruleCodes):
-			dep.Rule = ruleCodes[c]
+		case int(code) < len(ruleCodes):
+			dep.Rule = ruleCodes[code]
 		default:
 			d.fail()
 		}
-		dep.Path = d.str(prevPath)
-		dep.Name = d.str(prevName)
-		prevPath, prevName = dep.Path, dep.Name
-		if code&ruleDigest != 0 {
+		if flags&^depFlags != 0 {
+			d.fail()
+		}
+		if flags&depPathRef != 0 {
+			if ref := d.uvarint(); ref < uint64(len(seen)) {
+				dep.Path = seen[ref].path
+			} else {
+				d.fail()
+			}
+		} else {
+			dep.Path = d.str(prevPath)
+			prevPath = dep.Path
+		}
+		if flags&depNameTail != 0 {
+			if tail := d.uvarint(); tail <= uint64(len(dep.Path)) {
+				dep.Name = dep.Path[tail:]
+			} else {
+				d.fail()
+			}
+		} else {
+			dep.Name = d.str(prevName)
+			prevName = dep.Name
+		}
+		if flags&depDigest != 0 {
 			if b := d.fixed(len(dep.Digest)); b != nil {
 				dep.Digest = kcache.Digest(b)
 			}
+		}
+		if !d.ok {
+			return nil
 		}
 	}
 	return trace
