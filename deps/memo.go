@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io/fs"
 	"runtime"
+	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -177,6 +179,7 @@ func inputID(in Input, wd string) kcache.Digest {
 	}
 	put("kcache/deps-input")
 	count(recordVersion)
+	put(scannerBuild())
 	put(string(in.Source))
 	put(in.Path)
 	put(wd)
@@ -199,6 +202,32 @@ func inputID(in Input, wd string) kcache.Digest {
 	h.Sum(d[:0])
 	return d
 }
+
+// scannerBuild names the build of the program the scanner is part of, so
+// that a program built from other sources (a scanner with other rules)
+// never trusts the records of this one: its module's version, or for a
+// development build its VCS revision and whether the tree was modified.
+// recordVersion must still change with the scanner's rules, since a
+// build of a modified tree keeps its revision.
+var scannerBuild = sync.OnceValue(func() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(info.Main.Path + "@" + info.Main.Version)
+	for _, dep := range info.Deps {
+		if dep.Path == "github.com/kcache/kcache" {
+			b.WriteString(" kcache@" + dep.Version + dep.Sum)
+		}
+	}
+	for _, s := range info.Settings {
+		if strings.HasPrefix(s.Key, "vcs.") {
+			b.WriteString(" " + s.Key + "=" + s.Value)
+		}
+	}
+	return b.String()
+})
 
 // stat stats path for the scan and remembers the answer for its memo.
 func (sc *scan) stat(path string) (fs.FileInfo, error) {

@@ -307,7 +307,10 @@ func (d *recordDecoder) count(min int) int {
 func (d *recordDecoder) observations() []observation {
 	seen := make([]observation, d.count(4))
 	ends := make([]int, len(seen))
-	var arena []byte
+	// Shared prefixes make the paths longer than their encoding; twice
+	// it is enough for a tree of headers in a few directories, and
+	// append grows what is not.
+	arena := make([]byte, 0, 2*len(d.buf))
 	prevStart := 0
 	for i := range seen {
 		o := &seen[i]

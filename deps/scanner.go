@@ -16,6 +16,9 @@
 // file's identity (size, mtime, ctime, inode), so a warm scan stats files
 // and reads none, as ccache's direct mode does; a file read within a
 // timestamp tick of its last change is never trusted by stat alone.
+// With a RecordStore (WithRecords), a scan is also kept across processes
+// as a dependency record (record.go): a new process stats what the record
+// lists and, when every stat answers as it did, reads no header at all.
 package deps
 
 import (
