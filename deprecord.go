@@ -9,10 +9,12 @@ import (
 // A Cache also keeps the dependency records of package deps (a scan's
 // every stat and header digest, so that a new process can check a
 // source's headers by stat instead of reading them). They are entries
-// of their own kind in the machine's tiers (OutcomeDisk), never in the
-// remote one: a record holds inode and device numbers, which mean nothing
-// on another machine. As entries they share the binaries' integrity
-// checks, crash safety and eviction.
+// of their own kind in the machine's tiers that processes share
+// (OutcomeDisk, with a Store that is a Locker, as the directory store
+// is), never in the remote one: a record holds inode and device numbers,
+// which mean nothing on another machine, and a store of one process
+// would only hold what the scanner's memory already does. As entries
+// they share the binaries' integrity checks, crash safety and eviction.
 
 // recordCompiler names the compiler of a record's key: no compiler's
 // name, so a record's key can never equal a build's.
@@ -30,10 +32,7 @@ func recordKey(id Digest) *Key {
 // cache's local tiers (it implements deps.RecordStore). It returns an
 // error wrapping ErrMiss when none has it.
 func (c *Cache) LoadRecord(ctx context.Context, id Digest) ([]byte, error) {
-	for _, t := range c.tiers {
-		if t.Kind != OutcomeDisk {
-			continue
-		}
+	for _, t := range c.recordTiers() {
 		if e, err := t.Store.Get(ctx, recordKey(id)); err == nil {
 			return e.Binary, nil
 		}
@@ -47,10 +46,7 @@ func (c *Cache) LoadRecord(ctx context.Context, id Digest) ([]byte, error) {
 func (c *Cache) StoreRecord(ctx context.Context, id Digest, record []byte) error {
 	key := recordKey(id)
 	var errs []error
-	for _, t := range c.tiers {
-		if t.Kind != OutcomeDisk {
-			continue
-		}
+	for _, t := range c.recordTiers() {
 		// A failed delete leaves the old record, which is checked by
 		// stat like any other; the Put then keeps it.
 		_ = t.Store.Delete(ctx, key)
@@ -59,4 +55,15 @@ func (c *Cache) StoreRecord(ctx context.Context, id Digest, record []byte) error
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// recordTiers returns the tiers that keep dependency records.
+func (c *Cache) recordTiers() []Tier {
+	var out []Tier
+	for _, t := range c.tiers {
+		if _, shared := t.Store.(Locker); shared && t.Kind == OutcomeDisk {
+			out = append(out, t)
+		}
+	}
+	return out
 }

@@ -169,9 +169,11 @@ func BenchmarkNewProcessKey(b *testing.B) {
 		s.fs.now = func() time.Time { return time.Now().Add(time.Minute) }
 		return s
 	}
-	if _, _, err := settledScan(WithRecords(records)).Scan(context.Background(), in); err != nil {
+	recorder := settledScan(WithRecords(records))
+	if _, _, err := recorder.Scan(context.Background(), in); err != nil {
 		b.Fatal(err)
 	}
+	recorder.writes.Wait()
 	b.Run("record", func(b *testing.B) {
 		var reads atomic.Int64
 		for b.Loop() {

@@ -1,7 +1,6 @@
 package deps
 
 import (
-	"context"
 	"crypto/sha256"
 	"errors"
 	"reflect"
@@ -21,9 +20,7 @@ func FuzzRecord(f *testing.F) {
 	store := newMemRecords()
 	s := NewScanner(nil, WithRecords(store))
 	counting(s)
-	if _, _, err := s.Scan(context.Background(), in); err != nil {
-		f.Fatal(err)
-	}
+	scanRecorded(f, s, in)
 	var id kcache.Digest
 	for k, rec := range store.m {
 		id = k

@@ -78,6 +78,7 @@ func TestRecordChild(t *testing.T) {
 	if err != nil {
 		r.Err = err.Error()
 	}
+	s.writes.Wait() // a process that exits at once may lose its record; this one tests what it leaves
 	if job.Loop {
 		id := inputID(job.In, job.In.WorkDir)
 		rec := encodeRecord(id, s.memos.get(id))

@@ -84,7 +84,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	store := newMemRecords()
 	s := NewScanner(nil, WithRecords(store))
 	counting(s)
-	mustScan(t, s, in)
+	scanRecorded(t, s, in)
 	id, rec := store.only(t)
 	want := s.memos.get(id)
 	got, err := decodeRecord(id, rec)
@@ -122,7 +122,7 @@ func TestRecordDamageIsAMiss(t *testing.T) {
 	store := newMemRecords()
 	s := NewScanner(nil, WithRecords(store))
 	counting(s)
-	want, _ := mustScan(t, s, in)
+	want, _ := scanRecorded(t, s, in)
 	id, rec := store.only(t)
 	var damaged [][]byte
 	for n := range len(rec) {
@@ -148,7 +148,7 @@ func TestRecordDamageIsAMiss(t *testing.T) {
 		store.StoreRecord(context.Background(), id, d)
 		s := NewScanner(nil, WithRecords(store))
 		n := counting(s)
-		if got, _ := mustScan(t, s, in); !slices.Equal(got, want) || n.reads.Load() == 0 {
+		if got, _ := scanRecorded(t, s, in); !slices.Equal(got, want) || n.reads.Load() == 0 {
 			t.Fatalf("damage %d: headers %v after %d reads, want %v from a scan", i, got, n.reads.Load(), want)
 		}
 	}
@@ -161,10 +161,10 @@ func TestRecordNewScannerReadsNothing(t *testing.T) {
 	store := newMemRecords()
 	first := NewScanner(nil, WithRecords(store))
 	counting(first)
-	want, wantTrace := mustScan(t, first, in)
+	want, wantTrace := scanRecorded(t, first, in)
 	s := NewScanner(nil, WithRecords(store))
 	n := counting(s)
-	got, trace := mustScan(t, s, in)
+	got, trace := scanRecorded(t, s, in)
 	if !slices.Equal(got, want) || !slices.Equal(trace, wantTrace) {
 		t.Errorf("headers %v\nwant %v", got, want)
 	}
@@ -184,10 +184,10 @@ func TestRecordNewScannerReadsNothing(t *testing.T) {
 func TestRecordUnchangedAfterEdit(t *testing.T) {
 	root, in := recordTree(t)
 	store := newMemRecords()
-	mustScan(t, settledScanner(store), in)
+	scanRecorded(t, settledScanner(store), in)
 	s := NewScanner(nil, WithRecords(store))
 	n := counting(s)
-	mustScan(t, s, in)
+	scanRecorded(t, s, in)
 	if n.reads.Load() != 0 {
 		t.Fatalf("not served by the record: %d reads", n.reads.Load())
 	}
@@ -223,14 +223,14 @@ func TestRecordTooNew(t *testing.T) {
 	store := newMemRecords()
 	s := NewScanner(nil, WithRecords(store))
 	s.fs.now = func() time.Time { return changed.Add(time.Millisecond) } // c.h is too new
-	mustScan(t, s, in)
+	scanRecorded(t, s, in)
 	if store.stores.Load() != 0 {
 		t.Fatal("a scan that saw a file too new stored a record")
 	}
 
 	settled := NewScanner(nil, WithRecords(store))
 	counting(settled)
-	want, _ := mustScan(t, settled, in)
+	want, _ := scanRecorded(t, settled, in)
 	id, _ := store.only(t)
 	m := *settled.memos.get(id)
 	m.seen = slices.Clone(m.seen)
@@ -240,7 +240,7 @@ func TestRecordTooNew(t *testing.T) {
 	store.StoreRecord(context.Background(), id, encodeRecord(id, &m))
 	fresh := NewScanner(nil, WithRecords(store))
 	n := counting(fresh)
-	if got, _ := mustScan(t, fresh, in); !slices.Equal(got, want) || n.reads.Load() == 0 {
+	if got, _ := scanRecorded(t, fresh, in); !slices.Equal(got, want) || n.reads.Load() == 0 {
 		t.Errorf("a record with a file too new was trusted: %d reads", n.reads.Load())
 	}
 }
@@ -249,7 +249,7 @@ func TestRecordTooNew(t *testing.T) {
 // input at once; every one gets the exact key.
 func TestRecordConcurrentScanners(t *testing.T) {
 	_, in := recordTree(t)
-	want, _ := mustScan(t, settledScanner(nil), in)
+	want, _ := scanRecorded(t, settledScanner(nil), in)
 	store := newMemRecords()
 	var wg sync.WaitGroup
 	for range 8 {
@@ -260,6 +260,7 @@ func TestRecordConcurrentScanners(t *testing.T) {
 				s := NewScanner(nil, WithRecords(store))
 				counting(s)
 				h, _, err := s.Scan(context.Background(), in)
+				s.writes.Wait()
 				if err != nil || !slices.Equal(h, want) {
 					t.Errorf("headers %v, %v; want %v", h, err, want)
 				}
@@ -282,13 +283,13 @@ func TestRecordValidStopsAtFirstDifference(t *testing.T) {
 	in := Input{Source: src, WorkDir: root, SearchWorkDir: true, Trigraphs: TrigraphsOn}
 	s := NewScanner(nil)
 	counting(s)
-	mustScan(t, s, in)
+	scanRecorded(t, s, in)
 	for _, i := range []int{0, 250, 499} {
 		write(t, filepath.Join(root, fmt.Sprintf("h%d.h", i)), "x")
 		if s.Unchanged(in) {
 			t.Errorf("an edit of header %d of 500 went unseen", i)
 		}
-		mustScan(t, s, in)
+		scanRecorded(t, s, in)
 		if !s.Unchanged(in) {
 			t.Errorf("after a rescan, Unchanged is false")
 		}
@@ -332,5 +333,62 @@ func TestInputIDCoversEveryField(t *testing.T) {
 	}
 	if inputID(base, "/other") == id {
 		t.Error("the working directory is not part of inputID")
+	}
+}
+
+// scanRecorded is mustScan that also waits for the record the scan
+// stores, if any.
+func scanRecorded(t testing.TB, s *Scanner, in Input) ([]kcache.Header, []Dependency) {
+	t.Helper()
+	h, tr := mustScan(t, s, in)
+	s.writes.Wait()
+	return h, tr
+}
+
+// stalledRecords is a RecordStore whose writes block until released, as
+// a disk write behind a long eviction pass does.
+type stalledRecords struct {
+	memRecords
+	release chan struct{}
+	writing atomic.Int64
+}
+
+func (r *stalledRecords) StoreRecord(ctx context.Context, id kcache.Digest, rec []byte) error {
+	r.writing.Add(1)
+	defer r.writing.Add(-1)
+	<-r.release
+	return r.memRecords.StoreRecord(ctx, id, rec)
+}
+
+// TestRecordStalledStoreDoesNotBlock: a store that does not answer holds
+// no scan, and the writes left waiting on it are bounded.
+func TestRecordStalledStoreDoesNotBlock(t *testing.T) {
+	_, in := recordTree(t)
+	store := &stalledRecords{memRecords: *newMemRecords(), release: make(chan struct{})}
+	s := settledScanner(store)
+	want, _ := mustScan(t, settledScanner(nil), in)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 2 * maxRecordWrites {
+			in := in
+			in.Args = append(slices.Clone(in.Args), fmt.Sprintf("-DN=%d", i)) // another input each time
+			if h, _, err := s.Scan(context.Background(), in); err != nil || len(h) != len(want) {
+				t.Errorf("scan %d: %v, %d headers, want %d", i, err, len(h), len(want))
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a guard against a hang, not a timing
+		t.Fatal("scans wait on a stalled record store")
+	}
+	if n := store.writing.Load(); n > maxRecordWrites {
+		t.Errorf("%d record writes waiting, want at most %d", n, maxRecordWrites)
+	}
+	close(store.release)
+	s.writes.Wait()
+	if n := store.stores.Load(); n != maxRecordWrites {
+		t.Errorf("%d records stored, want the %d that were waiting", n, maxRecordWrites)
 	}
 }

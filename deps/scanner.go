@@ -30,6 +30,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kcache/kcache"
@@ -187,6 +188,8 @@ type Scanner struct {
 	memos *memoCache
 	// records keeps scans across processes; nil for none.
 	records RecordStore
+	writing atomic.Int64   // record writes under way
+	writes  sync.WaitGroup // the same, for tests to wait on
 	// builtins is the macro table of the last Input.Builtins seen.
 	builtins builtinTable
 
@@ -286,16 +289,50 @@ func (s *Scanner) loadRecord(ctx context.Context, id kcache.Digest) *memo {
 }
 
 // storeRecord writes m as the dependency record of id, when every stat it
-// made was settled. A record that cannot be stored costs the next process
-// a full scan, nothing more, so the error is only logged.
+// made was settled. It waits for the write a bounded time: long enough
+// for a disk write, so that a process that exits after its first key
+// still leaves its record, and short enough that a stalled store costs
+// a scan little. A record that is not stored costs the next process a
+// full scan, nothing more, so errors are only logged.
 func (s *Scanner) storeRecord(ctx context.Context, id kcache.Digest, m *memo) {
 	if s.records == nil || !m.recorded() {
 		return
 	}
-	if err := s.records.StoreRecord(ctx, id, encodeRecord(id, m)); err != nil {
-		s.log.Debug("deps: dependency record not stored", "id", id, "err", err)
+	if s.writing.Add(1) > maxRecordWrites {
+		s.writing.Add(-1)
+		return
+	}
+	rec := encodeRecord(id, m)
+	done := make(chan struct{})
+	s.writes.Add(1)
+	go func() {
+		defer s.writes.Done()
+		defer s.writing.Add(-1)
+		defer close(done)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWriteTimeout)
+		defer cancel()
+		if err := s.records.StoreRecord(wctx, id, rec); err != nil {
+			s.log.Debug("deps: dependency record not stored", "id", id, "err", err)
+		}
+	}()
+	wait := time.NewTimer(recordWriteWait)
+	defer wait.Stop()
+	select {
+	case <-done:
+	case <-wait.C:
+	case <-ctx.Done():
 	}
 }
+
+// Bounds of record writes. A disk write of a record takes milliseconds;
+// one that takes longer than recordWriteWait goes on in the background,
+// at most maxRecordWrites at a time (past that a scan stores none), and
+// is abandoned after recordWriteTimeout where the store heeds contexts.
+const (
+	recordWriteWait    = 100 * time.Millisecond
+	recordWriteTimeout = 30 * time.Second
+	maxRecordWrites    = 4
+)
 
 // DateHeader is the name of the key's header that holds the day a source
 // expanding __DATE__ is built on: the compiler writes the day into the
