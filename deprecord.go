@@ -67,3 +67,8 @@ func (c *Cache) recordTiers() []Tier {
 	}
 	return out
 }
+
+// IsDependencyRecord reports whether k is the key of a dependency record,
+// not of a build: tools that list or count binaries leave such entries
+// out.
+func IsDependencyRecord(k *Key) bool { return k.Compiler.Name == recordCompiler }
