@@ -309,7 +309,7 @@ func damageFiles(t *testing.T, dir, how string) int {
 	t.Helper()
 	n := 0
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".bin") {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".src") {
 			return nil
 		}
 		data, err := os.ReadFile(p)
