@@ -56,7 +56,7 @@ func NewCache(ctx *Context, bins *kcache.Cache, opts CacheOptions) (*Cache, erro
 		return nil, err
 	}
 	cfg := bins.Config()
-	c := &Cache{ctx: ctx, bins: bins, scanner: deps.NewScanner(bins.Logger()), env: compilerEnv.Select(keyparts.Environ(opts.Environ)), jit: opts.JIT, id: id}
+	c := &Cache{ctx: ctx, bins: bins, scanner: deps.NewScanner(bins.Logger(), deps.WithRecords(bins)), env: compilerEnv.Select(keyparts.Environ(opts.Environ)), jit: opts.JIT, id: id}
 	c.modules = objcache.New[kcache.Digest, *moduleEntry](objcache.Options[*moduleEntry]{
 		Threshold: cfg.InMemoryThreshold,
 		Disabled:  !cfg.InMemory,

@@ -6,7 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/disk"
 )
 
 // benchHeaders is the size of the include directories the benchmarks
@@ -102,4 +108,133 @@ func BenchmarkWarmHashcat(b *testing.B) {
 	}
 	b.ReportMetric(float64(n.stats.Load())/float64(b.N), "stats/op")
 	b.ReportMetric(float64(len(trace)), "deps")
+}
+
+// recordBenchHeaders is the size of the tree of BenchmarkNewProcessKey:
+// about the 2,576 headers a CUB kernel's key holds.
+const recordBenchHeaders = 2500
+
+// recordBenchTree writes recordBenchHeaders headers, fifty to a
+// directory, each directory's reached through its own all.h, and returns
+// the tree's root, the input that includes them all, and every path the
+// scan stats.
+func recordBenchTree(b *testing.B) (string, Input, []string) {
+	files := map[string]string{}
+	var top strings.Builder
+	for d := range recordBenchHeaders / 50 {
+		var all strings.Builder
+		for i := range 50 {
+			fmt.Fprintf(&all, "#include \"h%d.h\"\n", i)
+			files[fmt.Sprintf("include/lib/detail/d%d/h%d.h", d, i)] = fmt.Sprintf(
+				"#ifndef LIB_D%d_H%d\n#define LIB_D%d_H%d\n#define VALUE_%d_%d (%d * 2)\nstatic inline int f_%d_%d(int x) { return x + VALUE_%d_%d; }\n#endif\n",
+				d, i, d, i, d, i, i, d, i, d, i)
+		}
+		files[fmt.Sprintf("include/lib/detail/d%d/all.h", d)] = all.String()
+		fmt.Fprintf(&top, "#include \"detail/d%d/all.h\"\n", d)
+	}
+	files["include/lib/all.h"] = top.String()
+	root := tree(b, files)
+	in := Input{Source: []byte("#include <lib/all.h>\nkernel void k() {}\n"), WorkDir: root, Args: []string{"-Iinclude"}, Trigraphs: TrigraphsOn}
+	s := NewScanner(nil)
+	counting(s)
+	if _, _, err := s.Scan(context.Background(), in); err != nil {
+		b.Fatal(err)
+	}
+	var paths []string
+	for _, o := range s.memos.get(inputID(in, root)).seen {
+		paths = append(paths, o.path)
+	}
+	return root, in, paths
+}
+
+// BenchmarkNewProcessKey measures the first key of a new process over a
+// 2,500-header tree: "record" loads the dependency record from a disk
+// tier and stats what it lists ("record-load" is its part before the
+// stats), "cold" is a scan without records (every
+// header read and lexed, from the page cache), and "floor" stats the
+// same paths, in parallel, and does nothing else. Each iteration uses a
+// new Scanner, so nothing of an earlier one is remembered.
+func BenchmarkNewProcessKey(b *testing.B) {
+	_, in, paths := recordBenchTree(b)
+	st, err := disk.Open(disk.Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close(context.Background())
+	records := kcache.New(kcache.Config{}, nil, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st})
+	settledScan := func(opts ...Option) *Scanner {
+		s := NewScanner(nil, opts...)
+		// The tree was just written: its files count as settled, as they
+		// would a few seconds later.
+		s.fs.now = func() time.Time { return time.Now().Add(time.Minute) }
+		return s
+	}
+	recorder := settledScan(WithRecords(records))
+	if _, _, err := recorder.Scan(context.Background(), in); err != nil {
+		b.Fatal(err)
+	}
+	recorder.writes.Wait()
+	b.Run("record", func(b *testing.B) {
+		var reads atomic.Int64
+		for b.Loop() {
+			s := settledScan(WithRecords(records))
+			s.fs.readFile = func(p string) ([]byte, error) { reads.Add(1); return os.ReadFile(p) }
+			if _, _, err := s.Scan(context.Background(), in); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if reads.Load() != 0 {
+			b.Fatalf("%d headers read: the record was not used", reads.Load())
+		}
+		b.ReportMetric(float64(len(paths)), "stats/op")
+	})
+	b.Run("record-load", func(b *testing.B) {
+		// The record's part of "record" without its stats: load from
+		// the disk tier, checksum and decode.
+		id := inputID(in, in.WorkDir)
+		for b.Loop() {
+			data, err := records.LoadRecord(context.Background(), id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := decodeRecord(id, data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := settledScan().Scan(context.Background(), in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("floor", func(b *testing.B) {
+		for b.Loop() {
+			statAll(b, paths)
+		}
+		b.ReportMetric(float64(len(paths)), "stats/op")
+	})
+}
+
+// statAll stats paths with as many goroutines as memo.valid uses.
+func statAll(b *testing.B, paths []string) {
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range statWorkers() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(statChunk)) - statChunk
+				if i >= len(paths) {
+					return
+				}
+				for _, p := range paths[i:min(i+statChunk, len(paths))] {
+					os.Stat(p)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -20,20 +20,22 @@ const tooNew = 2 * time.Second
 // identity is what a stat says about a file's content: equal identities
 // mean unchanged content, provided the file was not too new when it was
 // read (see settled). The ctime catches a same-length edit whose mtime
-// was set back.
+// was set back; the device and inode, a file replaced by another. Times
+// are Unix nanoseconds, so that identities compare as plain values and
+// travel in dependency records unchanged.
 type identity struct {
 	size  int64
-	mtime time.Time
-	ctime time.Time
+	mtime int64
+	ctime int64
 	inode uint64
 	dev   uint64
 }
 
 func identityOf(fi fs.FileInfo) identity {
-	id := identity{size: fi.Size(), mtime: fi.ModTime()}
+	id := identity{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		id.inode, id.dev = st.Ino, uint64(st.Dev)
-		id.ctime = time.Unix(st.Ctim.Unix())
+		id.ctime = st.Ctim.Nano()
 	}
 	return id
 }
@@ -44,18 +46,15 @@ func identityOf(fi fs.FileInfo) identity {
 // settled is never trusted later by stat alone, however long ago that
 // was: the file may have been rewritten within the tick after the read.
 func (id identity) settled(at time.Time) bool {
-	last := id.mtime
-	if id.ctime.After(last) {
-		last = id.ctime
-	}
+	last := max(id.mtime, id.ctime)
 	window := tooNew
-	if id.mtime.Nanosecond() != 0 && id.ctime.Nanosecond() != 0 {
+	if id.mtime%int64(time.Second) != 0 && id.ctime%int64(time.Second) != 0 {
 		// Timestamps finer than a second come from the kernel's coarse
 		// clock, whose tick is at most 10 ms; a whole second in either
 		// may be a file system that keeps seconds (or two).
 		window = fineTooNew
 	}
-	return at.Sub(last) > window
+	return at.UnixNano()-last > int64(window)
 }
 
 // fineTooNew is tooNew on a file system whose timestamps are finer than a

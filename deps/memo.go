@@ -5,7 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"io/fs"
+	"runtime"
+	"runtime/debug"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -93,10 +97,55 @@ func (c *memoCache) put(k kcache.Digest, m *memo) {
 }
 
 // valid reports whether every stat of m answers as it did, and every
-// file and directory it pins was settled when the scan saw it.
+// file and directory it pins was settled when the scan saw it. Large
+// memos are checked by a few goroutines at once: a stat is a system call
+// that mostly waits on locks and the dentry cache, and a record of
+// thousands of headers is checked on every new process's first lookup.
 func (m *memo) valid(fsys *fileSystem) bool {
 	now := fsys.now()
-	for _, o := range m.seen {
+	n := len(m.seen)
+	if n <= statChunk {
+		return m.validRange(fsys, now, m.seen, nil)
+	}
+	var failed atomic.Bool
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(statWorkers(), (n+statChunk-1)/statChunk) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !failed.Load() {
+				i := int(next.Add(statChunk)) - statChunk
+				if i >= n {
+					return
+				}
+				if !m.validRange(fsys, now, m.seen[i:min(i+statChunk, n)], &failed) {
+					failed.Store(true)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return !failed.Load()
+}
+
+// statChunk is how many stats one goroutine of valid takes at a time:
+// large enough that handing out work costs nothing beside the stats,
+// small enough that a miss stops the others soon.
+const statChunk = 64
+
+// statWorkers bounds the goroutines of one valid: twice the processors,
+// so that a stat waiting on the disk leaves the others busy, and at most
+// 16, past which stats only contend for the same kernel locks.
+func statWorkers() int { return min(2*runtime.GOMAXPROCS(0), 16) }
+
+// validRange checks the observations of seen, giving up early once
+// another goroutine found a difference (failed set).
+func (m *memo) validRange(fsys *fileSystem, now time.Time, seen []observation, failed *atomic.Bool) bool {
+	for i, o := range seen {
+		if failed != nil && i%16 == 0 && failed.Load() {
+			return false
+		}
 		fi, err := fsys.stat(o.path)
 		n := observe(o.path, fi, err, now)
 		if n.state != o.state {
@@ -109,9 +158,12 @@ func (m *memo) valid(fsys *fileSystem) bool {
 	return true
 }
 
-// inputDigest identifies everything of in that a scan reads besides the
-// file system.
-func inputDigest(in Input, wd string) kcache.Digest {
+// inputID identifies everything of in that a scan reads besides the file
+// system, wd standing for in.WorkDir: it names the memo of in in this
+// process and its dependency record in every process. It hashes every
+// field of Input (TestInputIDCoversEveryField fails for a field it
+// misses), the working directory, and the record version.
+func inputID(in Input, wd string) kcache.Digest {
 	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte
 	count := func(v int) { h.Write(n[:binary.PutUvarint(n[:], uint64(v))]) }
@@ -125,12 +177,16 @@ func inputDigest(in Input, wd string) kcache.Digest {
 			put(s)
 		}
 	}
+	put("kcache/deps-input")
+	count(recordVersion)
+	put(scannerBuild())
 	put(string(in.Source))
 	put(in.Path)
 	put(wd)
 	put(in.BaseDir)
 	list(in.Args)
 	list(in.Depends)
+	put(in.MainDir)
 	list(in.Builtins)
 	list(in.SystemDirs)
 	list(in.CompilerHeaders)
@@ -147,6 +203,32 @@ func inputDigest(in Input, wd string) kcache.Digest {
 	h.Sum(d[:0])
 	return d
 }
+
+// scannerBuild names the build of the program the scanner is part of, so
+// that a program built from other sources (a scanner with other rules)
+// never trusts the records of this one: its module's version, or for a
+// development build its VCS revision and whether the tree was modified.
+// recordVersion must still change with the scanner's rules, since a
+// build of a modified tree keeps its revision.
+var scannerBuild = sync.OnceValue(func() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(info.Main.Path + "@" + info.Main.Version)
+	for _, dep := range info.Deps {
+		if dep.Path == "github.com/kcache/kcache" {
+			b.WriteString(" kcache@" + dep.Version + dep.Sum)
+		}
+	}
+	for _, s := range info.Settings {
+		if strings.HasPrefix(s.Key, "vcs.") {
+			b.WriteString(" " + s.Key + "=" + s.Value)
+		}
+	}
+	return b.String()
+})
 
 // stat stats path for the scan and remembers the answer for its memo.
 func (sc *scan) stat(path string) (fs.FileInfo, error) {

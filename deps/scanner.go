@@ -16,6 +16,9 @@
 // file's identity (size, mtime, ctime, inode), so a warm scan stats files
 // and reads none, as ccache's direct mode does; a file read within a
 // timestamp tick of its last change is never trusted by stat alone.
+// With a RecordStore (WithRecords), a scan is also kept across processes
+// as a dependency record (record.go): a new process stats what the record
+// lists and, when every stat answers as it did, reads no header at all.
 package deps
 
 import (
@@ -27,6 +30,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kcache/kcache"
@@ -189,6 +193,10 @@ type Scanner struct {
 	files *fileCache
 	dirs  *dirCache
 	memos *memoCache
+	// records keeps scans across processes; nil for none.
+	records RecordStore
+	writing atomic.Int64   // record writes under way
+	writes  sync.WaitGroup // the same, for tests to wait on
 	// builtins is the macro table of the last Input.Builtins seen.
 	builtins builtinTable
 
@@ -199,11 +207,15 @@ type Scanner struct {
 // NewScanner returns a Scanner that logs why a source is uncacheable, or
 // an include was found nowhere, at debug level through logger (nil:
 // slog.Default()).
-func NewScanner(logger *slog.Logger) *Scanner {
+func NewScanner(logger *slog.Logger, opts ...Option) *Scanner {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Scanner{log: logger, fs: osFileSystem(), files: newFileCache(), dirs: newDirCache(), memos: newMemoCache(), reported: map[string]struct{}{}}
+	s := &Scanner{log: logger, fs: osFileSystem(), files: newFileCache(), dirs: newDirCache(), memos: newMemoCache(), reported: map[string]struct{}{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Scan returns the headers that belong in the key of in (names and
@@ -218,8 +230,15 @@ func (s *Scanner) Scan(ctx context.Context, in Input) (headers []kcache.Header, 
 			return nil, nil, fmt.Errorf("deps: working directory: %w", err)
 		}
 	}
-	key := inputDigest(in, wd)
-	if m := s.memos.get(key); m != nil && m.valid(s.fs) {
+	key := inputID(in, wd)
+	m := s.memos.get(key)
+	if m == nil {
+		// A memo of this process is newer than any record, which was
+		// loaded or written with it.
+		m = s.loadRecord(ctx, key)
+	}
+	if m != nil && m.valid(s.fs) {
+		s.memos.put(key, m)
 		return m.result(s.fs.now())
 	}
 	sc := newScan(ctx, s, in, wd)
@@ -231,8 +250,9 @@ func (s *Scanner) Scan(ctx context.Context, in Input) (headers []kcache.Header, 
 			headers = append(headers, kcache.Header{Name: d.Name, Digest: d.Digest})
 		}
 	}
-	m := &memo{seen: sc.seen, headers: headers, trace: sc.trace, date: sc.date}
+	m = &memo{seen: sc.seen, headers: headers, trace: sc.trace, date: sc.date}
 	s.memos.put(key, m)
+	s.storeRecord(ctx, key, m)
 	return m.result(s.fs.now())
 }
 
@@ -249,9 +269,77 @@ func (s *Scanner) Unchanged(in Input) bool {
 			return false
 		}
 	}
-	m := s.memos.get(inputDigest(in, wd))
+	m := s.memos.get(inputID(in, wd))
 	return m != nil && m.valid(s.fs)
 }
+
+// loadRecord returns the dependency record of the input whose id is id,
+// or nil when there is none that can be decoded. Whether it still holds
+// is for memo.valid to say.
+func (s *Scanner) loadRecord(ctx context.Context, id kcache.Digest) *memo {
+	if s.records == nil {
+		return nil
+	}
+	data, err := s.records.LoadRecord(ctx, id)
+	if err != nil {
+		if !errors.Is(err, kcache.ErrMiss) {
+			s.log.Debug("deps: dependency record unreadable, scanning", "id", id, "err", err)
+		}
+		return nil
+	}
+	m, err := decodeRecord(id, data)
+	if err != nil {
+		s.log.Debug("deps: dependency record ignored, scanning", "id", id, "err", err)
+		return nil
+	}
+	return m
+}
+
+// storeRecord writes m as the dependency record of id, when every stat it
+// made was settled. It waits for the write a bounded time: long enough
+// for a disk write, so that a process that exits after its first key
+// still leaves its record, and short enough that a stalled store costs
+// a scan little. A record that is not stored costs the next process a
+// full scan, nothing more, so errors are only logged.
+func (s *Scanner) storeRecord(ctx context.Context, id kcache.Digest, m *memo) {
+	if s.records == nil || !m.recorded() {
+		return
+	}
+	if s.writing.Add(1) > maxRecordWrites {
+		s.writing.Add(-1)
+		return
+	}
+	rec := encodeRecord(id, m)
+	done := make(chan struct{})
+	s.writes.Add(1)
+	go func() {
+		defer s.writes.Done()
+		defer s.writing.Add(-1)
+		defer close(done)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWriteTimeout)
+		defer cancel()
+		if err := s.records.StoreRecord(wctx, id, rec); err != nil {
+			s.log.Debug("deps: dependency record not stored", "id", id, "err", err)
+		}
+	}()
+	wait := time.NewTimer(recordWriteWait)
+	defer wait.Stop()
+	select {
+	case <-done:
+	case <-wait.C:
+	case <-ctx.Done():
+	}
+}
+
+// Bounds of record writes. A disk write of a record takes milliseconds;
+// one that takes longer than recordWriteWait goes on in the background,
+// at most maxRecordWrites at a time (past that a scan stores none), and
+// is abandoned after recordWriteTimeout where the store heeds contexts.
+const (
+	recordWriteWait    = 100 * time.Millisecond
+	recordWriteTimeout = 30 * time.Second
+	maxRecordWrites    = 4
+)
 
 // DateHeader is the name of the key's header that holds the day a source
 // expanding __DATE__ is built on: the compiler writes the day into the

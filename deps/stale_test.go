@@ -21,13 +21,21 @@ import (
 // Scanner) and in a new one.
 
 // keyChanges scans in, applies edit, and scans again with the same
-// scanner and with a new one.
+// scanner, with a new one, and with a new one that has the dependency
+// record of the first scan (a new process of a cache with records).
 func keyChanges(t *testing.T, in Input, edit func()) {
 	t.Helper()
 	warm := NewScanner(nil)
 	before, _ := mustScan(t, warm, in)
+	records := newMemRecords()
+	if recorded, _ := scanRecorded(t, settledScanner(records), in); !slices.Equal(recorded, before) || records.stores.Load() != 1 {
+		t.Fatalf("recording scan: %d records, key %v, want 1 and %v", records.stores.Load(), recorded, before)
+	}
 	edit()
-	for name, s := range map[string]*Scanner{"same process": warm, "new process": NewScanner(nil)} {
+	for name, s := range map[string]*Scanner{
+		"same process": warm, "new process": NewScanner(nil),
+		"new process, recorded": NewScanner(nil, WithRecords(records)),
+	} {
 		after, tr := mustScan(t, s, in)
 		if slices.Equal(before, after) {
 			t.Errorf("%s: key unchanged by the edit; trace %q", name, found(in.WorkDir, tr))
@@ -129,10 +137,14 @@ func TestStaleRacyEdits(t *testing.T) {
 		// A file system with one-second timestamps, ctime included.
 		root := tree(t, map[string]string{"h.h": "#define V 1\n"})
 		path := filepath.Join(root, "h.h")
-		s := NewScanner(nil)
+		records := newMemRecords()
+		s := NewScanner(nil, WithRecords(records))
 		s.fs.stat = coarseStat
 		in := Input{Source: []byte("#include \"h.h\"\n"), WorkDir: root, SearchWorkDir: true, Trigraphs: TrigraphsOn}
-		before, _ := mustScan(t, s, in)
+		before, _ := scanRecorded(t, s, in)
+		if records.stores.Load() != 0 {
+			t.Error("a scan that read a file while too new was recorded")
+		}
 		fi, _ := coarseStat(path)
 		write(t, path, "#define V 2\n")
 		for i := 0; i < 200; i++ { // until the coarse stat says nothing changed
@@ -145,6 +157,12 @@ func TestStaleRacyEdits(t *testing.T) {
 		s.fs.now = func() time.Time { return time.Now().Add(time.Hour) } // long after
 		if after, _ := mustScan(t, s, in); slices.Equal(before, after) {
 			t.Error("a file read while too new was trusted by stat later")
+		}
+		later := NewScanner(nil, WithRecords(records))
+		later.fs.stat = coarseStat
+		later.fs.now = s.fs.now
+		if after, _ := mustScan(t, later, in); slices.Equal(before, after) {
+			t.Error("new process, recorded: a file read while too new was trusted by stat later")
 		}
 	})
 }

@@ -140,11 +140,13 @@ func (a app) runEnv(dir string, environ []string) run {
 }
 
 // entries returns the entries the disk tier holds: one file each, the
-// record's, which holds the binary (see package disk).
+// record's, which holds the binary (see package disk); dependency
+// records are left out.
 func entries(t *testing.T, cache string) []string {
+	records := dependencyRecordFiles(cache)
 	var out []string
 	filepath.WalkDir(cache, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && strings.HasSuffix(path, ".src") {
+		if err == nil && strings.HasSuffix(path, ".src") && !records[path] {
 			out = append(out, path)
 		}
 		return nil

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -103,7 +105,9 @@ func storedKeys(t *testing.T, dir string) []*kcache.Key {
 		if i.Err != nil {
 			return i.Err
 		}
-		keys = append(keys, i.Key)
+		if !kcache.IsDependencyRecord(i.Key) {
+			keys = append(keys, i.Key)
+		}
 		return nil
 	})
 	if err != nil {
@@ -126,4 +130,22 @@ func deviceNamed(t *testing.T, d kcache.Device) opencl.Device {
 	}
 	t.Fatalf("no device %q of platform %q", d.Name, d.Platform)
 	return opencl.Device{}
+}
+
+// dependencyRecordFiles returns the files of the entries under dir that
+// are dependency records of the scanner, not programs' binaries.
+func dependencyRecordFiles(dir string) map[string]bool {
+	st, err := disk.Open(disk.Options{Dir: dir})
+	if err != nil {
+		return nil
+	}
+	defer st.Close(context.Background())
+	out := map[string]bool{}
+	st.Walk(context.Background(), func(i disk.Info) error {
+		if i.Key != nil && kcache.IsDependencyRecord(i.Key) {
+			out[filepath.Join(i.Dir, fmt.Sprintf("%d.src", i.Slot))] = true
+		}
+		return nil
+	})
+	return out
 }

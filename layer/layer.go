@@ -75,13 +75,21 @@ func open(environ []string, stderr io.Writer) (*layer, error) {
 	if err != nil {
 		return nil, err
 	}
+	bins := kcache.New(cfg, log, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st})
+	var scanOpts []deps.Option
+	if os.Getenv(envPoCLKernelCache) != "0" {
+		// With PoCL's cache off, each process compiles from a PoCL
+		// directory of its own (privatePoCLDir), which is part of every
+		// scan's input: no other process could use its records.
+		scanOpts = append(scanOpts, deps.WithRecords(bins))
+	}
 	return &layer{
-		bins:  kcache.New(cfg, log, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st}),
+		bins:  bins,
 		locks: st,
 		log:   log,
 		debug: cfg.Debug,
 		env:   compilerEnv.Select(environ),
-		scan:  depsScanner{s: deps.NewScanner(log), trace: cfg.Trace, log: log},
+		scan:  depsScanner{s: deps.NewScanner(log, scanOpts...), trace: cfg.Trace, log: log},
 		delay: commitDelay,
 		progs: map[*C.kc_program]*program{},
 	}, nil

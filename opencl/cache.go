@@ -97,7 +97,7 @@ func NewCache(cl *Context, bins *kcache.Cache, opts CacheOptions) *Cache {
 	if delay == 0 {
 		delay = DefaultCommitDelay
 	}
-	c := &Cache{cl: cl, bins: bins, headers: deps.NewScanner(bins.Logger()), env: keyparts.OpenCLEnv.Select(keyparts.Environ(opts.Environ)), delay: delay, ids: map[uintptr]identity{}, baseDir: cmp.Or(opts.BaseDir, cfg.BaseDir)}
+	c := &Cache{cl: cl, bins: bins, headers: deps.NewScanner(bins.Logger(), deps.WithRecords(bins)), env: keyparts.OpenCLEnv.Select(keyparts.Environ(opts.Environ)), delay: delay, ids: map[uintptr]identity{}, baseDir: cmp.Or(opts.BaseDir, cfg.BaseDir)}
 	// Kernels are released with their program (releaseProgram), not by
 	// the kernel tier: a caller holding a program may use its kernels.
 	c.kernels = objcache.New[kernelKey, *SafeKernel](objcache.Options[*SafeKernel]{Logger: bins.Logger()})

@@ -184,14 +184,33 @@ func TestBuildErrorIsKeptWithLog(t *testing.T) {
 }
 
 // binFiles returns the files of the disk tier under dir that hold
-// binaries: one per entry, the record's, which holds its binary (see
-// package disk).
+// programs' binaries: one per entry, the record's, which holds its binary
+// (see package disk); dependency records are left out.
 func binFiles(t *testing.T, dir string) []string {
 	t.Helper()
+	records := dependencyRecordFiles(dir)
 	var out []string
 	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err == nil && strings.HasSuffix(path, ".src") {
+		if err == nil && strings.HasSuffix(path, ".src") && !records[path] {
 			out = append(out, path)
+		}
+		return nil
+	})
+	return out
+}
+
+// dependencyRecordFiles returns the files of the entries under dir that
+// are dependency records (deps.WithRecords).
+func dependencyRecordFiles(dir string) map[string]bool {
+	st, err := disk.Open(disk.Options{Dir: dir})
+	if err != nil {
+		return nil
+	}
+	defer st.Close(context.Background())
+	out := map[string]bool{}
+	st.Walk(context.Background(), func(i disk.Info) error {
+		if i.Key != nil && kcache.IsDependencyRecord(i.Key) {
+			out[filepath.Join(i.Dir, fmt.Sprintf("%d.src", i.Slot))] = true
 		}
 		return nil
 	})

@@ -1,0 +1,56 @@
+package kcache
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+// sharedMapStore is a mapStore shared between processes, as far as the
+// Cache can tell: a Locker.
+type sharedMapStore struct{ *mapStore }
+
+func (sharedMapStore) Lock(context.Context, *Key) (func(), error) { return func() {}, nil }
+
+// TestDependencyRecordsStayLocal: records live in the machine's shared
+// tiers, never in the remote one or in a store of one process, and a
+// stored record replaces the last.
+func TestDependencyRecordsStayLocal(t *testing.T) {
+	ctx := context.Background()
+	local, private, remote := sharedMapStore{newMapStore()}, newMapStore(), newMapStore()
+	c := New(Config{}, nil, Tier{Kind: OutcomeDisk, Store: private}, Tier{Kind: OutcomeDisk, Store: local}, Tier{Kind: OutcomeRemote, Store: sharedMapStore{remote}})
+	id := Digest{1, 2, 3}
+	if _, err := c.LoadRecord(ctx, id); !errors.Is(err, ErrMiss) {
+		t.Fatalf("LoadRecord of nothing: %v, want a miss", err)
+	}
+	for _, rec := range []string{"first", "second"} {
+		if err := c.StoreRecord(ctx, id, []byte(rec)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.LoadRecord(ctx, id)
+		if err != nil || string(got) != rec {
+			t.Errorf("LoadRecord = %q, %v; want %q", got, err, rec)
+		}
+	}
+	if remote.puts != 0 || private.puts != 0 {
+		t.Errorf("the remote tier got %d records, the private one %d", remote.puts, private.puts)
+	}
+	// No build's key is a record's: builds name a real compiler.
+	if k := keyN(1); k.Digest() == recordKey(id).Digest() {
+		t.Error("a build's key equals a record's")
+	}
+}
+
+// TestDependencyRecordsWithoutLocalTier: with no local tier, records are
+// misses and storing one does nothing.
+func TestDependencyRecordsWithoutLocalTier(t *testing.T) {
+	ctx := context.Background()
+	remote := newMapStore()
+	c := New(Config{}, nil, Tier{Kind: OutcomeRemote, Store: remote})
+	if err := c.StoreRecord(ctx, Digest{1}, []byte("r")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.LoadRecord(ctx, Digest{1}); !errors.Is(err, ErrMiss) || remote.puts != 0 {
+		t.Errorf("LoadRecord: %v, remote puts %d; want a miss and none", err, remote.puts)
+	}
+}

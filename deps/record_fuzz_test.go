@@ -1,0 +1,52 @@
+package deps
+
+import (
+	"crypto/sha256"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/kcache/kcache"
+)
+
+// FuzzRecord feeds bytes, as a RecordStore returns them from disk, to the
+// record decoder: it may not panic or allocate without bound, it must
+// refuse anything it cannot parse with errBadRecord, and what it accepts
+// must be written back to an equal memo. The fuzzer is given the body
+// past the checksum, which random bytes would never pass; the whole
+// decoder is run too, with the checksum made to match.
+func FuzzRecord(f *testing.F) {
+	_, in := recordTree(f)
+	store := newMemRecords()
+	s := NewScanner(nil, WithRecords(store))
+	counting(s)
+	scanRecorded(f, s, in)
+	var id kcache.Digest
+	for k, rec := range store.m {
+		id = k
+		f.Add(rec[len(recordMagic) : len(rec)-sha256.Size])
+	}
+	f.Add([]byte{recordVersion})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		m, err := parseRecord(id, body)
+		if err != nil {
+			if !errors.Is(err, errBadRecord) {
+				t.Fatalf("error %v is not errBadRecord", err)
+			}
+			return
+		}
+		whole := append([]byte(recordMagic), body...)
+		sum := sha256.Sum256(whole)
+		if _, err := decodeRecord(id, append(whole, sum[:]...)); err != nil {
+			t.Fatalf("the body parsed, the record did not: %v", err)
+		}
+		again, err := decodeRecord(id, encodeRecord(id, m))
+		if err != nil {
+			t.Fatalf("a memo decoded from a record does not encode: %v", err)
+		}
+		if !reflect.DeepEqual(again, m) {
+			t.Fatalf("re-encoded %+v\nwant %+v", again, m)
+		}
+	})
+}
