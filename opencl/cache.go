@@ -17,6 +17,12 @@ import (
 
 // CacheOptions configures a Cache.
 type CacheOptions struct {
+	// NoRecords keeps the dependency records of this cache's scans out
+	// of the binary tiers. A process whose PoCL directory is its own
+	// (kcache's commands give PoCL one) sets it: PoCL searches that
+	// directory first, so every scan names it, and its records could
+	// serve no other process.
+	NoRecords bool
 	// BaseDir, when set, makes keys name the places under it relative to
 	// it, so checkouts of a project in different places, built with
 	// absolute paths, share entries (ccache's base_dir); "" takes the
@@ -97,7 +103,11 @@ func NewCache(cl *Context, bins *kcache.Cache, opts CacheOptions) *Cache {
 	if delay == 0 {
 		delay = DefaultCommitDelay
 	}
-	c := &Cache{cl: cl, bins: bins, headers: deps.NewScanner(bins.Logger(), deps.WithRecords(bins)), env: keyparts.OpenCLEnv.Select(keyparts.Environ(opts.Environ)), delay: delay, ids: map[uintptr]identity{}, baseDir: cmp.Or(opts.BaseDir, cfg.BaseDir)}
+	var scanOpts []deps.Option
+	if !opts.NoRecords {
+		scanOpts = append(scanOpts, deps.WithRecords(bins))
+	}
+	c := &Cache{cl: cl, bins: bins, headers: deps.NewScanner(bins.Logger(), scanOpts...), env: keyparts.OpenCLEnv.Select(keyparts.Environ(opts.Environ)), delay: delay, ids: map[uintptr]identity{}, baseDir: cmp.Or(opts.BaseDir, cfg.BaseDir)}
 	// Kernels are released with their program (releaseProgram), not by
 	// the kernel tier: a caller holding a program may use its kernels.
 	c.kernels = objcache.New[kernelKey, *SafeKernel](objcache.Options[*SafeKernel]{Logger: bins.Logger()})

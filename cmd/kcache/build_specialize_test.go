@@ -21,7 +21,13 @@ func storedBinary(t *testing.T, dir string) []byte {
 		t.Fatal(err)
 	}
 	var keys []*kcache.Key
-	if err := st.Walk(ctx, func(in disk.Info) error { keys = append(keys, in.Key); return nil }); err != nil {
+	err = st.Walk(ctx, func(in disk.Info) error {
+		if !internal(&in) {
+			keys = append(keys, in.Key)
+		}
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if len(keys) != 1 || keys[0] == nil {

@@ -6,15 +6,18 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/disk"
 	"github.com/kcache/kcache/opencl"
 )
 
 // internal reports whether an entry is the cache's own bookkeeping rather
 // than a program: the claim a process leaves beside an entry it rebuilds
-// (opencl.FormatRebuildClaim). Such entries are neither listed nor counted.
+// (opencl.FormatRebuildClaim), and the dependency records that let a new
+// process compute a key without reading headers (kcache.IsDependencyRecord).
+// Such entries are neither listed nor counted.
 func internal(in *disk.Info) bool {
-	return in.Key != nil && in.Key.Image.Format == opencl.FormatRebuildClaim
+	return in.Key != nil && (in.Key.Image.Format == opencl.FormatRebuildClaim || kcache.IsDependencyRecord(in.Key))
 }
 
 // walkEntries calls fn, one call at a time, for every sound entry of st

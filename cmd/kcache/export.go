@@ -73,7 +73,9 @@ func runExport(ctx context.Context, ios *streams, file string, o *lsOptions, asJ
 	}
 	now := time.Now()
 	rep, err := writeAtomically(file, ios.out, func(w io.Writer) (disk.ExportReport, error) {
-		return st.ExportBundle(ctx, w, func(in *disk.Info) bool { return o.keeps(in, now) })
+		// The cache's own bookkeeping stays: a dependency record names
+		// files by inode and device, which mean nothing elsewhere.
+		return st.ExportBundle(ctx, w, func(in *disk.Info) bool { return !internal(in) && o.keeps(in, now) })
 	})
 	if err != nil {
 		return err

@@ -135,8 +135,14 @@ func privatePoCLDir() (cleanup func()) {
 		return func() {}
 	}
 	os.Setenv("POCL_CACHE_DIR", dir)
+	privatePoCL = true
 	return func() { os.RemoveAll(dir) }
 }
+
+// privatePoCL says PoCL got a directory of this process's own: every key's
+// scan then names it (PoCL searches it first), so a dependency record of
+// the scan could serve no other process, and the command writes none.
+var privatePoCL bool
 
 // scratchRoot returns a memory-backed directory for scratch files where
 // there is one ($XDG_RUNTIME_DIR, then /dev/shm), else the temporary
