@@ -34,6 +34,7 @@ type CacheOptions struct {
 type Cache struct {
 	ctx     *Context
 	bins    *kcache.Cache
+	baseDir string // the configuration's base directory (kcache.Config.BaseDir)
 	modules *objcache.Cache[kcache.Digest, *moduleEntry]
 	scanner *deps.Scanner
 	// uncached builds modules whose dependencies cannot be bounded: they
@@ -56,7 +57,7 @@ func NewCache(ctx *Context, bins *kcache.Cache, opts CacheOptions) (*Cache, erro
 		return nil, err
 	}
 	cfg := bins.Config()
-	c := &Cache{ctx: ctx, bins: bins, scanner: deps.NewScanner(bins.Logger(), deps.WithRecords(bins)), env: compilerEnv.Select(keyparts.Environ(opts.Environ)), jit: opts.JIT, id: id}
+	c := &Cache{ctx: ctx, bins: bins, scanner: deps.NewScanner(bins.Logger(), deps.WithRecords(bins)), env: compilerEnv.Select(keyparts.Environ(opts.Environ)), jit: opts.JIT, id: id, baseDir: cfg.BaseDir}
 	c.modules = objcache.New[kcache.Digest, *moduleEntry](objcache.Options[*moduleEntry]{
 		Threshold: cfg.InMemoryThreshold,
 		Disabled:  !cfg.InMemory,
@@ -84,6 +85,11 @@ func (c *Cache) Arch() (arch string, ptx bool) { return c.id.arch, c.id.ptx }
 type plan struct {
 	options []string
 	format  string
+	// keyOptions are the options as the key holds them: options, or
+	// under a base directory, relocated (deps.RelocateArgs); baseDir is
+	// that directory, for the scan, where relocation applies.
+	keyOptions []string
+	baseDir    string
 }
 
 // plan adds the target architecture to the options where they name none:
@@ -91,6 +97,20 @@ type plan struct {
 // virtual architecture it can, for PTX. Options that name an architecture
 // are kept: compute_XX gives PTX, sm_XX gives CUBIN.
 func (c *Cache) plan(src Source) (plan, error) {
+	p, err := c.target(src)
+	p.keyOptions = p.options
+	if err != nil || c.baseDir == "" {
+		return p, err
+	}
+	if rel, ok := deps.RelocateArgs(p.options, c.baseDir); ok {
+		p.keyOptions, p.baseDir = rel, c.baseDir
+	}
+	return p, nil
+}
+
+// target returns src's options with the target architecture, and the
+// format they make.
+func (c *Cache) target(src Source) (plan, error) {
 	opts := slices.Clone(src.Options)
 	if !hasArch(opts) {
 		if c.id.ptx {
@@ -172,7 +192,7 @@ func (c *Cache) key(ctx context.Context, src Source, p plan) (*kcache.Key, error
 		Compiler: c.id.comp,
 		Image:    kcache.Image{Format: FormatCUDA, Source: src.Code, Headers: headers},
 		Spec:     spec,
-		Options:  kcache.BuildOptions{Compile: encodeOptions(programName(src), p.options), Link: link, Env: c.env},
+		Options:  kcache.BuildOptions{Compile: encodeOptions(programName(src), p.keyOptions), Link: link, Env: c.env},
 	}, nil
 }
 

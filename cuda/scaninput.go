@@ -45,7 +45,7 @@ func scanInputs(src Source, p plan) []deps.Input {
 // scan cannot see. For other versions, an include found nowhere may come
 // from a place the scan cannot see.
 func nvrtcInput(src Source, p plan) deps.Input {
-	in := deps.Input{Args: p.options}
+	in := deps.Input{Args: p.options, BaseDir: p.baseDir}
 	if major, err := nvrtcMajor(); err == nil && major == 13 {
 		nvrtc13(&in, src)
 	}
