@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/internal/wire"
 )
 
 // A dependency record is a memo (memo.go) that outlives its process: a
@@ -206,11 +207,11 @@ func decodeRecord(id kcache.Digest, data []byte) (*memo, error) {
 // parseRecord parses a record's body: what follows the magic, less the
 // checksum.
 func parseRecord(id kcache.Digest, body []byte) (*memo, error) {
-	d := recordDecoder{buf: body, ok: true}
-	if v := d.uvarint(); v != recordVersion {
+	d := recordDecoder{wire.NewDecoder(body)}
+	if v := d.Uvarint(); v != recordVersion {
 		return nil, fmt.Errorf("%w: version %d, want %d", errBadRecord, v, recordVersion)
 	}
-	if got := d.fixed(len(id)); d.ok && string(got) != string(id[:]) {
+	if got := d.Fixed(len(id)); d.OK && string(got) != string(id[:]) {
 		return nil, fmt.Errorf("%w: the record of another input", errBadRecord)
 	}
 	m := &memo{}
@@ -219,9 +220,9 @@ func parseRecord(id kcache.Digest, body []byte) (*memo, error) {
 	m.seen = d.observations()
 	m.trace = d.dependencies(m.seen)
 	switch {
-	case !d.ok:
+	case !d.OK:
 		return nil, fmt.Errorf("%w: malformed", errBadRecord)
-	case len(d.buf) != 0 || flags&^1 != 0:
+	case len(d.Buf) != 0 || flags&^1 != 0:
 		return nil, fmt.Errorf("%w: trailing or unknown data", errBadRecord)
 	}
 	for _, dep := range m.trace {
@@ -233,46 +234,13 @@ func parseRecord(id kcache.Digest, body []byte) (*memo, error) {
 }
 
 // recordDecoder reads a record's fields; after the first failure every
-// read returns zero values and ok is false.
+// read returns zero values and OK is false.
 type recordDecoder struct {
-	buf []byte
-	ok  bool
-}
-
-func (d *recordDecoder) fail() { d.buf, d.ok = nil, false }
-
-func (d *recordDecoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.buf)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.buf = d.buf[n:]
-	return v
-}
-
-func (d *recordDecoder) varint() int64 {
-	v, n := binary.Varint(d.buf)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.buf = d.buf[n:]
-	return v
-}
-
-func (d *recordDecoder) fixed(n int) []byte {
-	if len(d.buf) < n {
-		d.fail()
-		return nil
-	}
-	b := d.buf[:n]
-	d.buf = d.buf[n:]
-	return b
+	wire.Decoder
 }
 
 func (d *recordDecoder) byte() byte {
-	if b := d.fixed(1); b != nil {
+	if b := d.Fixed(1); b != nil {
 		return b[0]
 	}
 	return 0
@@ -280,12 +248,12 @@ func (d *recordDecoder) byte() byte {
 
 // str reads a string written by recordEncoder.str after prev.
 func (d *recordDecoder) str(prev string) string {
-	shared, rest := d.uvarint(), d.uvarint()
-	if shared > uint64(len(prev)) || rest > uint64(len(d.buf)) {
-		d.fail()
+	shared, rest := d.Uvarint(), d.Uvarint()
+	if shared > uint64(len(prev)) || rest > uint64(len(d.Buf)) {
+		d.Fail()
 		return ""
 	}
-	tail := d.fixed(int(rest))
+	tail := d.Fixed(int(rest))
 	return prev[:shared] + string(tail)
 }
 
@@ -293,9 +261,9 @@ func (d *recordDecoder) str(prev string) string {
 // the rest of the record could not hold them, so that a damaged count
 // cannot make the decoder allocate without bound.
 func (d *recordDecoder) count(min int) int {
-	n := d.uvarint()
-	if n > uint64(len(d.buf)/min) {
-		d.fail()
+	n := d.Uvarint()
+	if n > uint64(len(d.Buf)/min) {
+		d.Fail()
 		return 0
 	}
 	return int(n)
@@ -310,33 +278,33 @@ func (d *recordDecoder) observations() []observation {
 	// Shared prefixes make the paths longer than their encoding; twice
 	// it is enough for a tree of headers in a few directories, and
 	// append grows what is not.
-	arena := make([]byte, 0, 2*len(d.buf))
+	arena := make([]byte, 0, 2*len(d.Buf))
 	prevStart := 0
 	for i := range seen {
 		o := &seen[i]
 		start := len(arena)
-		shared, rest := d.uvarint(), d.uvarint()
-		if shared > uint64(start-prevStart) || rest > uint64(len(d.buf)) {
-			d.fail()
+		shared, rest := d.Uvarint(), d.Uvarint()
+		if shared > uint64(start-prevStart) || rest > uint64(len(d.Buf)) {
+			d.Fail()
 			return nil
 		}
 		arena = append(arena, arena[prevStart:prevStart+int(shared)]...)
-		arena = append(arena, d.fixed(int(rest))...)
+		arena = append(arena, d.Fixed(int(rest))...)
 		ends[i], prevStart = len(arena), start
 		o.state = statState(d.byte())
 		switch o.state {
 		case stateFile, stateDir:
-			o.id = identity{size: d.varint(), mtime: d.varint(), ctime: d.varint(), inode: d.uvarint(), dev: d.uvarint()}
+			o.id = identity{size: d.Varint(), mtime: d.Varint(), ctime: d.Varint(), inode: d.Uvarint(), dev: d.Uvarint()}
 		case stateMissing, stateOther, stateError:
 		default:
-			d.fail()
+			d.Fail()
 		}
 		switch d.byte() {
 		case 0:
 		case 1:
 			o.settled = true
 		default:
-			d.fail()
+			d.Fail()
 		}
 	}
 	paths, start := string(arena), 0
@@ -360,37 +328,37 @@ func (d *recordDecoder) dependencies(seen []observation) []Dependency {
 		case int(code) < len(ruleCodes):
 			dep.Rule = ruleCodes[code]
 		default:
-			d.fail()
+			d.Fail()
 		}
 		if flags&^depFlags != 0 {
-			d.fail()
+			d.Fail()
 		}
 		if flags&depPathRef != 0 {
-			if ref := d.uvarint(); ref < uint64(len(seen)) {
+			if ref := d.Uvarint(); ref < uint64(len(seen)) {
 				dep.Path = seen[ref].path
 			} else {
-				d.fail()
+				d.Fail()
 			}
 		} else {
 			dep.Path = d.str(prevPath)
 			prevPath = dep.Path
 		}
 		if flags&depNameTail != 0 {
-			if tail := d.uvarint(); tail <= uint64(len(dep.Path)) {
+			if tail := d.Uvarint(); tail <= uint64(len(dep.Path)) {
 				dep.Name = dep.Path[tail:]
 			} else {
-				d.fail()
+				d.Fail()
 			}
 		} else {
 			dep.Name = d.str(prevName)
 			prevName = dep.Name
 		}
 		if flags&depDigest != 0 {
-			if b := d.fixed(len(dep.Digest)); b != nil {
+			if b := d.Fixed(len(dep.Digest)); b != nil {
 				dep.Digest = kcache.Digest(b)
 			}
 		}
-		if !d.ok {
+		if !d.OK {
 			return nil
 		}
 	}

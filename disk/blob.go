@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/internal/wire"
 )
 
 // A blob carries one entry out of the cache and into another, as the
@@ -58,19 +59,19 @@ func DecodeBlob(data []byte) (Blob, error) {
 	if len(data) < len(blobMagic) || string(data[:len(blobMagic)]) != blobMagic {
 		return Blob{}, blobError("bad magic")
 	}
-	p := parser{buf: data[len(blobMagic):], ok: true}
-	if v := p.uvarint(); p.ok && v != blobVersion {
+	p := wire.NewDecoder(data[len(blobMagic):])
+	if v := p.Uvarint(); p.OK && v != blobVersion {
 		return Blob{}, blobError(fmt.Sprintf("blob version %d, want %d", v, blobVersion))
 	}
-	src := p.bytes()
-	if !p.ok {
+	src := p.Bytes()
+	if !p.OK {
 		return Blob{}, blobError("truncated")
 	}
 	raw, err := parseRecord(src)
 	if err != nil {
 		return Blob{}, err
 	}
-	bin := p.buf
+	bin := p.Buf
 	if !raw.checkSHA256(bin) || !raw.checkCRC(bin) {
 		return Blob{}, blobError("binary size or checksum mismatch")
 	}

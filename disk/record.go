@@ -6,11 +6,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"math"
 	"slices"
 	"time"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/internal/wire"
 )
 
 // A .src file holds one record, the entry's commit marker, and since
@@ -162,24 +162,24 @@ func parseEntry(data []byte) (r rawRecord, bin []byte, err error) {
 	if len(data) < len(recordMagic)+4 || string(data[:len(recordMagic)]) != recordMagic {
 		return r, nil, recordError("bad magic")
 	}
-	p := parser{buf: data[len(recordMagic):], ok: true}
-	if v := p.uvarint(); !p.ok || v != entryVersion {
+	p := wire.NewDecoder(data[len(recordMagic):])
+	if v := p.Uvarint(); !p.OK || v != entryVersion {
 		r, err := parseRecord(data)
 		return r, nil, err
 	}
 	r.embedded = true
-	r.key = p.bytes()
-	size := p.uvarint()
-	copy(r.sha[:], p.fixed(len(r.sha)))
-	if c := p.fixed(4); c != nil {
+	r.key = p.Bytes()
+	size := p.Uvarint()
+	copy(r.sha[:], p.Fixed(len(r.sha)))
+	if c := p.Fixed(4); c != nil {
 		r.crc = binary.LittleEndian.Uint32(c)
 	}
-	r.buildTime = p.varint()
-	r.created = p.varint()
-	end := len(data) - len(p.buf)
-	check := p.fixed(4)
+	r.buildTime = p.Varint()
+	r.created = p.Varint()
+	end := len(data) - len(p.Buf)
+	check := p.Fixed(4)
 	switch {
-	case !p.ok:
+	case !p.OK:
 		return r, nil, recordError("truncated")
 	case crc32c(data[:end]) != binary.LittleEndian.Uint32(check):
 		return r, nil, recordError("checksum mismatch")
@@ -187,7 +187,7 @@ func parseEntry(data []byte) (r rawRecord, bin []byte, err error) {
 	if err := r.setSize(size); err != nil {
 		return r, nil, err
 	}
-	return r, p.buf, nil
+	return r, p.Buf, nil
 }
 
 // setSize validates the fields a record's check cannot: the claimed size
@@ -214,23 +214,23 @@ func parseRecord(data []byte) (rawRecord, error) {
 	if crc32c(body) != check {
 		return r, recordError("checksum mismatch")
 	}
-	p := parser{buf: body[len(recordMagic):], ok: true}
-	if v := p.uvarint(); p.ok && v != recordVersion {
+	p := wire.NewDecoder(body[len(recordMagic):])
+	if v := p.Uvarint(); p.OK && v != recordVersion {
 		return r, recordError(fmt.Sprintf("record version %d, want %d", v, recordVersion))
 	}
-	r.key = p.bytes()
-	size := p.uvarint()
-	copy(r.sha[:], p.fixed(len(r.sha)))
-	if c := p.fixed(4); c != nil {
+	r.key = p.Bytes()
+	size := p.Uvarint()
+	copy(r.sha[:], p.Fixed(len(r.sha)))
+	if c := p.Fixed(4); c != nil {
 		r.crc = binary.LittleEndian.Uint32(c)
 	}
-	r.buildTime = p.varint()
-	r.created = p.varint()
+	r.buildTime = p.Varint()
+	r.created = p.Varint()
 	switch {
-	case !p.ok:
+	case !p.OK:
 		return r, recordError("truncated")
-	case len(p.buf) != 0:
-		return r, recordError(fmt.Sprintf("%d trailing bytes", len(p.buf)))
+	case len(p.Buf) != 0:
+		return r, recordError(fmt.Sprintf("%d trailing bytes", len(p.Buf)))
 	}
 	return r, r.setSize(size)
 }
@@ -272,51 +272,9 @@ func recordError(reason string) error {
 	return &kcache.DecodeError{What: "record", Reason: reason}
 }
 
-// parser reads the record's fields. The first failure clears ok and every
-// later read returns a zero value, so callers check ok once.
-type parser struct {
-	buf []byte
-	ok  bool
-}
-
-func (p *parser) fail() []byte { p.ok, p.buf = false, nil; return nil }
-
-func (p *parser) uvarint() uint64 {
-	v, n := binary.Uvarint(p.buf)
-	if n <= 0 {
-		p.fail()
-		return 0
-	}
-	p.buf = p.buf[n:]
-	return v
-}
-
-func (p *parser) varint() int64 {
-	v, n := binary.Varint(p.buf)
-	if n <= 0 {
-		p.fail()
-		return 0
-	}
-	p.buf = p.buf[n:]
-	return v
-}
-
-func (p *parser) fixed(n int) []byte {
-	if len(p.buf) < n {
-		return p.fail()
-	}
-	b := p.buf[:n:n]
-	p.buf = p.buf[n:]
-	return b
-}
-
-func (p *parser) bytes() []byte {
-	n := p.uvarint()
-	if n > math.MaxInt || n > uint64(len(p.buf)) {
-		return p.fail()
-	}
-	return p.fixed(int(n))
-}
+// parser reads the record's fields. The first failure clears OK and every
+// later read returns a zero value, so callers check OK once.
+type parser = wire.Decoder
 
 // crc32c returns the CRC-32C of b.
 func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
