@@ -13,4 +13,10 @@
 // (abiVersion), whose signatures this package's declarations match, so a
 // newer driver that changed an entry point's default version still hands
 // back the one this package was written for.
+//
+// Its Cache keeps modules through the object tier (objcache) and the
+// binary tiers it is handed (a *kcache.Cache): it knows no tier's
+// implementation (disk, redis, tiers) and nothing of OpenCL. Within the
+// module it imports the root package, deps, objcache, internal/keyparts
+// and cuda/compileserver (the client it asks before compiling itself).
 package cuda

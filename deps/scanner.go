@@ -19,6 +19,11 @@
 // With a RecordStore (WithRecords), a scan is also kept across processes
 // as a dependency record (record.go): a new process stats what the record
 // lists and, when every stat answers as it did, reads no header at all.
+//
+// It must know no driver, no device and no tier: callers describe their
+// compiler's search (Input), and records are kept in whatever RecordStore
+// they pass (a kcache.Cache is one). Within the module it imports only the
+// root package, for the key's types.
 package deps
 
 import (

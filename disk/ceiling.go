@@ -18,6 +18,12 @@ import (
 // Put that finds eviction already running elsewhere is refused, and each
 // refusal is counted (Counters.DiskDropped).
 
+// ceiling is the total past which Put stores nothing until eviction catches
+// up: 10% over MaxSize. A writer counts its entry under the size file's lock
+// before it writes a byte, and checks the ceiling there, so the bytes on
+// disk never exceed it, however many writers run at once.
+func (s *Store) ceiling() int64 { return s.maxSize() + s.maxSize()/10 }
+
 // payOwed runs, in the caller's Put, one eviction step owed by a cache at
 // its ceiling, unless someone is evicting already: this process's
 // background goroutine, or two other processes holding the evictors slots.

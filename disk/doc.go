@@ -24,7 +24,7 @@
 // compares the full key, so keys whose digests collide take slots 0, 1, ...
 // of the same directory. The version directory also holds shards/ (the
 // shards' journals and totals, shard.go), trim.txt (the last maintenance
-// pass, evict.go) and evict.lock.
+// pass, trim.go) and evict.lock.
 //
 // # Crash safety
 //
@@ -47,8 +47,8 @@
 //
 // # Eviction
 //
-// No Put, Get or Lock waits for eviction or maintenance (evict.go). Leaves
-// are split into 256 shards, each with a journal of its leaves and a total
+// No Put, Get or Lock waits for eviction or maintenance. Leaves are split
+// into 256 shards, each with a journal of its leaves and a total
 // (shard.go), so that a Put learns the cache's total from one small file. A
 // Put that takes the total over Options.MaxSize starts a background
 // goroutine, which visits the shards in turn and removes the least recently
@@ -61,8 +61,21 @@
 // for the background work a bounded time; the work left undone stays on
 // disk for the next writer.
 //
+// The background goroutine is in background.go; eviction down to the
+// target, and the removal of one entry, in evict.go; one step through a
+// shard (its listing and budget) in step.go; the rewrite of a shard's
+// journal and total at the end of a step in swap.go; the daily maintenance
+// pass in trim.go; Put's ceiling in ceiling.go.
+//
 // # Blobs and inspection
 //
 // Export and Import move one entry as a self-verifying blob (blob.go).
 // Walk, Verify, Size and Clear serve the command-line tool.
+//
+// # What it does not know
+//
+// It stores opaque binaries under kcache keys: it knows no compiler, no
+// device API (OpenCL, CUDA) and no other tier, and it takes no part in
+// choosing tiers (package tiers does). Within the module it imports only
+// the root package.
 package disk

@@ -37,3 +37,6 @@ var ErrIncomplete = errors.New("disk: incomplete entry")
 // a directory should be. Passes skip it and evict the rest; Verify reports
 // it, and removing it is left to whoever owns it.
 var ErrUnreadable = errors.New("disk: unreadable part of the cache")
+
+// errBusy says another process holds the lock a pass or step needs.
+var errBusy = errors.New("disk: another process is at work")

@@ -13,7 +13,7 @@ import (
 //
 //	v<layoutVersion>/
 //	  shards/       the shards' journals, totals and step locks (see shard.go)
-//	  trim.txt      Unix time of the last maintenance pass (see evict.go)
+//	  trim.txt      Unix time of the last maintenance pass (see trim.go)
 //	  evict.lock    held by the one process running the maintenance pass
 //	  <device>/<fan>/<image>/<spec>/<options>/    the key's leaf directory
 //	    <n>.src     key record, binary size and checksums (see record.go),

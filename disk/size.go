@@ -12,7 +12,7 @@ import (
 // binary), is kept per shard in shards/size (see shard.go): a writer adds
 // what it wrote under the file's flock, and learns the total without
 // walking the tree. A total that is missing or unreadable is unknown, and
-// the background work recounts it (evict.go); a writer never walks.
+// the background work recounts it (background.go); a writer never walks.
 
 // maxDecimalLen is the longest decimal line accepted: 19 digits hold any
 // int64, plus the newline.

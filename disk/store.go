@@ -127,7 +127,7 @@ type Store struct {
 	flock func(fd, how int) error
 	// noFlock makes the warning about a file system without locks once.
 	noFlock sync.Once
-	// bg runs eviction and maintenance off the callers' path (evict.go).
+	// bg runs eviction and maintenance off the callers' path (background.go).
 	bg     background
 	counts workCounts
 	// limit is the size this process evicts to, and limitRead when the

@@ -13,6 +13,14 @@
 // layer gives it a handle of its own and forwards each call to the
 // driver's program behind it, which is the program made from source, or
 // after a cache hit a program made from the cached binary (see layer.c).
+//
+// It knows no application: every call it does not intercept goes to the
+// driver untouched, and when in doubt it calls through. It uses no binding
+// of package opencl (it calls the driver through the loader's dispatch
+// table, in C). Within the module it imports the root package, deps,
+// disk (its one binary tier), internal/keyparts and internal/binread: the
+// rules package opencl keys and reads programs by, so that the layer and
+// the binding agree on every key.
 package main
 
 // main is never run: the package is a shared library.

@@ -47,4 +47,10 @@
 // GetOrBuild returns a counted Handle. Options.Release frees an object once
 // the cache has dropped it and the last handle has been released: exactly
 // once, whichever comes last.
+//
+// # What it does not know
+//
+// It is generic over its keys and objects and knows no kcache key, no
+// binary tier and no backend: opencl and cuda instantiate it with their
+// own. Within the module it imports only internal/flight.
 package objcache

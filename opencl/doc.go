@@ -28,4 +28,13 @@
 // is not offered), and the arrays of pointers that some calls take (program
 // sources and binaries, header names) point at memory pinned with
 // runtime.Pinner for that call.
+//
+// # What it does not know
+//
+// Its Cache (cache.go) keeps programs and kernels through the object tier
+// (objcache) and the binary tiers it is handed (a *kcache.Cache): it knows
+// no tier's implementation (disk, redis, tiers) and nothing of CUDA. Within
+// the module it imports the root package, deps (the source's
+// dependencies), objcache, internal/keyparts (the device's part of the key)
+// and internal/binread (reading binaries safely).
 package opencl

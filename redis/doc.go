@@ -36,4 +36,11 @@
 // is skipped for Options.Backoff, and the first time that happens it logs
 // one warning. Failures are reported in one line naming KCACHE_REMOTE
 // (with the password hidden) and what to check.
+//
+// # What it does not know
+//
+// It knows no backend and no compiler (a value is opaque bytes under a
+// kcache.Key) and no other tier: the disk tier's lock that comes first is
+// kcache.Cache's doing. Within the module it imports only the root
+// package.
 package redis

@@ -5,6 +5,10 @@
 //
 // A tier that cannot be opened is a warning, never an error: the builds go
 // on without it.
+//
+// It is the one package that knows both binary tiers, and it knows no
+// backend: within the module it imports the root package, disk and redis.
+// The backends take the *kcache.Cache it returns.
 package tiers
 
 import (

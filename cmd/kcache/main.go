@@ -7,6 +7,12 @@
 //	kcache demo [--plot FILE] [--json] [--case NAME]...
 //
 // The cache is configured by KCACHE_* environment variables; see the README.
+//
+// It holds the commands and nothing the library needs: each command is a
+// small file over the library's packages (kcache, disk, redis, deps,
+// opencl, cuda, cuda/compileserver), and no package imports this one.
+// The demo's harness and kernel suites live in internal/demo, which the
+// demo command calls.
 package main
 
 import (

@@ -24,4 +24,8 @@
 // program paths resolve as they would in the client. Requests beyond a
 // bounded queue, or that wait past the client's bound, are answered busy,
 // and the client compiles itself.
+//
+// It knows no kcache key and no tier either: a request carries the
+// compile and the files to check, and the answer is the compiler's output,
+// which the client's caller stores. It imports no package of the module.
 package compileserver

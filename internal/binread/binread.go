@@ -12,6 +12,9 @@
 // until written, and a read counts only if the sizes reported after it are
 // the sizes reported before: binaries only grow, so equal sizes mean each
 // copy was exactly that long.
+//
+// It knows no key and no cache: the caller hands it the two calls as
+// functions. It imports no package of the module.
 package binread
 
 import (

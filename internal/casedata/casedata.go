@@ -2,6 +2,10 @@
 // a case's data, whatever launches its kernels: its device buffers, their
 // little-endian contents, the headers its source includes, and the checks
 // of the buffers a run leaves against references computed in Go.
+//
+// It knows no backend (it neither launches nor allocates) and is no part
+// of the library: only the kernel suites of the demo and the tests import
+// it. It imports no package of the module.
 package casedata
 
 import (

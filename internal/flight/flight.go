@@ -12,6 +12,9 @@
 //
 // Go is the mechanism; Group keys it for callers that keep no index of their
 // own. objcache, whose index is also its table of builds, uses Go directly.
+//
+// It knows no key, no tier and no backend: a build is a function and its
+// result a value. It imports no package of the module.
 package flight
 
 import (

@@ -7,4 +7,9 @@
 // binding each query these values through handles of their own; they hand
 // the values here, so that one rule makes each part and the layer and the
 // binding cannot drift apart on the same device.
+//
+// It makes no OpenCL or CUDA call and knows no tier: it computes from the
+// values handed to it and from the files it names. Within the module it
+// imports the root package (the key's types) and deps (the scanner's
+// Input).
 package keyparts
