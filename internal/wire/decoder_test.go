@@ -42,7 +42,7 @@ func FuzzDecoder(f *testing.F) {
 			case 2:
 				d.Bytes()
 			default:
-				d.Fixed(int(d.Buf[0]) % 8)
+				d.Fixed(1 + int(d.Buf[0])%8) // at least one byte: every step reads
 			}
 		}
 		if !d.OK && (d.Buf != nil || d.Uvarint() != 0) {
