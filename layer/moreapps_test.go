@@ -67,7 +67,7 @@ func TestMoreApplications(t *testing.T) {
 				}
 				r, f := a.withOutput(t, dir, cache)
 				checkRun(t, a, what, r, want, misses)
-				if f != file {
+				if f != file && !a.unsteady(t, dir, file) {
 					t.Errorf("%s: the written file differs from the run without the layer", what)
 				}
 			}
@@ -89,6 +89,19 @@ func TestMoreApplications(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unsteady reports whether the application, run again without the layer,
+// writes another file than file: then a difference under the layer says
+// nothing of the layer. GEGL's output once differed under heavy load (a
+// whole race-enabled test run on two cores) and never alone.
+func (a app) unsteady(t *testing.T, dir, file string) bool {
+	t.Helper()
+	if _, again := a.withOutput(t, dir, ""); again != file {
+		t.Logf("%s writes another file run again without the layer: its output is not steady here, and is not compared", a.name)
+		return true
+	}
+	return false
 }
 
 // prepare checks that the application is installed, builds the C host of
