@@ -32,8 +32,9 @@ type demoPhase struct {
 // own kernel cache off (kcache is the persistent cache) and its scratch
 // directory, where it unpacks programs loaded from binaries, in memory:
 // POCL_CACHE_DIR is left unset, and the phase process gives itself a
-// private directory (see privatePoCLDir). The peer runs PoCL's kernel cache
-// as shipped, on disk, in a directory the two peer phases share.
+// private directory (privatePoCLDir in cmd/kcache). The peer runs PoCL's
+// kernel cache as shipped, on disk, in a directory the two peer phases
+// share.
 var demoPhases = []demoPhase{
 	{"cold", modeCache, kcacheEnv, false},
 	{"peer-cold", modeCache, peerEnv, false},

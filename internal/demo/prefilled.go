@@ -187,8 +187,9 @@ func prefill(ctx context.Context, dir, include string, only []string, specs map[
 				args = append(args, "--specialize", specs[c.Name])
 			}
 			// Built from its own directory, so that the file's key holds
-			// no -I of its directory (see fileSource): the phases look
-			// the source up as text, with the case's options alone.
+			// no -I of its directory (fileSource in cmd/kcache): the
+			// phases look the source up as text, with the case's options
+			// alone.
 			cmd := exec.CommandContext(ctx, self, append(args, filepath.Base(file))...)
 			cmd.Dir = src
 			cmd.Env = append(cleanEnv(os.Environ()), phaseAt("", "", filepath.Join(dir, target)).env("")...)
@@ -198,9 +199,9 @@ func prefill(ctx context.Context, dir, include string, only []string, specs map[
 			if err != nil {
 				return fmt.Errorf("kcache build %s: %w: %s%s", c.Name, err, outb, stderr.Bytes())
 			}
-			var r struct {
+			var r struct { // what the demo reads of `kcache build --json`
 				Outcome string `json:"outcome"`
-			} // `kcache build --json`'s report
+			}
 			if err := json.Unmarshal(outb, &r); err != nil || r.Outcome != "built" {
 				return fmt.Errorf("kcache build %s: %q", c.Name, outb)
 			}

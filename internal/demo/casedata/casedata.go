@@ -2,6 +2,10 @@
 // a case's data, whatever launches its kernels: its device buffers, their
 // little-endian contents, the headers its source includes, and the checks
 // of the buffers a run leaves against references computed in Go.
+//
+// It is a fixture: the suites build on it, and the opencl and cuda
+// packages' tests use its byte conversions; no library code may import
+// it. It must not know any backend, so that both suites can share it.
 package casedata
 
 import (

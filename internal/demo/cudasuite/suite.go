@@ -9,6 +9,11 @@
 //
 // Some programs #include "common.cuh" from disk: write Headers to a
 // directory (WriteHeaders) and pass "-I dir" (Options does both).
+//
+// It is a fixture of the demo and of tests, not part of the library: it
+// runs modules through the cuda binding and must not know kcache's cache
+// (its keys, tiers or outcomes), so that a case checks the same whatever
+// compiled its module.
 package cudasuite
 
 import (

@@ -13,6 +13,11 @@
 // Case.Headers: before building, write them to a directory (WriteHeaders)
 // and add "-I dir" to the build options (BuildOptions does both parts of the
 // option string).
+//
+// It is a fixture of the demo and of tests, not part of the library: it
+// runs programs through the opencl binding and must not know kcache's
+// cache (its keys, tiers or outcomes), so that a case checks the same
+// whatever built its program.
 package suite
 
 import (
