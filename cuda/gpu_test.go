@@ -15,7 +15,7 @@ import (
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/disk"
-	"github.com/kcache/kcache/internal/casedata"
+	"github.com/kcache/kcache/internal/demo/casedata"
 )
 
 func TestDeviceIdentity(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcache/kcache/internal/casedata"
+	"github.com/kcache/kcache/internal/demo/casedata"
 )
 
 // requireOpenCL skips the test where no OpenCL runtime is installed, unless

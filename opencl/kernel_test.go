@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kcache/kcache/internal/casedata"
+	"github.com/kcache/kcache/internal/demo/casedata"
 )
 
 // TestLocalAndScalarArgs sums blocks of 16 ints in __local memory and

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kcache/kcache/internal/casedata"
+	"github.com/kcache/kcache/internal/demo/casedata"
 )
 
 func TestPlatformsAndDevices(t *testing.T) {

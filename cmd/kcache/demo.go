@@ -1,64 +1,21 @@
 package main
 
 import (
-	"context"
-	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
+	"errors"
 	"time"
 
-	"github.com/kcache/kcache/internal/suite"
-	"github.com/kcache/kcache/opencl"
+	"github.com/kcache/kcache/internal/demo"
 	"github.com/spf13/cobra"
 )
 
-// demoPhase is one process of the demo: how its environment is set, and
-// whether it runs through the cache or measures the floor.
-type demoPhase struct {
-	name string
-	mode string
-	env  func(dir string) []string
-	// warm phases leave what is on disk as they found it, so they can run
-	// again; the demo repeats them, interleaved, and keeps the median.
-	warm bool
-}
-
-// demoPhases run in this order. Every phase is a new process, so nothing
-// carries over in memory; they differ only in what is on disk.
-//
-// The kcache phases run as kcache is meant to be deployed with PoCL: PoCL's
-// own kernel cache off (kcache is the persistent cache) and its scratch
-// directory, where it unpacks programs loaded from binaries, in memory:
-// POCL_CACHE_DIR is left unset, and the phase process gives itself a
-// private directory (see privatePoCLDir). The peer runs PoCL's kernel cache
-// as shipped, on disk, in a directory the two peer phases share.
-var demoPhases = []demoPhase{
-	{"cold", modeCache, kcacheEnv, false},
-	{"peer-cold", modeCache, peerEnv, false},
-	{"warm", modeCache, kcacheEnv, true},
-	{"peer", modeCache, peerEnv, true},
-	{"floor", modeFloor, kcacheEnv, true},
-}
-
-func kcacheEnv(dir string) []string {
-	return []string{"KCACHE_DIR=" + filepath.Join(dir, "kcache"), "KCACHE_PERSISTENT=1", "POCL_KERNEL_CACHE=0"}
-}
-
-func peerEnv(dir string) []string {
-	return []string{"KCACHE_PERSISTENT=0", "POCL_KERNEL_CACHE=1", "POCL_CACHE_DIR=" + filepath.Join(dir, "pocl-peer")}
-}
+// The demo's harness is internal/demo; the commands here parse its flags
+// and lend it what only the command knows: the device selection and the
+// tiers the environment configures.
 
 func newDemoCmd() *cobra.Command {
 	var (
-		plotFile string
-		asJSON   bool
-		keep     bool
-		cases    []string
-		repeat   int
-		backend  string
+		o       demo.Options
+		backend string
 	)
 	cmd := &cobra.Command{
 		Use: "demo [--plot FILE] [--json] [--case NAME]... [--repeat N] [--backend opencl|cuda] [--device N] [--keep]",
@@ -73,118 +30,110 @@ times, interleaved, and each kernel keeps its median. Print, per kernel, the
 time to the first correct result in each, and the speedups.`,
 		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o := demoOptions{repeat: repeat, plot: plotFile, json: asJSON, keep: keep, cases: cases}
 			if err := checkBackend(backend); err != nil {
 				return err
 			}
-			if backend == "cuda" {
-				return runCUDADemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
-			}
-			return runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			return demoExit(demo.Run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), demoHost(), o, backend == "cuda"))
 		},
 	}
-	cmd.Flags().StringVar(&plotFile, "plot", "", "also write the results as a chart to `FILE` (.svg or .png)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per kernel instead of the table")
-	cmd.Flags().BoolVar(&keep, "keep", false, "keep the demo's cache directories")
-	cmd.Flags().StringArrayVar(&cases, "case", nil, "run only the case `NAME` (repeatable)")
-	cmd.Flags().IntVar(&repeat, "repeat", 3, "run the warm phases `N` times each and keep the median")
-	cmd.Flags().IntVar(&demoDevice, "device", 0, "index `N` of the device: OpenCL devices in platform order, or the CUDA ordinal with --backend cuda")
+	cmd.Flags().StringVar(&o.Plot, "plot", "", "also write the results as a chart to `FILE` (.svg or .png)")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print one JSON object per kernel instead of the table")
+	cmd.Flags().BoolVar(&o.Keep, "keep", false, "keep the demo's cache directories")
+	cmd.Flags().StringArrayVar(&o.Cases, "case", nil, "run only the case `NAME` (repeatable)")
+	cmd.Flags().IntVar(&o.Repeat, "repeat", 3, "run the warm phases `N` times each and keep the median")
+	cmd.Flags().IntVar(&o.Device, "device", 0, "index `N` of the device: OpenCL devices in platform order, or the CUDA ordinal with --backend cuda")
 	cmd.Flags().StringVar(&backend, "backend", "opencl", "`opencl` (the OpenCL suite) or cuda (the CUDA suite on the GPU, against the driver's ComputeCache and CuPy)")
 	return cmd
 }
 
-type demoOptions struct {
-	repeat int
-	plot   string
-	json   bool
-	keep   bool
-	cases  []string
+func newDemoPhaseCmd() *cobra.Command {
+	var mode, include string
+	var cases []string
+	var device int
+	cmd := &cobra.Command{
+		Use:    "demo-phase",
+		Hidden: true, // run by `kcache demo`, one process per phase
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return demo.RunPhase(cmd.Context(), cmd.OutOrStdout(), demoHost(), device, mode, include, cases)
+		},
+	}
+	cmd.Flags().StringVar(&mode, "mode", "cache", "cache or floor")
+	cmd.Flags().StringVar(&include, "include", "", "directory holding the suite's headers")
+	cmd.Flags().StringArrayVar(&cases, "case", nil, "run only these cases")
+	cmd.Flags().IntVar(&device, "device", 0, "index of the OpenCL device")
+	return cmd
 }
 
-func runDemo(ctx context.Context, out, progress io.Writer, o demoOptions) error {
-	if err := opencl.Load(); err != nil {
-		return err
+func newCUDADemoPhaseCmd() *cobra.Command {
+	var mode, include, images string
+	var cases []string
+	var device int
+	cmd := &cobra.Command{
+		Use:    "cuda-demo-phase",
+		Hidden: true, // run by `kcache demo --backend cuda`, one process per phase
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return demo.RunCUDAPhase(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), demoHost(), device, mode, include, images, cases)
+		},
 	}
-	if err := checkCaseNames(o.cases, func(n string) bool { return len(selectCases([]string{n})) > 0 }); err != nil {
-		return err
-	}
-	dir, cleanup, err := demoDir("kcache-demo-", o.keep, progress)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	include := filepath.Join(dir, "include")
-	if err := writeSuiteHeaders(include); err != nil {
-		return err
-	}
-	results, err := runPhases(ctx, progress, dir, include, o)
-	if err != nil {
-		return err
-	}
-	return reportDemo(out, progress, o, demoRows(selectCases(o.cases), results), writeDemoTable, plotWithCaption)
+	cmd.Flags().StringVar(&mode, "mode", "cache", "cache, floor or ptx")
+	cmd.Flags().StringVar(&include, "include", "", "directory holding the suite's headers")
+	cmd.Flags().StringVar(&images, "images", "", "directory of the images: written in cache mode, read in the others")
+	cmd.Flags().StringArrayVar(&cases, "case", nil, "run only these cases")
+	cmd.Flags().IntVar(&device, "device", 0, "ordinal of the CUDA device")
+	return cmd
 }
 
-// plotWithCaption draws the demo's chart captioned with its device and
-// the date.
-func plotWithCaption(file string, rows []demoRow) error {
-	name := "unknown"
-	if d, err := selectDevice(demoDevice); err == nil {
-		name = d.Name()
+// newDemoPrefilledCmd is a measurement for bench/RESULTS.md: a process
+// that starts from a cache filled only by `kcache build`, against the
+// floor (demo.RunPrefilled).
+func newDemoPrefilledCmd() *cobra.Command {
+	var (
+		cases  []string
+		repeat int
+	)
+	cmd := &cobra.Command{
+		Use:    "demo-prefilled [--case NAME]... [--repeat N]",
+		Short:  "Time the suite from a cache filled only by kcache build, against the floor",
+		Hidden: true, // a measurement for bench/RESULTS.md
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return demoExit(demo.RunPrefilled(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), demoHost(), cases, repeat))
+		},
 	}
-	return writeDemoPlot(file, rows, demoCaption(name, time.Now()))
+	cmd.Flags().StringArrayVar(&cases, "case", nil, "run only the case `NAME` (repeatable)")
+	cmd.Flags().IntVar(&repeat, "repeat", 3, "run the timed phases `N` times each and keep the median")
+	return cmd
 }
 
-// runPhases runs every phase as its own process (runRounds).
-func runPhases(ctx context.Context, progress io.Writer, dir, include string, o demoOptions) (map[string]map[string]phaseResult, error) {
-	return runRounds(demoPhases, o.repeat, func(ph demoPhase) (map[string]phaseResult, error) {
-		return runPhaseProcess(ctx, progress, ph, dir, include, o.cases)
-	})
+// demoExit turns the demo's report of a failed case, already printed,
+// into exit status 1.
+func demoExit(err error) error {
+	if errors.Is(err, demo.ErrFailed) {
+		return exitError{1}
+	}
+	return err
 }
 
-// writeSuiteHeaders puts the headers of every case in dir. The directory
-// is shared by all phases: it is part of the build options, and so of the
-// key, and must not change between the cold and the warm run.
-func writeSuiteHeaders(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+// demoHost lends the demo the command's device selection and sessions.
+func demoHost() demo.Host {
+	return demo.Host{
+		SelectDevice: selectDevice,
+		OpenSession: func(n int, commitDelay time.Duration) (*demo.Session, error) {
+			s, err := openSession(n, commitDelay)
+			if err != nil {
+				return nil, err
+			}
+			passThrough := s.store != nil && s.store.disk == nil && !s.store.remote
+			return &demo.Session{Device: s.dev, Context: s.cl, Bins: s.bins, Cache: s.cache, PassThrough: passThrough, Close: s.Close}, nil
+		},
+		OpenCUDASession: func(n int) (*demo.CUDASession, error) {
+			s, err := openCUDASession(n)
+			if err != nil {
+				return nil, err
+			}
+			return &demo.CUDASession{Context: s.ctx, Cache: s.cache, Close: s.Close}, nil
+		},
 	}
-	for _, c := range suite.All() {
-		if err := c.WriteHeaders(dir); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// runPhaseProcess runs one phase as a child process of this binary and
-// collects its results, showing progress as each case finishes.
-func runPhaseProcess(ctx context.Context, progress io.Writer, ph demoPhase, dir, include string, cases []string) (map[string]phaseResult, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	args := []string{"demo-phase", "--mode", ph.mode, "--include", include, "--device", strconv.Itoa(demoDevice)}
-	for _, c := range cases {
-		args = append(args, "--case", c)
-	}
-	cmd := exec.CommandContext(ctx, self, args...)
-	cmd.Env = append(cleanEnv(os.Environ()), phaseEnv(ph, dir)...)
-	return collectPhase[phaseResult](cmd, progress, ph.name, "%-10s %3d  %-22s %9.1f ms  %s\n")
-}
-
-// cleanEnv drops the variables the phases set, so the user's own settings
-// cannot skew one phase and not another.
-func cleanEnv(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "KCACHE_") && !strings.HasPrefix(kv, "POCL_KERNEL_CACHE=") && !strings.HasPrefix(kv, "POCL_CACHE_DIR=") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	return line
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kcache/kcache/internal/demo"
 	"github.com/kcache/kcache/opencl"
 )
 
@@ -221,7 +222,7 @@ func TestDemoOneCase(t *testing.T) {
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out)
 	}
-	var row demoRow
+	var row demo.Row
 	if err := json.Unmarshal(out, &row); err != nil {
 		t.Fatalf("%v: %q", err, out)
 	}
@@ -262,17 +263,6 @@ func TestPrivatePoCLDir(t *testing.T) {
 	privatePoCLDir()()
 	if got := os.Getenv("POCL_CACHE_DIR"); got != "" {
 		t.Errorf("POCL_CACHE_DIR set to %q with PoCL's cache on", got)
-	}
-}
-
-func TestMedianRun(t *testing.T) {
-	runs := []phaseResult{{MS: 9}, {MS: 1}, {MS: 4}}
-	if got := medianRun(runs); got.MS != 4 {
-		t.Errorf("median of 9, 1, 4 = %v, want 4", got.MS)
-	}
-	runs = append(runs, phaseResult{MS: 2, Error: "wrong result"})
-	if got := medianRun(runs); got.Error == "" {
-		t.Error("a failed run must not be hidden by the median")
 	}
 }
 
