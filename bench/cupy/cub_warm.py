@@ -1,0 +1,35 @@
+"""CuPy's warm path on the CUB kernel of cuda/scaninput_test.go (issue 18).
+
+Each run is a new process: it makes the CUDA context, then times RawModule
+(CuPy's on-disk cache, keyed by source and options, checks no header), the
+function lookup and one launch to its completion. Usage:
+    python3 cub_warm.py DIR   # DIR holds mine.h; CUPY_CACHE_DIR picks the cache
+Prints one line: {"ms": ...}.
+"""
+import json
+import sys
+import time
+
+import cupy as cp
+
+SOURCE = r'''#include "mine.h"
+#include <cub/block/block_reduce.cuh>
+extern "C" __global__ void k(const int* in, int* out) {
+  using R = cub::BlockReduce<int, 128>;
+  __shared__ typename R::TempStorage t;
+  int s = R(t).Sum(in[threadIdx.x]);
+  if (threadIdx.x == 0) *out = s + MINE;
+}
+'''
+
+inc = "/usr/local/cuda/include"
+data = cp.ones(128, dtype=cp.int32)
+out = cp.zeros(1, dtype=cp.int32)
+cp.cuda.Device().synchronize()
+start = time.perf_counter()
+mod = cp.RawModule(code=SOURCE, options=("-I" + inc + "/cccl", "-I" + inc, "-I" + sys.argv[1], "-std=c++17"))
+mod.get_function("k")((1,), (128,), (data, out))
+cp.cuda.Device().synchronize()
+ms = (time.perf_counter() - start) * 1000
+assert int(out.get()[0]) == 129, out
+print(json.dumps({"ms": round(ms, 3)}))
