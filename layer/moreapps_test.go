@@ -69,15 +69,16 @@ func TestMoreApplications(t *testing.T) {
 				checkRun(t, a, what, r, want, misses)
 				switch {
 				case f == file || a.unsteady(t, dir, file):
-				case a.name == "gegl" && what == "cold":
-					// Known and not yet explained (issue 20): in a whole
-					// race-enabled run of every package on two cores,
-					// GEGL's first run under the layer wrote another PNG
-					// (2 runs of 2), while alone it never has (12 runs,
-					// with the CPUs loaded too). Its log is kept for
-					// whoever takes it on; the warm and concurrent runs
-					// are still compared.
-					t.Logf("cold: GEGL wrote another file than without the layer (known, issue 20); its log:\n%s", tail(r.stderr, 4000))
+				case a.name == "gegl":
+					// GEGL's output is not steady under load: while a
+					// race-enabled test run kept both cores busy, 1 of 6
+					// runs of this command without the layer wrote the
+					// same other PNG that 2 of 6 runs under the layer
+					// wrote (issue 20's round-two note). A second run
+					// without the layer (unsteady) often agrees with the
+					// first, so a difference here is logged, not failed;
+					// stdout, exit status and hits are still checked.
+					t.Logf("%s: GEGL wrote another file than its run without the layer (GEGL is not steady under load); its log:\n%s", what, tail(r.stderr, 2000))
 				default:
 					t.Errorf("%s: the written file differs from the run without the layer", what)
 				}
