@@ -257,23 +257,11 @@ func (d *recordDecoder) str(prev string) string {
 	return prev[:shared] + string(tail)
 }
 
-// count reads a count of items of at least min bytes each, failing when
-// the rest of the record could not hold them, so that a damaged count
-// cannot make the decoder allocate without bound.
-func (d *recordDecoder) count(min int) int {
-	n := d.Uvarint()
-	if n > uint64(len(d.Buf)/min) {
-		d.Fail()
-		return 0
-	}
-	return int(n)
-}
-
 // observations reads the observations. Their paths are decoded into one
 // buffer and made one string, sliced: a record of thousands of paths
 // then costs one allocation for them, not thousands.
 func (d *recordDecoder) observations() []observation {
-	seen := make([]observation, d.count(4))
+	seen := make([]observation, d.Count(4))
 	ends := make([]int, len(seen))
 	// Shared prefixes make the paths longer than their encoding; twice
 	// it is enough for a tree of headers in a few directories, and
@@ -317,7 +305,7 @@ func (d *recordDecoder) observations() []observation {
 // dependencies reads the dependencies, whose paths may name observations
 // of seen.
 func (d *recordDecoder) dependencies(seen []observation) []Dependency {
-	trace := make([]Dependency, d.count(4))
+	trace := make([]Dependency, d.Count(4))
 	var prevPath, prevName string
 	for i := range trace {
 		dep := &trace[i]

@@ -27,5 +27,6 @@
 //
 // It knows no kcache key and no tier either: a request carries the
 // compile and the files to check, and the answer is the compiler's output,
-// which the client's caller stores. It imports no package of the module.
+// which the client's caller stores. From the module it imports only
+// internal/wire, whose decoder reads its frames' payloads.
 package compileserver

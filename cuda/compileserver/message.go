@@ -181,29 +181,29 @@ func encodeRequest(r *Request) []byte {
 }
 
 func decodeRequest(p []byte) (*Request, error) {
-	d := &decoder{b: p}
+	d := newDecoder(p)
 	r := &Request{Key: d.digest(), Compiler: d.string(), Env: d.strings(), WorkDir: d.string(),
-		Name: d.string(), Code: d.bytes(), Options: d.strings()}
-	if n := d.count(2); n > 0 {
+		Name: d.string(), Code: d.Bytes(), Options: d.strings()}
+	if n := d.Count(2); n > 0 {
 		r.Headers = make([]Header, n)
 		for i := range r.Headers {
-			r.Headers[i] = Header{Name: d.string(), Content: d.bytes()}
+			r.Headers[i] = Header{Name: d.string(), Content: d.Bytes()}
 		}
 	}
 	r.NameExpressions = d.strings()
 	r.Format = d.string()
-	if n := d.count(35); n > 0 {
+	if n := d.Count(35); n > 0 {
 		r.Files = make([]File, n)
 		for i := range r.Files {
 			r.Files[i] = File{Path: d.string(), Digest: d.digest()}
-			if k := d.uint(); k <= uint64(FileDay) {
+			if k := d.Uvarint(); k <= uint64(FileDay) {
 				r.Files[i].Kind = FileKind(k)
 			} else {
 				d.fail("unknown file kind")
 			}
 		}
 	}
-	r.MaxWait = time.Duration(min(d.uint(), uint64(time.Hour)))
+	r.MaxWait = time.Duration(min(d.Uvarint(), uint64(time.Hour)))
 	return r, d.done()
 }
 
@@ -220,19 +220,19 @@ func encodeReply(r *Reply) []byte {
 }
 
 func decodeReply(p []byte) (*Reply, error) {
-	d := &decoder{b: p}
+	d := newDecoder(p)
 	r := &Reply{}
-	if s := d.uint(); s <= uint64(StatusFailed) {
+	if s := d.Uvarint(); s <= uint64(StatusFailed) {
 		r.Status = Status(s)
 	} else {
 		d.fail("unknown status")
 	}
-	r.Message, r.Code, r.Lowered, r.Log = d.string(), d.bytes(), d.strings(), d.string()
-	if u := d.uint(); u <= uint64(PCHUsed) {
+	r.Message, r.Code, r.Lowered, r.Log = d.string(), d.Bytes(), d.strings(), d.string()
+	if u := d.Uvarint(); u <= uint64(PCHUsed) {
 		r.PCH = PCHUse(u)
 	} else {
 		d.fail("unknown PCH use")
 	}
-	r.Compile = time.Duration(min(d.uint(), uint64(24*time.Hour)))
+	r.Compile = time.Duration(min(d.Uvarint(), uint64(24*time.Hour)))
 	return r, d.done()
 }

@@ -1,10 +1,13 @@
 package compileserver
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/kcache/kcache/internal/wire"
 )
 
 // A frame is a fixed header and a payload:
@@ -91,59 +94,27 @@ func (e *encoder) strings(s []string) {
 	}
 }
 
-// decoder reads fields from a payload. The first error sticks: every
-// later read returns zero values, and err reports it.
+// decoder reads fields from a payload. The first failure sticks: every
+// later read returns zero values, and done reports it.
 type decoder struct {
-	b   []byte
-	err error
+	wire.Decoder
+	why string // the first failure's reason, where the protocol names one
 }
+
+func newDecoder(p []byte) *decoder { return &decoder{Decoder: wire.NewDecoder(p)} }
 
 func (d *decoder) fail(what string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s", ErrProtocol, what)
+	if d.OK {
+		d.why = what
 	}
+	d.Fail()
 }
 
-func (d *decoder) uint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("bad number")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-// count reads a length and checks it against what is left, each element
-// taking at least min bytes: a damaged length must not make the decoder
-// allocate more than the frame holds.
-func (d *decoder) count(min int) int {
-	n := d.uint()
-	if d.err == nil && n > uint64(len(d.b)/max(min, 1)) {
-		d.fail("length beyond the frame")
-		return 0
-	}
-	return int(n)
-}
-
-func (d *decoder) bytes() []byte {
-	n := d.count(1)
-	if d.err != nil {
-		return nil
-	}
-	p := d.b[:n:n]
-	d.b = d.b[n:]
-	return p
-}
-
-func (d *decoder) string() string { return string(d.bytes()) }
+func (d *decoder) string() string { return string(d.Bytes()) }
 
 func (d *decoder) strings() []string {
-	n := d.count(1)
-	if d.err != nil || n == 0 {
+	n := d.Count(1)
+	if n == 0 {
 		return nil
 	}
 	out := make([]string, n)
@@ -155,18 +126,21 @@ func (d *decoder) strings() []string {
 
 func (d *decoder) digest() [32]byte {
 	var out [32]byte
-	p := d.bytes()
-	if d.err == nil && len(p) != len(out) {
+	p := d.Bytes()
+	if d.OK && len(p) != len(out) {
 		d.fail("digest of wrong length")
 	}
 	copy(out[:], p)
 	return out
 }
 
-// done reports the first error, or trailing bytes as one.
+// done reports the first failure, or trailing bytes as one.
 func (d *decoder) done() error {
-	if d.err == nil && len(d.b) != 0 {
+	if d.OK && len(d.Buf) != 0 {
 		d.fail("trailing bytes")
 	}
-	return d.err
+	if d.OK {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrProtocol, cmp.Or(d.why, "a number or length beyond the frame"))
 }

@@ -1,5 +1,6 @@
 // Package wire reads the binary encodings kcache writes to disk (the disk
-// tier's records and blobs, the scanner's dependency records): varints,
+// tier's records and blobs, the scanner's dependency records, the compile
+// server's frames): varints,
 // fixed fields and length-prefixed bytes from a buffer, with a sticky
 // failure, so a decoder of untrusted bytes checks once, at its end, instead
 // of after every field. It knows no format: each package owns its own.
@@ -57,6 +58,18 @@ func (d *Decoder) Fixed(n int) []byte {
 	b := d.Buf[:n:n]
 	d.Buf = d.Buf[n:]
 	return b
+}
+
+// Count reads a count of items that take at least min bytes each, and
+// fails when the rest of the buffer could not hold them: a damaged count
+// must not make a decoder allocate more than its input holds.
+func (d *Decoder) Count(min int) int {
+	n := d.Uvarint()
+	if n > uint64(len(d.Buf)/max(min, 1)) {
+		d.Fail()
+		return 0
+	}
+	return int(n)
 }
 
 // Bytes reads a length-prefixed (unsigned varint) run of bytes.

@@ -17,6 +17,15 @@ func TestDecoder(t *testing.T) {
 	if u, v, f, s := d.Uvarint(), d.Varint(), d.Fixed(3), d.Bytes(); !d.OK || u != 300 || v != -7 || !bytes.Equal(f, []byte{1, 2, 3}) || string(s) != "hi" || len(d.Buf) != 0 {
 		t.Fatalf("read %d %d %v %q ok=%v rest=%v", u, v, f, s, d.OK, d.Buf)
 	}
+	// A count its items could not fit in the rest fails.
+	d = NewDecoder([]byte{3, 'a', 'b', 'c', 'd', 'e'})
+	if n := d.Count(2); n != 0 || d.OK {
+		t.Fatalf("3 items of 2 bytes in 5: count %d ok=%v", n, d.OK)
+	}
+	d = NewDecoder([]byte{2, 'a', 'b', 'c', 'd'})
+	if n := d.Count(2); n != 2 || !d.OK {
+		t.Fatalf("2 items of 2 bytes in 4: count %d ok=%v", n, d.OK)
+	}
 	// A failure sticks: every later read is zero.
 	d = NewDecoder([]byte{5, 'a'})
 	if s := d.Bytes(); s != nil || d.OK {
