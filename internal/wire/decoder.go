@@ -1,9 +1,9 @@
-// Package wire reads the binary encodings kcache writes to disk (the disk
-// tier's records and blobs, the scanner's dependency records, the compile
-// server's frames): varints,
-// fixed fields and length-prefixed bytes from a buffer, with a sticky
-// failure, so a decoder of untrusted bytes checks once, at its end, instead
-// of after every field. It knows no format: each package owns its own.
+// Package wire reads the binary encodings kcache writes (on disk, the disk
+// tier's records and blobs and the scanner's dependency records; on a
+// socket, the compile server's frames): varints, fixed fields and
+// length-prefixed bytes from a buffer, with a sticky failure, so a decoder
+// of untrusted bytes checks once, at its end, instead of after every
+// field. It knows no format: each package owns its own.
 package wire
 
 import (
