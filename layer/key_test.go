@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -143,7 +141,7 @@ func dependencyRecordFiles(dir string) map[string]bool {
 	out := map[string]bool{}
 	st.Walk(context.Background(), func(i disk.Info) error {
 		if i.Key != nil && kcache.IsDependencyRecord(i.Key) {
-			out[filepath.Join(i.Dir, fmt.Sprintf("%d.src", i.Slot))] = true
+			out[i.RecordPath()] = true
 		}
 		return nil
 	})

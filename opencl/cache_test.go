@@ -210,7 +210,7 @@ func dependencyRecordFiles(dir string) map[string]bool {
 	out := map[string]bool{}
 	st.Walk(context.Background(), func(i disk.Info) error {
 		if i.Key != nil && kcache.IsDependencyRecord(i.Key) {
-			out[filepath.Join(i.Dir, fmt.Sprintf("%d.src", i.Slot))] = true
+			out[i.RecordPath()] = true
 		}
 		return nil
 	})
