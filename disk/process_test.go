@@ -373,6 +373,31 @@ func helperUnsafe() error {
 	return nil
 }
 
+// handOver gives everything under dir to uid and gid, with directories
+// made dirMode and files fileMode; a zero mode leaves the modes as they are.
+func handOver(t *testing.T, dir string, uid, gid int, dirMode, fileMode os.FileMode) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := os.Chown(p, uid, gid); err != nil {
+			return err
+		}
+		mode := fileMode
+		if d.IsDir() {
+			mode = dirMode
+		}
+		if mode == 0 {
+			return nil
+		}
+		return os.Chmod(p, mode)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // nobody is the uid and gid the permission tests run children as.
 const nobody = 65534
 
@@ -416,22 +441,7 @@ func TestUnwritableCacheOtherUser(t *testing.T) {
 	s := openTest(t, Options{Dir: cache})
 	mustPut(t, s, 1, 100)
 	// Hand the cache to nobody, read-only: directories r-x, files r--.
-	err := filepath.WalkDir(cache, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		mode := os.FileMode(0o400)
-		if d.IsDir() {
-			mode = 0o500
-		}
-		if err := os.Chown(p, nobody, nobody); err != nil {
-			return err
-		}
-		return os.Chmod(p, mode)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	handOver(t, cache, nobody, nobody, 0o500, 0o400)
 	runAsNobody(t, bin, "readonly", cache)
 }
 
@@ -457,18 +467,7 @@ func TestRootsCacheReadable(t *testing.T) {
 	cache := filepath.Join(dir, "cache")
 	s := openTest(t, Options{Dir: cache})
 	mustPut(t, s, 1, 100)
-	err := filepath.WalkDir(cache, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.Chmod(p, 0o755)
-		}
-		return os.Chmod(p, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	handOver(t, cache, 0, 0, 0o755, 0o644)
 	runAsNobody(t, bin, "readonly", cache)
 }
 
@@ -482,14 +481,7 @@ func TestSharedCache(t *testing.T) {
 	defer syscall.Umask(old)
 	s := openTest(t, Options{Dir: cache, Shared: true})
 	mustPut(t, s, 1, 100)
-	if err := filepath.WalkDir(cache, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Chown(p, 0, nobody)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	handOver(t, cache, 0, nobody, 0, 0) // modes as the shared store made them
 	for _, p := range []string{cache, versionDir(cache)} {
 		fi, err := os.Stat(p)
 		if err != nil {
