@@ -23,8 +23,7 @@ const BaseDirPrefix = "$BASE/"
 // would then see the place, and the key must too. Relative paths are kept:
 // the scan already names what they find relative to the working directory.
 func RelocateArgs(args []string, base string) ([]string, bool) {
-	base = filepath.Clean(base)
-	if base == "" || !filepath.IsAbs(base) || base == "/" {
+	if base = usableBase(base); base == "" {
 		return args, false
 	}
 	out := make([]string, 0, len(args))
@@ -43,6 +42,19 @@ func RelocateArgs(args []string, base string) ([]string, bool) {
 		out = append(out, a)
 	}
 	return out, true
+}
+
+// usableBase returns base cleaned, or "" when no path can be relocated
+// under it: it is unset, relative, or the root (under which every place
+// would lose its name).
+func usableBase(base string) string {
+	if base == "" {
+		return ""
+	}
+	if base = filepath.Clean(base); !filepath.IsAbs(base) || base == "/" {
+		return ""
+	}
+	return base
 }
 
 // relocate returns path relative to base with BaseDirPrefix when it is
@@ -87,22 +99,12 @@ func placeless(a string) bool {
 // key must name them as the compiler opened them.
 var fileMacros = []string{"__FILE__", "__FILE_NAME__", "__BASE_FILE__"}
 
-// baseDir returns Input.BaseDir, cleaned, where the scan may name
-// dependencies relative to it: "" when a file it read expands a path
-// macro, or none is set.
-func (sc *scan) baseDir() string {
-	if sc.in.BaseDir == "" || sc.namesFiles {
-		return ""
-	}
-	return filepath.Clean(sc.in.BaseDir)
-}
-
 // relocateTrace names the trace's dependencies under Input.BaseDir
 // relative to it, once the whole source is scanned and known to expand no
 // path macro.
 func (sc *scan) relocateTrace() {
-	base := sc.baseDir()
-	if base == "" || !filepath.IsAbs(base) || base == "/" {
+	base := usableBase(sc.in.BaseDir)
+	if base == "" || sc.namesFiles {
 		return
 	}
 	for i, d := range sc.trace {
