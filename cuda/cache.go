@@ -309,12 +309,8 @@ func (c *Cache) compile(ctx context.Context, src Source, p plan, digest kcache.D
 		return nil, c.classify(err)
 	}
 	blob := im.encode()
-	switch {
-	case pending == nil:
-	case !c.inputsUnchanged(src, p):
-		pending.Drop("a file the key was computed from changed during the compile, or was too new to trust")
-	default:
-		pending.Commit(ctx, blob, took)
+	if pending != nil {
+		c.commit(ctx, src, p, pending, blob, took)
 	}
 	m, err := c.ctx.LoadModule(im.code, c.jit)
 	if err != nil {
@@ -325,6 +321,22 @@ func (c *Cache) compile(ctx context.Context, src Source, p plan, digest kcache.D
 	}
 	return &moduleEntry{mod: m, format: im.format, lowered: im.lowered, blob: blob, digest: digest,
 		outcome: kcache.OutcomeBuilt, buildTime: took}, nil
+}
+
+// commit stores a compiled image under the key computed before the
+// compile, unless the key may not be of what was compiled: a file it was
+// computed from changed meanwhile, or NVRTC predefines a name the key
+// assumed it does not. The image is then used but not stored.
+func (c *Cache) commit(ctx context.Context, src Source, p plan, pending *kcache.Pending, blob []byte, took time.Duration) {
+	if !c.inputsUnchanged(src, p) {
+		pending.Drop("a file the key was computed from changed during the compile, or was too new to trust")
+		return
+	}
+	if err := c.checkAssumptions(ctx, src, p); err != nil {
+		pending.Drop(err.Error())
+		return
+	}
+	pending.Commit(ctx, blob, took)
 }
 
 // runNVRTC compiles src with p's options and returns the image to store.

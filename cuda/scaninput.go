@@ -55,6 +55,7 @@ func nvrtcInput(src Source, p plan) deps.Input {
 // nvrtc13 sets in up for NVRTC 13's search, as measured.
 func nvrtc13(in *deps.Input, src Source) {
 	in.CompleteSearchPath = true
+	in.VerifiesPredefines = true // Cache.checkAssumptions asks NVRTC
 	in.CompilerHeaders = []string{nvrtcBuiltinHeader}
 	in.CompilerMacros = nvrtcMacros
 	for _, h := range src.Headers {

@@ -96,8 +96,53 @@ func clangCUDADeps(t *testing.T, clang, dir, path string, args []string) (files,
 
 // ccclInput is the scan input of a kernel compiled as clangCUDA does:
 // clang searches its own directories after the options', and no other.
+// The tests verify the key's assumptions about predefined names against
+// clang's own list (clangPredefined), as the cuda package does against
+// NVRTC.
 func ccclInput(src []byte, path, wd string, sys, args []string) deps.Input {
-	return deps.Input{Source: src, Path: path, WorkDir: wd, Args: args, SystemDirs: sys, CompleteSearchPath: true, Trigraphs: deps.TrigraphsOff}
+	return deps.Input{Source: src, Path: path, WorkDir: wd, Args: args, SystemDirs: sys, CompleteSearchPath: true,
+		Trigraphs: deps.TrigraphsOff, VerifiesPredefines: true}
+}
+
+// clangPredefined returns every macro clang predefines for clangCUDA's
+// options (clang -dM -E).
+func clangPredefined(t *testing.T, clang, dir string) map[string]bool {
+	t.Helper()
+	argv := append(append([]string{}, clangCUDA...), "-dM", "-E", "-o", "-", os.DevNull)
+	cmd := exec.Command(clang, argv...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("clang -dM -E: %v: %s", err, out)
+	}
+	names := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "#define" {
+			name, _, _ := strings.Cut(f[1], "(")
+			names[name] = true
+		}
+	}
+	if len(names) < 100 {
+		t.Fatalf("clang -dM -E listed %d macros: %s", len(names), out)
+	}
+	return names
+}
+
+// checkAssumptions fails for every name the key assumes the compiler does
+// not predefine that clang does predefine, and returns how many there
+// were.
+func checkAssumptions(t *testing.T, trace []deps.Dependency, predefined map[string]bool) int {
+	t.Helper()
+	n := 0
+	for _, d := range trace {
+		if d.Rule == deps.RuleNotPredefined {
+			n++
+			if predefined[d.Path] {
+				t.Errorf("the key assumes %s is not predefined; clang predefines it", d.Path)
+			}
+		}
+	}
+	return n
 }
 
 // TestDifferentialCCCL checks CUB and Thrust kernels against clang-15:
@@ -109,6 +154,7 @@ func TestDifferentialCCCL(t *testing.T) {
 	clang := requireCCCL(t)
 	sys := clangSearchDirs(t, clang)
 	dir := t.TempDir()
+	predefined := clangPredefined(t, clang, dir)
 	s := deps.NewScanner(nil)
 	for _, name := range ccclLocalKernels {
 		t.Run(name, func(t *testing.T) {
@@ -149,7 +195,9 @@ func TestDifferentialCCCL(t *testing.T) {
 					t.Errorf("clang looked for %s and found none; the key holds no absent place of that name", m)
 				}
 			}
-			t.Logf("key holds %d files, clang -M lists %d (and %d it did not find)", len(have), len(files)-1, len(missing))
+			assumed := checkAssumptions(t, trace, predefined)
+			t.Logf("key holds %d files, clang -M lists %d (and %d it did not find); it assumes %d names are not predefined",
+				len(have), len(files)-1, len(missing), assumed)
 		})
 	}
 }

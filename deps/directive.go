@@ -16,14 +16,24 @@ const (
 	// whose body holds __has_include may be called in it, and then it
 	// tests for a file (see macro.hasInclude).
 	dCondition
+	// dIf, dElse and dEndif give a file's conditional structure
+	// (#if/#ifdef/#ifndef; #elif/#else/#elifdef/#elifndef; #endif):
+	// whether a definition certainly precedes a point of use depends on
+	// the branches both sit in (see macroTable.dominated).
+	dIf
+	dElse
+	dEndif
 )
 
 // directive is one parsed directive. Parsed directives are what the file
 // cache keeps for each file, so a warm scan never reads or lexes a file.
 type directive struct {
-	kind  dirKind
-	name  string // header name of a literal include; macro name of #define/#undef; dCondition's expression
-	angle bool   // <name> rather than "name"
+	kind dirKind
+	// name is the header name of a literal include; the macro name of
+	// #define and #undef; dCondition's expression; "else" for #else; the
+	// name an #ifndef (or #if !defined) tests.
+	name  string
+	angle bool // <name> rather than "name"
 	// next marks __has_include_next, which tests every place after the
 	// includer's own, as #include_next searches.
 	next bool
@@ -33,7 +43,7 @@ type directive struct {
 }
 
 // parseDirectives returns the directives of src that can add or name a
-// dependency, in order.
+// dependency, and the conditionals around them, in order.
 func parseDirectives(src []byte) []directive {
 	var out []directive
 	for _, line := range directiveLines(src) {
@@ -59,11 +69,46 @@ func parseDirectives(src []byte) []directive {
 				out = append(out, d)
 			}
 		case "if", "elif":
+			d := directive{kind: dElse}
+			if name == "if" {
+				d = directive{kind: dIf, name: notDefinedName(rest)}
+			}
+			out = append(out, d)
 			out = append(out, hasIncludes(tokenize(rest))...)
 			out = append(out, directive{kind: dCondition, name: rest})
+		case "ifdef":
+			out = append(out, directive{kind: dIf})
+		case "ifndef":
+			out = append(out, directive{kind: dIf, name: ifndefName(rest)})
+		case "else", "elifdef", "elifndef":
+			out = append(out, directive{kind: dElse, name: name})
+		case "endif":
+			out = append(out, directive{kind: dEndif})
 		}
 	}
 	return out
+}
+
+// ifndefName returns the name #ifndef tests, "" if malformed.
+func ifndefName(rest string) string {
+	if ts := tokenize(rest); len(ts) == 1 && ts[0].kind == tIdent {
+		return ts[0].text
+	}
+	return ""
+}
+
+// notDefinedName returns NAME for an #if whose whole expression is
+// !defined(NAME) or !defined NAME, the other spelling of #ifndef; "" for
+// any other expression.
+func notDefinedName(rest string) string {
+	ts := tokenize(rest)
+	switch {
+	case len(ts) == 3 && ts[0].text == "!" && ts[1].text == "defined" && ts[2].kind == tIdent:
+		return ts[2].text
+	case len(ts) == 5 && ts[0].text == "!" && ts[1].text == "defined" && ts[2].text == "(" && ts[3].kind == tIdent && ts[4].text == ")":
+		return ts[3].text
+	}
+	return ""
 }
 
 var includeKinds = map[string]dirKind{"include": dInclude, "import": dInclude, "include_next": dIncludeNext, "embed": dEmbed}

@@ -47,6 +47,11 @@ type expander struct {
 	// macro the compiler knows (a built-in, or one from a header the
 	// scan did not find).
 	suspicious func(name string) bool
+	// priorUnknown, when not nil, says whether the value a name had
+	// before the scanned files' definitions of it, where none of them is
+	// certain, could be a macro the compiler knows (see
+	// macroTable.options); nil takes it as none.
+	priorUnknown func(name string) bool
 }
 
 // expandVariants expands ts under every combination of candidate
@@ -54,7 +59,7 @@ type expander struct {
 // would reject is dropped: on that path the build fails and nothing is
 // cached. It returns errUnknowable if any variant depends on a macro it
 // cannot see, or if there are too many variants.
-func (t *macroTable) expandVariants(ts []token, suspicious func(string) bool) ([][]token, error) {
+func (t *macroTable) expandVariants(ts []token, suspicious, priorUnknown func(string) bool) ([][]token, error) {
 	var out [][]token
 	steps := 0
 	queue := []map[string]int{{}}
@@ -64,12 +69,12 @@ func (t *macroTable) expandVariants(ts []token, suspicious func(string) bool) ([
 		}
 		choice := queue[0]
 		queue = queue[1:]
-		x := &expander{table: t, choice: choice, steps: &steps, suspicious: suspicious}
+		x := &expander{table: t, choice: choice, steps: &steps, suspicious: suspicious, priorUnknown: priorUnknown}
 		res, err := x.expand(slices.Clone(ts))
 		var nc needChoice
 		switch {
 		case errors.As(err, &nc):
-			opts, _ := t.options(nc.name)
+			opts, _, _ := t.options(nc.name)
 			for i := range opts {
 				c := make(map[string]int, len(choice)+1)
 				for k, v := range choice {
@@ -97,11 +102,14 @@ func sameTokens(a, b []token) bool {
 // lookup returns the definition name has under the current choice, nil if
 // it is not a macro here.
 func (x *expander) lookup(name string) (*macro, error) {
-	opts, known := x.table.options(name)
+	opts, known, prior := x.table.options(name)
+	switch {
+	case !known && x.suspicious(name):
+		return nil, errUnknowable
+	case prior && x.priorUnknown != nil && x.priorUnknown(name):
+		return nil, errUnknowable
+	}
 	if !known {
-		if x.suspicious(name) {
-			return nil, errUnknowable
-		}
 		return nil, nil
 	}
 	switch len(opts) {

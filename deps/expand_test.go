@@ -20,6 +20,12 @@ func expandedNames(opts, text string) ([]string, error) {
 			t.define(d.macro)
 		case dUndef:
 			t.undef(d.name)
+		case dIf:
+			t.enter(d.name != "" && t.undefined(d.name, nil) && !strings.HasPrefix(d.name, "__"))
+		case dElse:
+			t.next(0, d.name == "else")
+		case dEndif:
+			t.leave(0)
 		case dInclude:
 			last = d
 		}
@@ -28,7 +34,7 @@ func expandedNames(opts, text string) ([]string, error) {
 		return []string{last.name}, nil
 	}
 	reserved := func(name string) bool { return strings.HasPrefix(name, "__") }
-	variants, err := t.expandVariants(last.operand, reserved)
+	variants, err := t.expandVariants(last.operand, reserved, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -184,9 +190,10 @@ func TestParseDirectives(t *testing.T) {
 		if d.operand != nil {
 			s = "expand:" + spell(d.operand)
 		}
-		got = append(got, map[dirKind]string{dInclude: "inc", dIncludeNext: "next", dEmbed: "embed", dHasInclude: "has"}[d.kind]+" "+s)
+		got = append(got, map[dirKind]string{dInclude: "inc", dIncludeNext: "next", dEmbed: "embed", dHasInclude: "has",
+			dIf: "if", dElse: "else", dEndif: "endif"}[d.kind]+" "+s)
 	}
-	want := []string{"inc a.h", "inc b/c.h", "inc expand:MACRO", "next h.h", "inc i.h", "has j.h", "has k.h", "embed l.bin", "inc m.h"}
+	want := []string{"inc a.h", "inc b/c.h", "inc expand:MACRO", "next h.h", "inc i.h", "if ", "has j.h", "has k.h", "endif ", "embed l.bin", "inc m.h"}
 	if !slices.Equal(got, want) {
 		t.Errorf("directives\n%q\nwant\n%q", got, want)
 	}

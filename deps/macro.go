@@ -138,6 +138,14 @@ func (m *macro) same(o *macro) bool {
 // scan. Since every branch of a conditional is taken as live, a name may
 // have several candidate definitions, and may also be undefined; the
 // expander tries each combination.
+//
+// A definition inside a branch may not have been made at all: then the
+// name still has the value it had before, which is the compiler's own
+// (a predefined macro, or none) when the scan saw nothing earlier. So a
+// name keeps its prior state as a candidate at every point that no
+// definition or #undef of it dominates: one made in a branch that
+// encloses the point, earlier, so that reaching the point means having
+// made it (the branches open there; see enter, next and leave).
 type macroTable struct {
 	defs map[string]*candidates
 	// consulted, when set, is told every name an expansion looks up, so
@@ -147,6 +155,11 @@ type macroTable struct {
 	// each a candidate beside "undefined" for a name defined nowhere
 	// else; nil for none.
 	fallback func() *macroTable
+	// open holds the branches open at the point of the scan, outermost
+	// first. Branch ids only grow, so it is sorted.
+	open   []int
+	chains []chain // one per open branch
+	last   int     // the last branch id given out; 0 is outside every conditional
 }
 
 // candidates are the definitions a name may have; undef says it may also
@@ -154,37 +167,141 @@ type macroTable struct {
 type candidates struct {
 	defs  []*macro
 	undef bool
+	// at holds the branches its definitions and #undefs were made in,
+	// each once (0 for outside every conditional, and for options).
+	at []int
 }
 
 func newMacroTable() *macroTable { return &macroTable{defs: map[string]*candidates{}} }
 
-// define adds a candidate definition.
-func (t *macroTable) define(m *macro) {
-	c := t.defs[m.name]
+// chain is one conditional open at the point of the scan: its branches'
+// ids so far, whether it has an #else, and the names its branches define
+// or undefine. A name defined or undefined in every branch of a chain with
+// an #else certainly was once the chain is over.
+type chain struct {
+	branches []int
+	complete bool
+	names    []string
+}
+
+// enter opens the first branch of a conditional. A branch certainly
+// taken (an #ifndef of a name certainly undefined: an include guard, the
+// first time) is no branch: what it does is as certain as what its
+// enclosing branch does.
+func (t *macroTable) enter(taken bool) {
+	b := t.branch()
+	if !taken {
+		t.last++
+		b = t.last
+	}
+	t.open = append(t.open, b)
+	t.chains = append(t.chains, chain{branches: []int{b}})
+}
+
+// undefined reports whether name is certainly not a macro here, as far as
+// the table knows: no option, definition or #undef of it was seen, and
+// the built-in headers do not define it. The caller adds whether the
+// compiler may predefine it.
+func (t *macroTable) undefined(name string, builtins *macroTable) bool {
+	if t.consulted != nil {
+		t.consulted(name)
+	}
+	return t.defs[name] == nil && (builtins == nil || builtins.defs[name] == nil)
+}
+
+// next moves to the next branch of the innermost conditional (an #else
+// when last), unless the file at base has none open (an #else without
+// #if, which the compiler rejects).
+func (t *macroTable) next(base int, last bool) {
+	if len(t.open) > base {
+		t.last++
+		t.open[len(t.open)-1] = t.last
+		c := &t.chains[len(t.chains)-1]
+		c.branches, c.complete = append(c.branches, t.last), last
+	}
+}
+
+// leave closes the innermost conditional opened since base. What every
+// branch of a complete chain did is then certain in the enclosing branch.
+func (t *macroTable) leave(base int) {
+	if len(t.open) <= base {
+		return
+	}
+	c := t.chains[len(t.chains)-1]
+	t.open, t.chains = t.open[:len(t.open)-1], t.chains[:len(t.chains)-1]
+	if !c.complete {
+		return
+	}
+	for _, name := range c.names {
+		if d := t.defs[name]; !slices.ContainsFunc(c.branches, func(b int) bool { return !slices.Contains(d.at, b) }) {
+			t.entry(name)
+		}
+	}
+}
+
+// close closes every conditional opened since base, at the end of a
+// file: the compiler rejects a conditional left open, and one closed too
+// often closes nothing of its includer's.
+func (t *macroTable) close(base int) {
+	t.open, t.chains = t.open[:base], t.chains[:base]
+}
+
+// branch is the innermost branch open at this point.
+func (t *macroTable) branch() int {
+	if len(t.open) == 0 {
+		return 0
+	}
+	return t.open[len(t.open)-1]
+}
+
+// entry returns name's candidates, making them, and notes that the
+// current branch defines or undefines it.
+func (t *macroTable) entry(name string) *candidates {
+	c := t.defs[name]
 	if c == nil {
 		c = &candidates{}
-		t.defs[m.name] = c
+		t.defs[name] = c
 	}
+	if b := t.branch(); !slices.Contains(c.at, b) {
+		c.at = append(c.at, b)
+	}
+	if n := len(t.chains); n > 0 && !slices.Contains(t.chains[n-1].names, name) {
+		t.chains[n-1].names = append(t.chains[n-1].names, name)
+	}
+	return c
+}
+
+// define adds a candidate definition.
+func (t *macroTable) define(m *macro) {
+	c := t.entry(m.name)
 	if slices.ContainsFunc(c.defs, m.same) {
 		return
 	}
 	c.defs = append(c.defs, m)
 }
 
-// undef records that name may be undefined from here on.
+// undef records that name may be undefined from here on. Where it
+// dominates, undefining a name the compiler may predefine makes it known
+// to be undefined, which is what lets an expansion trust it.
 func (t *macroTable) undef(name string) {
-	c := t.defs[name]
-	if c == nil {
-		// Undefining an unknown name makes it known to be undefined,
-		// which is what lets an expansion trust it.
-		t.defs[name] = &candidates{undef: true}
-		return
-	}
-	c.undef = true
+	t.entry(name).undef = true
 }
 
-// version counts the candidates of name: definitions only ever join a
-// name's candidates, so an unchanged version means an unchanged set.
+// dominated reports whether a definition or #undef of c was certainly
+// made before this point: one made outside every conditional, or in a
+// branch still open here.
+func (t *macroTable) dominated(c *candidates) bool {
+	for _, b := range c.at {
+		if _, open := slices.BinarySearch(t.open, b); b == 0 || open {
+			return true
+		}
+	}
+	return false
+}
+
+// version counts the candidates of name, and whether its prior state
+// still holds here: definitions only ever join a name's candidates, so
+// an unchanged version means an unchanged set.
 func (t *macroTable) version(name string) int {
 	c := t.defs[name]
 	if c == nil {
@@ -194,7 +311,11 @@ func (t *macroTable) version(name string) int {
 	if c.undef {
 		v++
 	}
-	return v + 1
+	v = 2*v + 1
+	if !t.dominated(c) {
+		v++
+	}
+	return v
 }
 
 // applyOptions applies -D and -U options in order. Options are not
@@ -203,7 +324,7 @@ func (t *macroTable) applyOptions(opts []optMacro) {
 	for _, o := range opts {
 		name, value, hasValue := strings.Cut(o.text, "=")
 		if !o.define {
-			t.defs[strings.TrimSpace(name)] = &candidates{undef: true}
+			t.defs[strings.TrimSpace(name)] = &candidates{undef: true, at: []int{0}}
 			continue
 		}
 		if !hasValue {
@@ -213,31 +334,44 @@ func (t *macroTable) applyOptions(opts []optMacro) {
 		if m == nil {
 			continue // the compiler rejects it too
 		}
-		t.defs[m.name] = &candidates{defs: []*macro{m}}
+		t.defs[m.name] = &candidates{defs: []*macro{m}, at: []int{0}}
 	}
 }
 
 // options returns the candidates of name: its definitions, plus nil for
 // "undefined" when it may be undefined. known is false for a name neither
-// defined nor undefined anywhere the scan saw.
-func (t *macroTable) options(name string) (opts []*macro, known bool) {
+// defined nor undefined anywhere the scan saw. prior is true when the
+// name may also still have the compiler's own value here: no definition
+// the scan saw dominates this point (see macroTable), and the built-in
+// headers do not define it; the caller decides whether the compiler may
+// predefine it.
+func (t *macroTable) options(name string) (opts []*macro, known, prior bool) {
 	if t.consulted != nil {
 		t.consulted(name)
 	}
 	c := t.defs[name]
-	if c == nil && t.fallback != nil {
-		if b := t.fallback().defs[name]; b != nil {
-			c = &candidates{defs: b.defs, undef: true}
-		}
+	var builtin *candidates
+	if t.fallback != nil && (c == nil || !t.dominated(c)) {
+		builtin = t.fallback().defs[name]
 	}
-	if c == nil {
-		return nil, false
+	switch {
+	case c == nil && builtin == nil:
+		return nil, false, false
+	case c == nil:
+		return append(slices.Clip(builtin.defs), nil), true, false
 	}
 	opts = c.defs
-	if c.undef {
-		opts = append(slices.Clip(opts), nil)
+	switch {
+	case t.dominated(c):
+		if c.undef {
+			opts = append(slices.Clip(opts), nil)
+		}
+		return opts, true, false
+	case builtin != nil:
+		// Before the scan's definitions: the built-in headers' or none.
+		return append(append(slices.Clip(opts), builtin.defs...), nil), true, false
 	}
-	return opts, true
+	return append(slices.Clip(opts), nil), true, true
 }
 
 // builtinTable keeps the macro table of one set of built-in headers, by

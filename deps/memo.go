@@ -193,7 +193,7 @@ func inputID(in Input, wd string) kcache.Digest {
 	list(in.CompilerMacros)
 	var flags uint
 	count(int(in.Trigraphs))
-	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate} {
+	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate, in.VerifiesPredefines} {
 		if f {
 			flags |= 1 << i
 		}

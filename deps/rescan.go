@@ -130,13 +130,14 @@ func (sc *scan) condition(expr, includerDir string, depth int) error {
 	}
 	ts = dropDefined(ts)
 	sc.table.fallback = sc.builtinMacros
-	// An identifier nobody defined stays an identifier: compilers
-	// predefine no macro that tests for a file. Only a header the scan
-	// could not find could define one.
+	// An identifier nobody defined stays an identifier, and one defined
+	// only in branches may keep no other value: compilers predefine no
+	// macro that tests for a file. Only a header the scan could not find
+	// could define one.
 	variants, err := sc.table.expandVariants(ts, func(string) bool {
 		sc.consult(unseenName)
 		return sc.unseen
-	})
+	}, nil)
 	if err != nil {
 		sc.refuse(fmt.Sprintf("conditional %q tests for a file through macros that cannot be expanded (%v)", expr, err))
 		return nil

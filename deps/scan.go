@@ -44,6 +44,9 @@ type scan struct {
 	refused string
 	// date says a source expands __DATE__.
 	date bool
+	// assumed are the names the key assumes the compiler does not
+	// predefine (Input.VerifiesPredefines), each once.
+	assumed []string
 	// namesFiles says a file read expands __FILE__ or the like.
 	namesFiles bool
 	// roots are the declared directories (Input.Depends) whose every
@@ -160,6 +163,8 @@ func (sc *scan) abs(p string) string {
 // process follows the directives of one file, whose includes are searched
 // from includerDir.
 func (sc *scan) process(dirs []directive, includerDir string, depth int) error {
+	base := len(sc.table.open)
+	defer sc.table.close(base)
 	for _, d := range dirs {
 		if err := sc.ctx.Err(); err != nil {
 			return err
@@ -170,6 +175,12 @@ func (sc *scan) process(dirs []directive, includerDir string, depth int) error {
 			sc.define(d.macro)
 		case dUndef:
 			sc.table.undef(d.name)
+		case dIf:
+			sc.table.enter(d.name != "" && sc.table.undefined(d.name, sc.builtinMacros()) && !sc.unknown(d.name))
+		case dElse:
+			sc.table.next(base, d.name == "else")
+		case dEndif:
+			sc.table.leave(base)
 		case dCondition:
 			err = sc.condition(d.name, includerDir, depth)
 		default:
@@ -223,7 +234,7 @@ func (sc *scan) directive(d directive, includerDir string, depth int) error {
 // names none, or cannot be known (the source is then refused).
 func (sc *scan) expand(operand []token) ([]headerRef, bool) {
 	sc.table.fallback = sc.builtinMacros
-	variants, err := sc.table.expandVariants(operand, sc.unknown)
+	variants, err := sc.table.expandVariants(operand, sc.unknown, sc.priorUnknown)
 	if err != nil {
 		// Widening to the search directories is not enough: the
 		// name may hold "..", or be absolute.
@@ -251,16 +262,22 @@ func (sc *scan) expand(operand []token) ([]headerRef, bool) {
 }
 
 // unknown reports whether an identifier neither the scanned files nor the
-// built-in headers define may still be a macro to the compiler: a reserved
-// name (where compilers put their predefined macros), a name OpenCL
-// compilers predefine (CL_VERSION_1_2, the cl_khr_* extension macros,
-// FP_FAST_FMA), one of the few unreserved names GNU mode predefines, or
-// a name the caller says the compiler defines (Input.CompilerMacros), or
-// any name at all once an include was not found (its header may define
-// anything).
+// built-in headers define may still be a macro to the compiler: one it
+// may predefine (see predefinable), or any name at all once an include
+// was not found (its header may define anything).
 func (sc *scan) unknown(name string) bool {
 	sc.consult(unseenName)
-	if sc.unseen || strings.HasPrefix(name, "__") || (len(name) > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z') {
+	return sc.unseen || sc.predefinable(name)
+}
+
+// predefinable reports whether the compiler may define name on its own: a
+// reserved name (where compilers put their predefined macros), a name
+// OpenCL compilers predefine (CL_VERSION_1_2, the cl_khr_* extension
+// macros, FP_FAST_FMA), one of the few unreserved names GNU mode
+// predefines, or a name the caller says the compiler defines
+// (Input.CompilerMacros).
+func (sc *scan) predefinable(name string) bool {
+	if strings.HasPrefix(name, "__") || (len(name) > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z') {
 		return true
 	}
 	for _, p := range predefinedPrefixes {
@@ -268,14 +285,43 @@ func (sc *scan) unknown(name string) bool {
 			return true
 		}
 	}
+	if sc.compilerDefines(name) {
+		return true
+	}
+	switch name {
+	case "linux", "unix", "i386", "i686", "x86_64", "amd64":
+		return true
+	}
+	return false
+}
+
+// compilerDefines reports whether the caller says the compiler defines
+// name (Input.CompilerMacros).
+func (sc *scan) compilerDefines(name string) bool {
 	for _, m := range sc.in.CompilerMacros {
 		if p, ok := strings.CutSuffix(m, "*"); ok && strings.HasPrefix(name, p) || m == name {
 			return true
 		}
 	}
-	switch name {
-	case "linux", "unix", "i386", "i686", "x86_64", "amd64":
+	return false
+}
+
+// priorUnknown reports whether the value name had before the scanned
+// files' definitions of it, which holds where none of them is certain,
+// cannot be known: the compiler may predefine it. Where the caller
+// verifies it (Input.VerifiesPredefines), the key assumes the compiler
+// does not, unless it is known to (Input.CompilerMacros), and lists the
+// assumption (RuleNotPredefined).
+func (sc *scan) priorUnknown(name string) bool {
+	switch {
+	case !sc.predefinable(name):
+		return false
+	case !sc.in.VerifiesPredefines || sc.compilerDefines(name):
 		return true
+	}
+	if !slices.Contains(sc.assumed, name) {
+		sc.assumed = append(sc.assumed, name)
+		sc.add(Dependency{Path: name, Name: "<not predefined: " + name + ">", Rule: RuleNotPredefined})
 	}
 	return false
 }

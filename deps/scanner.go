@@ -69,6 +69,11 @@ const (
 	// change what it compiles. Absent places have no digest; a scan stats
 	// them every time.
 	RuleAbsent = "absent"
+	// RuleNotPredefined is a name the key assumes the compiler does not
+	// predefine (see Input.VerifiesPredefines): its Path holds the name,
+	// and a caller must check it with the compiler before it stores a
+	// build.
+	RuleNotPredefined = "not-predefined"
 )
 
 // ErrUncacheable reports that the dependencies of a source cannot be
@@ -163,6 +168,17 @@ type Input struct {
 	// "undefined". They are not dependencies: the compiler's identity
 	// in the key stands for them. Missing files are ignored.
 	Builtins []string
+	// VerifiesPredefines says the caller checks, before it stores a
+	// build, that the compiler predefines none of the names the trace
+	// lists under RuleNotPredefined (the cuda package asks NVRTC, with
+	// the build's options). A name the scanned files define only inside
+	// conditionals keeps, wherever none of those definitions is certain
+	// to have been made, the value the compiler gave it; for a name the
+	// compiler may predefine (a reserved one, one of CompilerMacros'
+	// prefixes) that value is not known, and a computed include that
+	// expands it is unknowable unless the caller verifies the
+	// assumption that there is none. Thrust names its systems so.
+	VerifiesPredefines bool
 }
 
 // Dependency is one file that went into a key, or one place that was

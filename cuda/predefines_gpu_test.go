@@ -1,0 +1,57 @@
+package cuda
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kcache/kcache"
+)
+
+// TestPredefineAssumptionChecked: a reserved name defined only in a dead
+// branch keeps NVRTC's own value. The key assumes NVRTC predefines none
+// (its computed include then names NAME.h), and the cache asks NVRTC
+// before it stores: a name NVRTC does predefine (__CUDACC_RTC__, which
+// makes the include name 1.h, a file the key does not hold) is built and
+// used, never stored; one it does not is stored and hit.
+func TestPredefineAssumptionChecked(t *testing.T) {
+	ctx := requireGPU(t)
+	dir := t.TempDir()
+	inc := filepath.Join(dir, "inc")
+	for name, v := range map[string]string{"one.h": "1", "__CUDACC_RTC__.h": "2", "1.h": "3", "__KCACHE_NOT_PREDEFINED.h": "4"} {
+		writeFile(t, filepath.Join(inc, name), "#define VALUE "+v+"\n")
+	}
+	const code = "#define S(x) #x\n#define XS(x) S(x)\n#if defined(NEVER)\n#define NAME one\n#endif\n#include XS(NAME.h)\n" +
+		"extern \"C\" __global__ void k(int *d) { d[0] = VALUE; }\n"
+	for _, c := range []struct {
+		name       string
+		predefined bool
+	}{{"__CUDACC_RTC__", true}, {"__KCACHE_NOT_PREDEFINED", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			src := Source{Code: []byte(strings.ReplaceAll(code, "NAME", c.name)), Options: []string{"-I", inc}}
+			cache := filepath.Join(t.TempDir(), "cache")
+			first := newTestCache(t, ctx, cache)
+			m, err := first.Module(context.Background(), src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Outcome != kcache.OutcomeBuilt {
+				t.Errorf("first: outcome %v, want built", m.Outcome)
+			}
+			m.Release()
+			m, err = newTestCache(t, ctx, cache).Module(context.Background(), src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Release()
+			want := kcache.OutcomeDisk
+			if c.predefined {
+				want = kcache.OutcomeBuilt
+			}
+			if m.Outcome != want {
+				t.Errorf("second process: outcome %v, want %v", m.Outcome, want)
+			}
+		})
+	}
+}
