@@ -130,14 +130,23 @@ func (sc *scan) condition(expr, includerDir string, depth int) error {
 	}
 	ts = dropDefined(ts)
 	sc.table.fallback = sc.builtinMacros
-	// An identifier nobody defined stays an identifier, and one defined
-	// only in branches may keep no other value: compilers predefine no
-	// macro that tests for a file. Only a header the scan could not find
-	// could define one.
+	// An identifier nobody defined stays an identifier: compilers
+	// predefine no macro that tests for a file. Only a header the scan
+	// could not find could define one.
+	//
+	// Known gap: here a definition made in a branch is taken as made.
+	// Where it was not, a name in a __has_include(<...>) operand keeps
+	// its prior value, which may name another file; keying that value
+	// too (as computed includes do) multiplies the combinations of
+	// CCCL's conditionals past maxVariants, which would make every CCCL
+	// kernel uncacheable. Closing it needs the expansion to branch only
+	// on names that reach an operand.
+	sc.table.trustBranches = true
 	variants, err := sc.table.expandVariants(ts, func(string) bool {
 		sc.consult(unseenName)
 		return sc.unseen
 	}, nil)
+	sc.table.trustBranches = false
 	if err != nil {
 		sc.refuse(fmt.Sprintf("conditional %q tests for a file through macros that cannot be expanded (%v)", expr, err))
 		return nil
