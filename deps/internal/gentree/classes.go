@@ -114,6 +114,12 @@ const (
 	// FeatureTest, so the programs of the classes before it stay.)
 	Systems
 
+	// Prior: a name defined only under an #ifdef of an option that is
+	// given or not, then expanded in a computed include, with the files
+	// of both its value and its bare name present: where the definition
+	// was not made the compiler reads the bare name's. (Numbered last.)
+	Prior
+
 	numClasses
 )
 
@@ -142,6 +148,7 @@ var classNames = [numClasses]string{
 	EOF:          "eof",
 	FeatureTest:  "feature-test",
 	Systems:      "systems",
+	Prior:        "prior",
 }
 
 func (c Class) String() string {

@@ -144,6 +144,7 @@ func (g *gen) build() {
 		{Rescan, g.rescan},
 		{Forced, g.forced},
 		{Systems, g.systems},
+		{Prior, g.prior},
 	}
 	var later []func()
 	for _, s := range special {

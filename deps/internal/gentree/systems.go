@@ -89,3 +89,41 @@ func (g *gen) systemHeader(phys string, order int) *hdr {
 	h.private, h.leaf = true, true
 	return h
 }
+
+// prior writes class Prior: a configuration defines a name only under an
+// #ifdef (or, at random, on both branches of an #ifdef/#else, where it is
+// certain), the option that selects the branch is given or not, and a
+// computed include pastes the name into a file name. The files for the
+// defined value and for the bare name both exist, so a key that forgets
+// the branch may not have been taken misses the file the compiler reads.
+func (g *gen) prior() {
+	id := strings.ToLower(g.name("p"))
+	up := strings.ToUpper(id)
+	opt, name := "OPT_"+up, "PV_"+up
+	if g.chance(0.5) {
+		g.p.Options = append(g.p.Options, "-D", opt)
+	}
+	cfg := g.systemHeader(path.Join("inc", id+"cfg.h"), 2)
+	g.add(cfg,
+		g.line(Prior, "define", "STR_"+up+"(x) #x"),
+		g.line(Prior, "define", "XSTR_"+up+"(x) STR_"+up+"(x)"),
+		g.line(Prior, "ifdef", opt),
+		g.line(Prior, "define", name+" "+id+"val"))
+	if g.chance(0.3) {
+		g.add(cfg, g.line(Prior, "else", ""), g.line(Prior, "define", name+" "+id+"alt"))
+		f := g.systemHeader(path.Join("inc", id+"alt.h"), 300)
+		g.add(f, g.line(Prior, "", fmt.Sprintf("int prior%d;", g.counter)))
+		g.counter++
+	}
+	g.add(cfg, g.line(Prior, "endif", ""))
+	for _, file := range []string{id + "val.h", name + ".h"} {
+		f := g.systemHeader(path.Join("inc", file), 300)
+		g.add(f, g.line(Prior, "", fmt.Sprintf("int prior%d;", g.counter)))
+		g.counter++
+	}
+	use := g.systemHeader(path.Join("inc", id+"use.h"), 200)
+	g.add(use, g.line(Prior, "include", "XSTR_"+up+"("+name+".h)"))
+	g.add(g.main,
+		g.line(Prior, "include", "<"+id+"cfg.h>"),
+		g.line(Prior, "include", "<"+id+"use.h>"))
+}
