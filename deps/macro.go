@@ -164,7 +164,7 @@ type macroTable struct {
 	// each name's prior value multiplies the combinations past
 	// maxVariants on CCCL (see condition).
 	trustBranches bool
-	last   int     // the last branch id given out; 0 is outside every conditional
+	last          int // the last branch id given out; 0 is outside every conditional
 }
 
 // candidates are the definitions a name may have; undef says it may also
