@@ -159,12 +159,7 @@ type macroTable struct {
 	// first. Branch ids only grow, so it is sorted.
 	open   []int
 	chains []chain // one per open branch
-	// trustBranches takes every definition as certain: the looser rule
-	// the scan keeps for conditionals that test for files, where adding
-	// each name's prior value multiplies the combinations past
-	// maxVariants on CCCL (see condition).
-	trustBranches bool
-	last          int // the last branch id given out; 0 is outside every conditional
+	last   int     // the last branch id given out; 0 is outside every conditional
 }
 
 // candidates are the definitions a name may have; undef says it may also
@@ -355,12 +350,6 @@ func (t *macroTable) options(name string) (opts []*macro, known, prior bool) {
 		t.consulted(name)
 	}
 	c := t.defs[name]
-	if c != nil && t.trustBranches {
-		if c.undef {
-			return append(slices.Clip(c.defs), nil), true, false
-		}
-		return c.defs, true, false
-	}
 	var builtin *candidates
 	if t.fallback != nil && (c == nil || !t.dominated(c)) {
 		builtin = t.fallback().defs[name]

@@ -163,3 +163,14 @@ func TestPriorValueOfReservedNames(t *testing.T) {
 		t.Errorf("a name of CompilerMacros: err = %v, want ErrUncacheable", err)
 	}
 }
+
+// TestPriorValueInFileTests: a name defined only in a branch keeps its
+// prior value in the operand of a __has_include made through a macro as
+// well: creating the file the bare name gives changes the key.
+func TestPriorValueInFileTests(t *testing.T) {
+	root := tree(t, map[string]string{"one.h": ""})
+	src := strMacros + "#define HAS(x) __has_include(x)\n#ifdef USE\n#define V one\n#endif\n" +
+		"#if defined(A) && HAS(XS(V.h)) || __clang_major__ > 3\n#endif\n"
+	in := Input{Source: []byte(src), WorkDir: root, SearchWorkDir: true, Trigraphs: TrigraphsOn}
+	keyChanges(t, in, func() { write(t, filepath.Join(root, "V.h"), "") })
+}

@@ -130,23 +130,26 @@ func (sc *scan) condition(expr, includerDir string, depth int) error {
 	}
 	ts = dropDefined(ts)
 	sc.table.fallback = sc.builtinMacros
-	// An identifier nobody defined stays an identifier: compilers
-	// predefine no macro that tests for a file. Only a header the scan
-	// could not find could define one.
-	//
-	// Known gap: here a definition made in a branch is taken as made.
-	// Where it was not, a name in a __has_include(<...>) operand keeps
-	// its prior value, which may name another file; keying that value
-	// too (as computed includes do) multiplies the combinations of
-	// CCCL's conditionals past maxVariants, which would make every CCCL
-	// kernel uncacheable. Closing it needs the expansion to branch only
-	// on names that reach an operand.
-	sc.table.trustBranches = true
-	variants, err := sc.table.expandVariants(ts, func(string) bool {
-		sc.consult(unseenName)
-		return sc.unseen
-	}, nil)
-	sc.table.trustBranches = false
+	// Only the operands that name a macro testing for a file can test
+	// for one, and each is expanded on its own: the names of the other
+	// operands (compiler and version checks) would only multiply the
+	// combinations of definitions to try, each name's value before its
+	// definitions included.
+	var variants [][]token
+	var err error
+	for _, op := range splitOperands(ts) {
+		if !slices.ContainsFunc(op, func(t token) bool { return t.kind == tIdent && (sc.hasIncludeMacros[t.text] || isHasInclude(t.text)) }) {
+			continue
+		}
+		// A name in a test's operand is like one in a computed
+		// include's; the test itself is an operator, no macro.
+		var vs [][]token
+		vs, err = sc.table.expandVariants(op, func(name string) bool { return !isHasInclude(name) && sc.unknown(name) }, sc.compilerMayDefine)
+		if err != nil {
+			break
+		}
+		variants = append(variants, vs...)
+	}
 	if err != nil {
 		sc.refuse(fmt.Sprintf("conditional %q tests for a file through macros that cannot be expanded (%v)", expr, err))
 		return nil
@@ -163,6 +166,27 @@ func (sc *scan) condition(expr, includerDir string, depth int) error {
 		}
 	}
 	return nil
+}
+
+// splitOperands splits a conditional's expression at its operators
+// outside parentheses that separate operands (&&, ||, ?, :, and the comma):
+// macro calls never span them, since their arguments are parenthesized.
+func splitOperands(ts []token) [][]token {
+	var out [][]token
+	depth, from := 0, 0
+	for i, t := range ts {
+		switch t.text {
+		case "(":
+			depth++
+		case ")":
+			depth--
+		case "&&", "||", "?", ":", ",":
+			if depth == 0 {
+				out, from = append(out, ts[from:i]), i+1
+			}
+		}
+	}
+	return append(out, ts[from:])
 }
 
 // dropDefined replaces each "defined NAME" and "defined ( NAME )" of a

@@ -176,7 +176,7 @@ func (sc *scan) process(dirs []directive, includerDir string, depth int) error {
 		case dUndef:
 			sc.table.undef(d.name)
 		case dIf:
-			sc.table.enter(d.name != "" && sc.table.undefined(d.name, sc.builtinMacros()) && !sc.unknown(d.name))
+			sc.table.enter(sc.certainlyUndefined(d.name))
 		case dElse:
 			sc.table.next(base, d.name == "else")
 		case dEndif:
@@ -234,7 +234,7 @@ func (sc *scan) directive(d directive, includerDir string, depth int) error {
 // names none, or cannot be known (the source is then refused).
 func (sc *scan) expand(operand []token) ([]headerRef, bool) {
 	sc.table.fallback = sc.builtinMacros
-	variants, err := sc.table.expandVariants(operand, sc.unknown, sc.priorUnknown)
+	variants, err := sc.table.expandVariants(operand, sc.unknown, sc.compilerMayDefine)
 	if err != nil {
 		// Widening to the search directories is not enough: the
 		// name may hold "..", or be absolute.
@@ -263,11 +263,23 @@ func (sc *scan) expand(operand []token) ([]headerRef, bool) {
 
 // unknown reports whether an identifier neither the scanned files nor the
 // built-in headers define may still be a macro to the compiler: one it
-// may predefine (see predefinable), or any name at all once an include
-// was not found (its header may define anything).
+// may predefine (see compilerMayDefine), or any name at all once an
+// include was not found (its header may define anything).
 func (sc *scan) unknown(name string) bool {
 	sc.consult(unseenName)
-	return sc.unseen || sc.predefinable(name)
+	return sc.unseen || sc.compilerMayDefine(name)
+}
+
+// certainlyUndefined reports whether name is no macro at this point: no
+// option, definition or #undef of it was seen, the built-in headers do
+// not define it, and the compiler cannot (no assumption is made here: an
+// #ifndef of a reserved name stays a branch).
+func (sc *scan) certainlyUndefined(name string) bool {
+	if name == "" {
+		return false
+	}
+	sc.consult(unseenName)
+	return !sc.unseen && !sc.predefinable(name) && sc.table.undefined(name, sc.builtinMacros())
 }
 
 // predefinable reports whether the compiler may define name on its own: a
@@ -306,13 +318,12 @@ func (sc *scan) compilerDefines(name string) bool {
 	return false
 }
 
-// priorUnknown reports whether the value name had before the scanned
-// files' definitions of it, which holds where none of them is certain,
-// cannot be known: the compiler may predefine it. Where the caller
+// compilerMayDefine reports whether the compiler may define name on its
+// own (see predefinable), as far as the key can tell. Where the caller
 // verifies it (Input.VerifiesPredefines), the key assumes the compiler
 // does not, unless it is known to (Input.CompilerMacros), and lists the
 // assumption (RuleNotPredefined).
-func (sc *scan) priorUnknown(name string) bool {
+func (sc *scan) compilerMayDefine(name string) bool {
 	switch {
 	case !sc.predefinable(name):
 		return false
