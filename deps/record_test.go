@@ -47,7 +47,7 @@ func (r *memRecords) StoreRecord(_ context.Context, id kcache.Digest, rec []byte
 }
 
 // only returns the one record the store holds.
-func (r *memRecords) only(t *testing.T) (kcache.Digest, []byte) {
+func (r *memRecords) only(t testing.TB) (kcache.Digest, []byte) {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
