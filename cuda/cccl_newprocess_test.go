@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/internal/keyparts"
 )
 
 // newProcessEnv names the phase a child of TestCCCLNewProcess runs.
@@ -142,18 +143,19 @@ func measureCCCL(t *testing.T, dir, kernel string, rounds int) {
 	if cold.Error != "" {
 		return // NVRTC rejects it: nothing to warm
 	}
-	var warm, request, key, floor []float64
+	var warm, open, key, lookup, files, floor []float64
 	for range rounds {
 		w, f := run("warm"), run("floor")
 		if w.Outcome != kcache.OutcomeDisk.String() {
 			t.Errorf("%s: warm outcome %s, want disk", kernel, w.Outcome)
 		}
-		warm, request, key, floor = append(warm, w.MS), append(request, w.MS-w.OpenMS), append(key, w.KeyMS), append(floor, f.MS)
+		warm, open, key, lookup = append(warm, w.MS), append(open, w.OpenMS), append(key, w.KeyMS), append(lookup, w.LookupMS)
+		files, floor = append(files, w.FilesMS), append(floor, f.MS)
 		t.Logf("%s %s", mustJSON(w), mustJSON(f))
 	}
-	mw, mr, mf := median(warm), median(request), median(floor)
-	t.Logf(`{"summary":true,"kernel":%q,"cold_ms":%.1f,"files":%d,"warm_ms":%.2f,"request_ms":%.2f,"key_ms":%.2f,"floor_ms":%.2f,"warm_over_floor":%.2f,"request_over_floor":%.2f}`,
-		kernel, cold.MS, cold.Headers, mw, mr, median(key), mf, mw/mf, mr/mf)
+	mw, mf := median(warm), median(floor)
+	t.Logf(`{"summary":true,"kernel":%q,"cold_ms":%.1f,"headers":%d,"warm_ms":%.2f,"open_ms":%.2f,"key_ms":%.2f,"lookup_ms":%.2f,"files_ms":%.2f,"floor_ms":%.2f,"warm_over_floor":%.2f}`,
+		kernel, cold.MS, cold.Headers, mw, median(open), median(key), median(lookup), median(files), mf, mw/mf)
 }
 
 // cccResult is one phase's figures.
@@ -173,6 +175,11 @@ type cccResult struct {
 	// new cache.
 	KeyMS    float64 `json:"key_ms,omitempty"`
 	LookupMS float64 `json:"lookup_ms,omitempty"`
+	// FilesMS is the search for the compiler's files (compilerFiles)
+	// done again, IdentityMS the rest of the device's identity, both
+	// timed after the warm start.
+	FilesMS    float64 `json:"files_ms,omitempty"`
+	IdentityMS float64 `json:"identity_ms,omitempty"`
 }
 
 // cccPhase is a child's side of TestCCCLNewProcess.
@@ -255,6 +262,7 @@ func cccPhase(t *testing.T, phase string) {
 	r.MS = ms()
 	if phase != "floor" {
 		r.KeyMS, r.LookupMS, r.Headers = keyAndLookup(t, gpu, filepath.Join(dir, "cache"), src)
+		r.FilesMS, r.IdentityMS = identityTimes(t, gpu)
 	}
 	fmt.Println(mustJSON(r))
 }
@@ -281,6 +289,22 @@ func keyAndLookup(t *testing.T, gpu *Context, dir string, src Source) (keyMS, lo
 		t.Fatal("empty hit")
 	}
 	return float64(k1.Sub(k0).Microseconds()) / 1000, float64(k2.Sub(k1).Microseconds()) / 1000, len(key.Image.Headers)
+}
+
+// identityTimes times a search for the compiler's files, as
+// compilerFiles makes it once per process, and the rest of the device's
+// identity.
+func identityTimes(t *testing.T, gpu *Context) (filesMS, identityMS float64) {
+	t0 := time.Now()
+	files := keyparts.LibraryFiles(NVRTCLibrary(), "libnvrtc-builtins.so*")
+	files = append(files, keyparts.LibraryFiles(DriverLibrary(),
+		"libnvidia-ptxjitcompiler.so*", "libnvidia-nvvm.so*", "libnvidia-gpucomp.so*")...)
+	files.Digest()
+	t1 := time.Now()
+	if _, err := deviceIdentity(gpu.Device()); err != nil {
+		t.Fatal(err)
+	}
+	return float64(t1.Sub(t0).Microseconds()) / 1000, float64(time.Since(t1).Microseconds()) / 1000
 }
 
 // writeUserHeader writes the header cubSource includes from the user's
