@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/internal/keyparts"
@@ -160,6 +161,23 @@ var compilerDigest = sync.OnceValue(func() func() kcache.Digest {
 	go func() { done <- compilerFiles().Digest() }()
 	return sync.OnceValue(func() kcache.Digest { return <-done })
 })
+
+// Whether each library compilerFiles looks at is loaded: set by Init and
+// LoadNVRTC on success.
+var driverLoaded, nvrtcLoaded atomic.Bool
+
+// libraryLoaded records that the driver or NVRTC (loaded) is loaded and,
+// once both are, starts the search for the compiler's files: a process
+// loads them, makes its context (100 ms or more), then its cache and its
+// first key, by when the search is done. The files found do not depend
+// on when: the libraries' closure is what they need, mapped when they
+// were, and what they open later is found on disk.
+func libraryLoaded(loaded *atomic.Bool) {
+	loaded.Store(true)
+	if driverLoaded.Load() && nvrtcLoaded.Load() {
+		compilerDigest()
+	}
+}
 
 // deviceIdentity reads what a key needs about dev, the driver and NVRTC.
 func deviceIdentity(dev Device) (identity, error) {
