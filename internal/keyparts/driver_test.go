@@ -448,3 +448,30 @@ func TestLibrarySearchPath(t *testing.T) {
 		t.Errorf("ldSoConf = %q", got)
 	}
 }
+
+// BenchmarkCompanionFiles finds the CUDA driver's three companion
+// patterns in a large library directory: "one-listing" as companionFiles
+// does, "glob-per-pattern" as libraryFiles did before (a filepath.Glob
+// per pattern, each listing and sorting the whole directory).
+func BenchmarkCompanionFiles(b *testing.B) {
+	const dir = "/usr/lib/x86_64-linux-gnu"
+	if _, err := os.Stat(dir); err != nil {
+		b.Skipf("no %s: %v", dir, err)
+	}
+	patterns := []string{"libnvidia-ptxjitcompiler.so*", "libnvidia-nvvm.so*", "libnvidia-gpucomp.so*"}
+	b.Run("one-listing", func(b *testing.B) {
+		for b.Loop() {
+			companionFiles(dir, patterns)
+		}
+	})
+	b.Run("glob-per-pattern", func(b *testing.B) {
+		for b.Loop() {
+			for _, p := range patterns {
+				matches, _ := filepath.Glob(filepath.Join(dir, p))
+				for _, m := range matches {
+					StatFile(m)
+				}
+			}
+		}
+	})
+}
