@@ -189,7 +189,7 @@ func (c *Cache) key(ctx context.Context, src Source, p plan) (*kcache.Key, error
 	}
 	return &kcache.Key{
 		Device:   c.id.dev,
-		Compiler: c.id.comp,
+		Compiler: c.id.compiler(),
 		Image:    kcache.Image{Format: FormatCUDA, Source: src.Code, Headers: headers},
 		Spec:     spec,
 		Options:  kcache.BuildOptions{Compile: encodeOptions(programName(src), p.keyOptions), Link: link, Env: c.env},

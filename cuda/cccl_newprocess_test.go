@@ -3,27 +3,98 @@ package cuda
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/internal/keyparts"
 )
 
 // newProcessEnv names the phase a child of TestCCCLNewProcess runs.
 const newProcessEnv = "KCACHE_CCCL_PHASE"
 
-// TestCCCLNewProcess measures, on the GPU machine, the first CUB kernel of
-// a new process (issue 18): cold (NVRTC through the cache), warm (the disk
-// tier, its key from the dependency record of an earlier process), and
-// the floor (its CUBIN read from a file, loaded and launched); each in a
-// process of its own, after the CUDA context is made. It reports, it does
-// not judge: set KCACHE_CCCL_MEASURE=N to run it, N warm and floor rounds,
-// interleaved; the figures go to the test log as JSON lines.
+// ccclKernel is one kernel of TestCCCLNewProcess: its source is code, or
+// the file of deps/testdata/cccl named file.
+type ccclKernel struct {
+	name, file, code string
+}
+
+// ccclKernels are the CCCL kernels TestCCCLNewProcess measures: CUB's
+// block algorithms, Thrust, libcu++, and two NVRTC 13 rejects (a Thrust
+// algorithm with thrust::seq, CUB's device-level algorithms), kept so
+// that a later NVRTC that builds them is measured too. Each takes int
+// pointers and is launched as one block of 128 threads.
+var ccclKernels = []ccclKernel{
+	{name: "cub_block_reduce", code: cubSource},
+	{name: "cub_radix_sort", file: "cub_radix_sort.cu"},
+	{name: "cub_block_scan_warp", file: "cub_block_scan_warp.cu"},
+	{name: "thrust_tuple", file: "thrust_tuple.cu"},
+	{name: "libcudacxx", file: "libcudacxx.cu"},
+	{name: "thrust_seq_reduce", code: thrustSeqReduceSource},
+	{name: "cub_device_reduce_scan", file: "cub_device_reduce_scan.cu"},
+}
+
+// thrustSeqReduceSource is a Thrust algorithm in device code with the
+// fewest headers: thrust::reduce and thrust::transform under thrust::seq.
+const thrustSeqReduceSource = `#include <thrust/execution_policy.h>
+#include <thrust/reduce.h>
+#include <thrust/transform.h>
+#include <thrust/functional.h>
+extern "C" __global__ void k(int* d) {
+  if (threadIdx.x) return;
+  thrust::transform(thrust::seq, d, d + 8, d, thrust::negate<int>());
+  d[8] = thrust::reduce(thrust::seq, d, d + 8);
+}
+`
+
+// source returns the kernel's code.
+func (k ccclKernel) source(t testing.TB) []byte {
+	if k.file == "" {
+		return []byte(k.code)
+	}
+	code, err := os.ReadFile(filepath.Join(ccclTestdata(t), k.file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code
+}
+
+// ccclTestdata returns deps/testdata/cccl, found from the working
+// directory whether a test binary runs in the package's directory (go
+// test) or in the repository's root (a binary carried to the GPU
+// machine), or else beside this source file.
+func ccclTestdata(t testing.TB) string {
+	t.Helper()
+	candidates := []string{"../deps/testdata/cccl", "deps/testdata/cccl"}
+	if _, file, _, ok := runtime.Caller(0); ok {
+		candidates = append(candidates, filepath.Join(filepath.Dir(file), "..", "deps", "testdata", "cccl"))
+	}
+	for _, c := range candidates {
+		if fi, err := os.Stat(c); err == nil && fi.IsDir() {
+			return c
+		}
+	}
+	t.Fatalf("deps/testdata/cccl not found from %v", candidates)
+	return ""
+}
+
+// TestCCCLNewProcess measures, on the GPU machine, the first CCCL kernel
+// of a new process (issue 18): cold (NVRTC through the cache), warm (the
+// disk tier, its key from the dependency record of an earlier process),
+// and the floor (its CUBIN read from a file, loaded and launched); each
+// in a process of its own, after the CUDA context is made. It reports, it
+// does not judge: set KCACHE_CCCL_MEASURE=N to run it, N warm and floor
+// rounds, interleaved; KCACHE_CCCL_KERNELS (names, comma-separated)
+// picks kernels of ccclKernels, all by default. The figures go to the
+// test log as JSON lines.
 func TestCCCLNewProcess(t *testing.T) {
 	if os.Getenv(newProcessEnv) != "" {
 		cccPhase(t, os.Getenv(newProcessEnv))
@@ -37,13 +108,26 @@ func TestCCCLNewProcess(t *testing.T) {
 	requireGPU(t)
 	dir := t.TempDir()
 	writeUserHeader(t, dir)
+	for _, k := range ccclKernels {
+		if only := os.Getenv("KCACHE_CCCL_KERNELS"); only != "" && !slices.Contains(strings.Split(only, ","), k.name) {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, k.name+".cu"), k.source(t), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		measureCCCL(t, dir, k.name, rounds)
+	}
+}
+
+// measureCCCL runs the phases of one kernel and logs its figures.
+func measureCCCL(t *testing.T, dir, kernel string, rounds int) {
 	run := func(phase string) cccResult {
 		t.Helper()
 		cmd := exec.Command(os.Args[0], "-test.run", "^TestCCCLNewProcess$", "-test.v")
-		cmd.Env = append(os.Environ(), newProcessEnv+"="+phase, "KCACHE_CCCL_DIR="+dir)
+		cmd.Env = append(os.Environ(), newProcessEnv+"="+phase, "KCACHE_CCCL_DIR="+dir, "KCACHE_CCCL_KERNEL="+kernel)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatalf("%s: %v\n%s", phase, err, out)
+			t.Fatalf("%s %s: %v\n%s", kernel, phase, err, out)
 		}
 		var r cccResult
 		for _, line := range splitLines(out) {
@@ -51,62 +135,97 @@ func TestCCCLNewProcess(t *testing.T) {
 				return r
 			}
 		}
-		t.Fatalf("%s: no result in\n%s", phase, out)
+		t.Fatalf("%s %s: no result in\n%s", kernel, phase, out)
 		return r
 	}
-	t.Logf("%s", mustJSON(run("cold")))
-	var warm, floor []float64
+	cold := run("cold")
+	t.Logf("%s", mustJSON(cold))
+	if cold.Error != "" {
+		return // NVRTC rejects it: nothing to warm
+	}
+	var warm, open, key, lookup, files, floor []float64
 	for range rounds {
 		w, f := run("warm"), run("floor")
 		if w.Outcome != kcache.OutcomeDisk.String() {
-			t.Errorf("warm outcome %s, want disk", w.Outcome)
+			t.Errorf("%s: warm outcome %s, want disk", kernel, w.Outcome)
 		}
-		warm, floor = append(warm, w.MS), append(floor, f.MS)
+		warm, open, key, lookup = append(warm, w.MS), append(open, w.OpenMS), append(key, w.KeyMS), append(lookup, w.LookupMS)
+		files, floor = append(files, w.FilesMS), append(floor, f.MS)
 		t.Logf("%s %s", mustJSON(w), mustJSON(f))
 	}
 	mw, mf := median(warm), median(floor)
-	t.Logf(`{"summary":true,"warm_ms":%.2f,"floor_ms":%.2f,"warm_over_floor":%.2f}`, mw, mf, mw/mf)
+	t.Logf(`{"summary":true,"kernel":%q,"cold_ms":%.1f,"headers":%d,"warm_ms":%.2f,"open_ms":%.2f,"key_ms":%.2f,"lookup_ms":%.2f,"files_ms":%.2f,"floor_ms":%.2f,"warm_over_floor":%.2f}`,
+		kernel, cold.MS, cold.Headers, mw, median(open), median(key), median(lookup), median(files), mf, mw/mf)
 }
 
 // cccResult is one phase's figures.
 type cccResult struct {
 	Phase   string  `json:"phase"`
+	Kernel  string  `json:"kernel"`
 	Outcome string  `json:"outcome,omitempty"`
-	MS      float64 `json:"ms"`     // from the request to the completed launch
-	KeyMS   float64 `json:"key_ms"` // the key alone, in a process of its own
+	Error   string  `json:"error,omitempty"` // NVRTC's, when it rejects the kernel
+	Headers int     `json:"headers,omitempty"`
+	MS      float64 `json:"ms"` // from the cache's opening (the file's read, for the floor) to the completed launch
+	// OpenMS is the part of MS that opened the disk tier and made the
+	// cuda.Cache (the device's, driver's and NVRTC's identity): what
+	// `kcache demo` counts as set-up.
+	OpenMS float64 `json:"open_ms,omitempty"`
+	// KeyMS and LookupMS are the key alone and the binary tiers' lookup
+	// alone, timed again in the same process after the warm start, in a
+	// new cache.
+	KeyMS    float64 `json:"key_ms,omitempty"`
+	LookupMS float64 `json:"lookup_ms,omitempty"`
+	// FilesMS is the search for the compiler's files (compilerFiles)
+	// done again, IdentityMS the rest of the device's identity, both
+	// timed after the warm start.
+	FilesMS    float64 `json:"files_ms,omitempty"`
+	IdentityMS float64 `json:"identity_ms,omitempty"`
 }
 
 // cccPhase is a child's side of TestCCCLNewProcess.
 func cccPhase(t *testing.T, phase string) {
 	gpu := requireGPU(t)
-	dir := os.Getenv("KCACHE_CCCL_DIR")
-	inc := "/usr/local/cuda/include"
-	src := Source{Code: []byte(cubSource), Options: []string{"-I" + inc + "/cccl", "-I" + inc, "-I" + dir, "-std=c++17"}}
-	out, err := gpu.Alloc(4)
+	dir, kernel := os.Getenv("KCACHE_CCCL_DIR"), os.Getenv("KCACHE_CCCL_KERNEL")
+	code, err := os.ReadFile(filepath.Join(dir, kernel+".cu"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := gpu.Alloc(128 * 4)
+	inc := "/usr/local/cuda/include"
+	src := Source{Code: code, Options: []string{"-I" + inc + "/cccl", "-I" + inc, "-I" + dir, "-std=c++17"}}
+	in, err := gpu.Alloc(512 * 4)
 	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := gpu.Alloc(512 * 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gpu.Memset(in, 1, 512*4); err != nil {
 		t.Fatal(err)
 	}
 	launch := func(f *Function) {
-		if err := f.Launch(nil, Dim(1), Dim(128), 0, in, out); err != nil {
+		args := []any{in}
+		if kernel == "cub_block_reduce" {
+			args = append(args, out)
+		}
+		if err := f.Launch(nil, Dim(1), Dim(128), 0, args...); err != nil {
 			t.Fatal(err)
 		}
 		if err := gpu.Synchronize(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r := cccResult{Phase: phase}
+	r := cccResult{Phase: phase, Kernel: kernel}
+	cubin := filepath.Join(dir, kernel+".cubin")
 	start := time.Now()
+	ms := func() float64 { return float64(time.Since(start).Microseconds()) / 1000 }
 	switch phase {
 	case "floor":
-		cubin, err := os.ReadFile(filepath.Join(dir, "k.cubin"))
+		image, err := os.ReadFile(cubin)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := gpu.LoadModule(cubin, nil)
+		m, err := gpu.LoadModule(image, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +236,14 @@ func cccPhase(t *testing.T, phase string) {
 		launch(f)
 	default:
 		c := newTestCache(t, gpu, filepath.Join(dir, "cache"))
+		r.OpenMS = ms()
 		m, err := c.Module(context.Background(), src)
+		var ce *CompileError
+		if phase == "cold" && errors.As(err, &ce) {
+			r.Error, r.MS = firstError(ce.Log), ms()
+			fmt.Println(mustJSON(r))
+			return
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,22 +254,57 @@ func cccPhase(t *testing.T, phase string) {
 		launch(f)
 		r.Outcome = m.Outcome.String()
 		if phase == "cold" {
-			if err := os.WriteFile(filepath.Join(dir, "k.cubin"), m.Image(), 0o644); err != nil {
+			if err := os.WriteFile(cubin, m.Image(), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	r.MS = float64(time.Since(start).Microseconds()) / 1000
-	if phase == "warm" {
-		// The key alone, in a cache of its own: its record is on disk.
-		c := newTestCache(t, gpu, filepath.Join(dir, "cache"))
-		k0 := time.Now()
-		if _, err := c.Key(context.Background(), src); err != nil {
-			t.Fatal(err)
-		}
-		r.KeyMS = float64(time.Since(k0).Microseconds()) / 1000
+	r.MS = ms()
+	if phase != "floor" {
+		r.KeyMS, r.LookupMS, r.Headers = keyAndLookup(t, gpu, filepath.Join(dir, "cache"), src)
+		r.FilesMS, r.IdentityMS = identityTimes(t, gpu)
 	}
 	fmt.Println(mustJSON(r))
+}
+
+// keyAndLookup times the key of src alone and its lookup in the binary
+// tiers alone, in a cache of its own over dir, and counts the key's
+// headers.
+func keyAndLookup(t *testing.T, gpu *Context, dir string, src Source) (keyMS, lookupMS float64, headers int) {
+	c := newTestCache(t, gpu, dir)
+	k0 := time.Now()
+	key, err := c.Key(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k1 := time.Now()
+	r, pending, err := c.bins.Lookup(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2 := time.Now()
+	if pending != nil {
+		pending.Abort(nil)
+	} else if len(r.Binary) == 0 {
+		t.Fatal("empty hit")
+	}
+	return float64(k1.Sub(k0).Microseconds()) / 1000, float64(k2.Sub(k1).Microseconds()) / 1000, len(key.Image.Headers)
+}
+
+// identityTimes times a search for the compiler's files, as
+// compilerFiles makes it once per process, and the rest of the device's
+// identity.
+func identityTimes(t *testing.T, gpu *Context) (filesMS, identityMS float64) {
+	t0 := time.Now()
+	files := keyparts.LibraryFiles(NVRTCLibrary(), "libnvrtc-builtins.so*")
+	files = append(files, keyparts.LibraryFiles(DriverLibrary(),
+		"libnvidia-ptxjitcompiler.so*", "libnvidia-nvvm.so*", "libnvidia-gpucomp.so*")...)
+	files.Digest()
+	t1 := time.Now()
+	if _, err := deviceIdentity(gpu.Device()); err != nil {
+		t.Fatal(err)
+	}
+	return float64(t1.Sub(t0).Microseconds()) / 1000, float64(time.Since(t1).Microseconds()) / 1000
 }
 
 // writeUserHeader writes the header cubSource includes from the user's
@@ -155,6 +316,18 @@ func writeUserHeader(t *testing.T, dir string) {
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(filepath.Join(dir, "mine.h"), old, old)
 	time.Sleep(2100 * time.Millisecond) // past the too-new window of its ctime
+}
+
+// firstError returns the first line of a compiler's log that names an
+// error, or its first line.
+func firstError(log string) string {
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	for _, l := range lines {
+		if strings.Contains(l, "error") {
+			return l
+		}
+	}
+	return lines[0]
 }
 
 func mustJSON(v any) string {

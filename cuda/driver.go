@@ -53,6 +53,7 @@ func loadDriver(names []string) error {
 		return fmt.Errorf("%w: %w", ErrNoDriver, err)
 	}
 	driverPath = mappedPath(name)
+	libraryLoaded(&driverLoaded)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/internal/keyparts"
@@ -119,6 +120,19 @@ type identity struct {
 	ptx    bool   // NVRTC cannot target arch: builds emit PTX for ptxArch
 	cc     int    // the device's compute capability, 90 for 9.0
 	reason string // why builds fall back to PTX, when ptx
+	// files waits for the digest of compilerFiles, which comp.Files
+	// takes in every key (compiler); nil leaves comp as it is.
+	files func() kcache.Digest
+}
+
+// compiler returns the compiler part of a key: comp, with the digest of
+// the compiler's files once it is known.
+func (id *identity) compiler() kcache.Compiler {
+	c := id.comp
+	if id.files != nil {
+		c.Files = id.files()
+	}
+	return c
 }
 
 // compilerFiles returns the files that compile a program, found once per
@@ -133,6 +147,37 @@ var compilerFiles = sync.OnceValue(func() keyparts.Files {
 	return append(files, keyparts.LibraryFiles(DriverLibrary(),
 		"libnvidia-ptxjitcompiler.so*", "libnvidia-nvvm.so*", "libnvidia-gpucomp.so*")...)
 })
+
+// compilerDigest returns a wait for the digest of compilerFiles. The
+// first call starts finding the files on a goroutine of their own: a
+// new process's NewCache returns without them, and its first key waits
+// for them only after its scan, which they overlap. Finding them reads
+// the ELF headers of the libraries and what they need, /proc/self/maps
+// twice and the libraries' directories (the driver's may hold thousands
+// of files): time a new process's first warm start used to add to the
+// scan's.
+var compilerDigest = sync.OnceValue(func() func() kcache.Digest {
+	done := make(chan kcache.Digest, 1)
+	go func() { done <- compilerFiles().Digest() }()
+	return sync.OnceValue(func() kcache.Digest { return <-done })
+})
+
+// Whether each library compilerFiles looks at is loaded: set by Init and
+// LoadNVRTC on success.
+var driverLoaded, nvrtcLoaded atomic.Bool
+
+// libraryLoaded records that the driver or NVRTC (loaded) is loaded and,
+// once both are, starts the search for the compiler's files: a process
+// loads them, makes its context (100 ms or more), then its cache and its
+// first key, by when the search is done. The files found do not depend
+// on when: the libraries' closure is what they need, mapped when they
+// were, and what they open later is found on disk.
+func libraryLoaded(loaded *atomic.Bool) {
+	loaded.Store(true)
+	if driverLoaded.Load() && nvrtcLoaded.Load() {
+		compilerDigest()
+	}
+}
 
 // deviceIdentity reads what a key needs about dev, the driver and NVRTC.
 func deviceIdentity(dev Device) (identity, error) {
@@ -168,7 +213,8 @@ func deviceIdentity(dev Device) (identity, error) {
 	}
 	nv, _ := keyparts.StatLibrary(NVRTCLibrary())
 	id.comp = kcache.Compiler{Name: "nvrtc", Version: fmt.Sprintf("%d.%d", nvMajor, nvMinor),
-		Library: nv.Path, LibrarySize: nv.Size, LibraryTime: nv.MTime, Files: compilerFiles().Digest()}
+		Library: nv.Path, LibrarySize: nv.Size, LibraryTime: nv.MTime}
+	id.files = compilerDigest()
 	id.ptx, id.reason = ptxFallback(id.cc, archs, nvMajor, nvMinor)
 	return id, nil
 }

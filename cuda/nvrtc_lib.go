@@ -74,6 +74,7 @@ func loadNVRTC(names []string) error {
 	}
 	nvrtcFile = mappedPath(name)
 	preloadBuiltins(nvrtcFile)
+	libraryLoaded(&nvrtcLoaded)
 	return nil
 }
 

@@ -113,7 +113,7 @@ func TestCCCLScanNVRTC13(t *testing.T) {
 	if inc == "" {
 		t.Skip("KCACHE_CUDA_INCLUDE is not set")
 	}
-	files, err := filepath.Glob("../deps/testdata/cccl/*.cu")
+	files, err := filepath.Glob(filepath.Join(ccclTestdata(t), "*.cu"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no kernels: %v", err)
 	}

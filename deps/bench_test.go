@@ -114,14 +114,14 @@ func BenchmarkWarmHashcat(b *testing.B) {
 // about the 2,576 headers a CUB kernel's key holds.
 const recordBenchHeaders = 2500
 
-// recordBenchTree writes recordBenchHeaders headers, fifty to a
+// recordBenchTree writes headers headers (a multiple of 50), fifty to a
 // directory, each directory's reached through its own all.h, and returns
 // the tree's root, the input that includes them all, and every path the
 // scan stats.
-func recordBenchTree(b *testing.B) (string, Input, []string) {
+func recordBenchTree(tb testing.TB, headers int) (string, Input, []string) {
 	files := map[string]string{}
 	var top strings.Builder
-	for d := range recordBenchHeaders / 50 {
+	for d := range headers / 50 {
 		var all strings.Builder
 		for i := range 50 {
 			fmt.Fprintf(&all, "#include \"h%d.h\"\n", i)
@@ -133,12 +133,12 @@ func recordBenchTree(b *testing.B) (string, Input, []string) {
 		fmt.Fprintf(&top, "#include \"detail/d%d/all.h\"\n", d)
 	}
 	files["include/lib/all.h"] = top.String()
-	root := tree(b, files)
+	root := tree(tb, files)
 	in := Input{Source: []byte("#include <lib/all.h>\nkernel void k() {}\n"), WorkDir: root, Args: []string{"-Iinclude"}, Trigraphs: TrigraphsOn}
 	s := NewScanner(nil)
 	counting(s)
 	if _, _, err := s.Scan(context.Background(), in); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	var paths []string
 	for _, o := range s.memos.get(inputID(in, root)).seen {
@@ -155,7 +155,7 @@ func recordBenchTree(b *testing.B) (string, Input, []string) {
 // same paths, in parallel, and does nothing else. Each iteration uses a
 // new Scanner, so nothing of an earlier one is remembered.
 func BenchmarkNewProcessKey(b *testing.B) {
-	_, in, paths := recordBenchTree(b)
+	_, in, paths := recordBenchTree(b, recordBenchHeaders)
 	st, err := disk.Open(disk.Options{Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
@@ -211,14 +211,14 @@ func BenchmarkNewProcessKey(b *testing.B) {
 	})
 	b.Run("floor", func(b *testing.B) {
 		for b.Loop() {
-			statAll(b, paths)
+			statAll(paths)
 		}
 		b.ReportMetric(float64(len(paths)), "stats/op")
 	})
 }
 
 // statAll stats paths with as many goroutines as memo.valid uses.
-func statAll(b *testing.B, paths []string) {
+func statAll(paths []string) {
 	var wg sync.WaitGroup
 	var next atomic.Int64
 	for range statWorkers() {
@@ -237,4 +237,26 @@ func statAll(b *testing.B, paths []string) {
 		}()
 	}
 	wg.Wait()
+}
+
+// BenchmarkDecodeRecord decodes the dependency record of a CUB-sized
+// key (650 headers): what a new process does with the record before its
+// stats.
+func BenchmarkDecodeRecord(b *testing.B) {
+	_, in, _ := recordBenchTree(b, newProcHeaders)
+	records := newMemRecords()
+	s := NewScanner(nil, WithRecords(records))
+	s.fs.now = func() time.Time { return time.Now().Add(time.Minute) }
+	if _, _, err := s.Scan(context.Background(), in); err != nil {
+		b.Fatal(err)
+	}
+	s.writes.Wait()
+	id, data := records.only(b)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeRecord(id, data); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -30,9 +31,28 @@ func nvrtc13Input(src []byte, path, wd string, args []string) Input {
 		CompilerMacros: []string{"NV_*", "CUDART_VERSION", "assert", "cudaStreamLegacy", "va_start"}}
 }
 
+// ccclDir returns testdata/cccl, found from the working directory
+// whether a test binary runs in this package's directory (go test) or in
+// the repository's root (a binary carried to the GPU machine), or else
+// beside this source file.
+func ccclDir(t testing.TB) string {
+	t.Helper()
+	candidates := []string{"testdata/cccl", "deps/testdata/cccl"}
+	if _, file, _, ok := runtime.Caller(0); ok {
+		candidates = append(candidates, filepath.Join(filepath.Dir(file), "testdata", "cccl"))
+	}
+	for _, c := range candidates {
+		if fi, err := os.Stat(c); err == nil && fi.IsDir() {
+			return c
+		}
+	}
+	t.Fatalf("testdata/cccl not found from %v", candidates)
+	return ""
+}
+
 // ccclKernels returns the kernels of testdata/cccl by name.
 func ccclKernels(t *testing.T) map[string][]byte {
-	files, err := filepath.Glob("testdata/cccl/*.cu")
+	files, err := filepath.Glob(filepath.Join(ccclDir(t), "*.cu"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no kernels in testdata/cccl: %v", err)
 	}
@@ -293,7 +313,7 @@ func BenchmarkCCCLKey(b *testing.B) {
 	if inc == "" {
 		b.Skip("KCACHE_CUDA_INCLUDE is not set")
 	}
-	src, err := os.ReadFile("testdata/cccl/cub_block_reduce.cu")
+	src, err := os.ReadFile(filepath.Join(ccclDir(b), "cub_block_reduce.cu"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,8 +1,9 @@
 package deps
 
 import (
-	"crypto/sha256"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"reflect"
 	"testing"
 
@@ -24,7 +25,7 @@ func FuzzRecord(f *testing.F) {
 	var id kcache.Digest
 	for k, rec := range store.m {
 		id = k
-		f.Add(rec[len(recordMagic) : len(rec)-sha256.Size])
+		f.Add(rec[len(recordMagic) : len(rec)-crcSize])
 	}
 	f.Add([]byte{recordVersion})
 	f.Add([]byte{})
@@ -37,8 +38,8 @@ func FuzzRecord(f *testing.F) {
 			return
 		}
 		whole := append([]byte(recordMagic), body...)
-		sum := sha256.Sum256(whole)
-		if _, err := decodeRecord(id, append(whole, sum[:]...)); err != nil {
+		sum := crc32.Checksum(whole, recordCRC)
+		if _, err := decodeRecord(id, binary.LittleEndian.AppendUint32(whole, sum)); err != nil {
 			t.Fatalf("the body parsed, the record did not: %v", err)
 		}
 		again, err := decodeRecord(id, encodeRecord(id, m))

@@ -2,8 +2,10 @@ package deps
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -47,7 +49,7 @@ func (r *memRecords) StoreRecord(_ context.Context, id kcache.Digest, rec []byte
 }
 
 // only returns the one record the store holds.
-func (r *memRecords) only(t *testing.T) (kcache.Digest, []byte) {
+func (r *memRecords) only(t testing.TB) (kcache.Digest, []byte) {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -150,6 +152,31 @@ func TestRecordDamageIsAMiss(t *testing.T) {
 		n := counting(s)
 		if got, _ := scanRecorded(t, s, in); !slices.Equal(got, want) || n.reads.Load() == 0 {
 			t.Fatalf("damage %d: headers %v after %d reads, want %v from a scan", i, got, n.reads.Load(), want)
+		}
+	}
+}
+
+// TestRecordPathLengthChecked: a record whose length of paths differs
+// from the paths it holds, under a checksum that matches (a bug of the
+// writer, not damage), is refused: the decoder allocates by that length.
+func TestRecordPathLengthChecked(t *testing.T) {
+	_, in := recordTree(t)
+	store := newMemRecords()
+	s := NewScanner(nil, WithRecords(store))
+	counting(s)
+	scanRecorded(t, s, in)
+	id, rec := store.only(t)
+	// magic, version, id, flags, the count of observations, then the
+	// length of their paths.
+	at := len(recordMagic) + 1 + len(id) + 1
+	_, n := binary.Uvarint(rec[at:])
+	at += n
+	length, n := binary.Uvarint(rec[at:])
+	for _, claim := range []uint64{0, length - 1, length + 1, 1 << 40} {
+		body := slices.Concat(rec[:at], binary.AppendUvarint(nil, claim), rec[at+n:len(rec)-crcSize])
+		sealed := binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, recordCRC))
+		if _, err := decodeRecord(id, sealed); !errors.Is(err, errBadRecord) {
+			t.Errorf("paths of %d bytes claimed as %d: decoded, err %v", length, claim, err)
 		}
 	}
 }

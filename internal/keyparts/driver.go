@@ -270,13 +270,65 @@ func libraryFiles(path string, mapped []Mapping, companions []string) Files {
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		dir = filepath.Dir(real)
 	}
-	for _, pattern := range companions {
-		matches, _ := filepath.Glob(filepath.Join(dir, pattern))
-		for _, m := range matches {
-			if id, err := StatFile(m); err == nil {
-				out = append(out, id)
+	return append(out, companionFiles(dir, companions)...)
+}
+
+// companionFiles returns the identities of the files under dir that
+// match patterns (filepath.Match; a pattern may name a subdirectory).
+// Each directory is listed once for all its patterns, and its names are
+// not sorted, where filepath.Glob lists and sorts it once per pattern:
+// the driver's directory (/usr/lib/x86_64-linux-gnu) holds thousands
+// of files, and a new process's first key waits for this search.
+func companionFiles(dir string, patterns []string) Files {
+	byDir := map[string][]string{}
+	var dirs []string
+	var out Files
+	add := func(path string) {
+		if id, err := StatFile(path); err == nil {
+			out = append(out, id)
+		}
+	}
+	for _, p := range patterns {
+		full := filepath.Join(dir, p)
+		d, base := filepath.Dir(full), filepath.Base(full)
+		if strings.ContainsAny(d, `*?[\`) {
+			matches, _ := filepath.Glob(full) // a pattern over directories: rare
+			for _, m := range matches {
+				add(m)
 			}
+			continue
+		}
+		if _, ok := byDir[d]; !ok {
+			dirs = append(dirs, d)
+		}
+		byDir[d] = append(byDir[d], base)
+	}
+	for _, d := range dirs {
+		var matched []string
+		for _, name := range listNames(d) {
+			for _, pattern := range byDir[d] {
+				if ok, _ := filepath.Match(pattern, name); ok {
+					matched = append(matched, name)
+					break
+				}
+			}
+		}
+		slices.Sort(matched)
+		for _, name := range matched {
+			add(filepath.Join(d, name))
 		}
 	}
 	return out
+}
+
+// listNames returns the names in dir, unsorted; none where it cannot be
+// read.
+func listNames(dir string) []string {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(-1)
+	return names
 }

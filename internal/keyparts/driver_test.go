@@ -362,6 +362,31 @@ func TestLibraryFiles(t *testing.T) {
 	}
 }
 
+// TestCompanionFiles: one listing per directory finds what a glob per
+// pattern finds: several patterns of one directory (a file matching two
+// counted once), a pattern of a subdirectory, one over directories, and
+// a directory that does not exist.
+func TestCompanionFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"libnvidia-nvvm.so.4", "libnvidia-nvvm.so.580", "libnvidia-ptxjitcompiler.so.1", "libother.so", "sub/a.so", "sub/b.txt", "sub2/c.so"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeLib(t, filepath.Join(dir, f), f, time.Now())
+	}
+	patterns := []string{"libnvidia-nvvm.so*", "libnvidia-ptxjitcompiler.so*", "libnvidia-*.so.1", "libnone.so*", "sub/*.so", "sub*/c.so", "missing/*.so"}
+	var want []string
+	for _, p := range patterns {
+		matches, _ := filepath.Glob(filepath.Join(dir, p))
+		want = append(want, matches...)
+	}
+	slices.Sort(want)
+	want = slices.Compact(want)
+	if got := filePaths(companionFiles(dir, patterns)); !slices.Equal(got, want) {
+		t.Errorf("companionFiles = %q\nwant %q", got, want)
+	}
+}
+
 // TestICDNames checks where driver library names are read: every place
 // either ICD loader reads them, so that no loaded driver goes unkeyed.
 func TestICDNames(t *testing.T) {
@@ -422,4 +447,31 @@ func TestLibrarySearchPath(t *testing.T) {
 	if got := ldSoConf(filepath.Join(dir, "ld.so.conf"), 0); !slices.Equal(got, []string{"/usr/lib/a", "/top"}) {
 		t.Errorf("ldSoConf = %q", got)
 	}
+}
+
+// BenchmarkCompanionFiles finds the CUDA driver's three companion
+// patterns in a large library directory: "one-listing" as companionFiles
+// does, "glob-per-pattern" as libraryFiles did before (a filepath.Glob
+// per pattern, each listing and sorting the whole directory).
+func BenchmarkCompanionFiles(b *testing.B) {
+	const dir = "/usr/lib/x86_64-linux-gnu"
+	if _, err := os.Stat(dir); err != nil {
+		b.Skipf("no %s: %v", dir, err)
+	}
+	patterns := []string{"libnvidia-ptxjitcompiler.so*", "libnvidia-nvvm.so*", "libnvidia-gpucomp.so*"}
+	b.Run("one-listing", func(b *testing.B) {
+		for b.Loop() {
+			companionFiles(dir, patterns)
+		}
+	})
+	b.Run("glob-per-pattern", func(b *testing.B) {
+		for b.Loop() {
+			for _, p := range patterns {
+				matches, _ := filepath.Glob(filepath.Join(dir, p))
+				for _, m := range matches {
+					StatFile(m)
+				}
+			}
+		}
+	})
 }
