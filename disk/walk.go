@@ -2,13 +2,11 @@ package disk
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -78,152 +76,6 @@ func (s *Store) Walk(ctx context.Context, fn func(Info) error) error {
 		}
 		return nil
 	})
-}
-
-// Report is what Verify found.
-type Report struct {
-	Entries    int       // sound entries
-	Bytes      int64     // their size on disk
-	Damaged    int       // entries whose record or binary fails a check
-	Incomplete int       // leftovers of interrupted writes
-	Unreadable int       // directories that could not be listed, skipped
-	Removed    int       // damaged entries and leftovers removed, with repair
-	Problems   []Problem // the first maxProblems damaged, incomplete or unreadable items
-}
-
-// Problem is one damaged or incomplete item found by Verify.
-type Problem struct {
-	Path string
-	Err  error // wraps ErrDamaged or ErrIncomplete
-}
-
-// maxProblems bounds Report.Problems, so that verifying a wrecked cache of
-// millions of entries does not build a report as large.
-const maxProblems = 1000
-
-// Verify checks every entry: its record decodes, sits where its key's
-// digests place it, and its binary has the recorded length, SHA-256 and
-// CRC-32C. With repair it removes damaged entries and leftovers of
-// interrupted writes (each under its leaf's lock, rechecked there, so a
-// write in progress is never taken for a leftover) and rewrites the size
-// file from what remains.
-func (s *Store) Verify(ctx context.Context, repair bool) (Report, error) {
-	var r Report
-	var sk skipped
-	err := s.eachLeaf(ctx, &sk, func(leaf string) error {
-		c, err := listLeaf(leaf)
-		if err != nil {
-			sk.add(leaf, err)
-			return nil
-		}
-		if s.tally(&r, leaf, c) && repair {
-			r.Removed += s.repairLeaf(ctx, leaf)
-		}
-		return nil
-	})
-	r.Unreadable = sk.n
-	for _, p := range sk.first {
-		if len(r.Problems) < maxProblems {
-			r.Problems = append(r.Problems, p)
-		}
-	}
-	if err == nil && repair {
-		err = s.recount(ctx)
-	}
-	return r, err
-}
-
-// skipped collects what a walk could not read.
-type skipped struct {
-	mu    sync.Mutex
-	n     int
-	first []Problem // the first maxProblems
-}
-
-// add records that path could not be read. A path that vanished meanwhile
-// (another process removed it) is not a problem.
-func (sk *skipped) add(path string, err error) {
-	if sk == nil || errors.Is(err, fs.ErrNotExist) {
-		return
-	}
-	sk.mu.Lock()
-	defer sk.mu.Unlock()
-	sk.n++
-	if len(sk.first) < maxProblems {
-		sk.first = append(sk.first, Problem{Path: path, Err: fmt.Errorf("%w: %w", ErrUnreadable, err)})
-	}
-}
-
-// warn logs one warning for everything skipped.
-func (sk *skipped) warn(s *Store) {
-	if sk.n > 0 {
-		s.log.Warn("kcache: parts of the cache could not be read and were skipped", "count", sk.n,
-			"first", sk.first[0].Path, "err", sk.first[0].Err)
-	}
-}
-
-// tally adds a leaf's slots and leftovers to r and reports whether any was
-// damaged or incomplete.
-func (s *Store) tally(r *Report, leaf string, c leafContents) (bad bool) {
-	add := func(path string, err error) {
-		bad = true
-		if errors.Is(err, ErrIncomplete) {
-			r.Incomplete++
-		} else {
-			r.Damaged++
-		}
-		if len(r.Problems) < maxProblems {
-			r.Problems = append(r.Problems, Problem{Path: path, Err: err})
-		}
-	}
-	for n := range maxSlots {
-		if !c.slots[n].used() {
-			continue
-		}
-		in := s.inspect(leaf, n, c.slots[n], true)
-		if in.Err != nil {
-			add(in.RecordPath(), in.Err)
-			continue
-		}
-		r.Entries++
-		r.Bytes += in.Size
-	}
-	for _, t := range c.temps {
-		add(leaf+"/"+t, fmt.Errorf("%w: temporary file", ErrIncomplete))
-	}
-	return bad
-}
-
-// repairLeaf removes, under the leaf's lock, every slot that fails a deep
-// check and every temporary file, and returns how many it removed.
-func (s *Store) repairLeaf(ctx context.Context, leaf string) int {
-	unlock, err := s.lockLeaf(ctx, leaf, false, s.opts.LockTimeout)
-	if err != nil {
-		return 0
-	}
-	defer unlock()
-	c, err := listLeaf(leaf)
-	if err != nil {
-		return 0
-	}
-	removed := 0
-	for n := range maxSlots {
-		if c.slots[n].used() && s.inspect(leaf, n, c.slots[n], true).Err != nil {
-			if _, err := s.removeSlot(leaf, n); err == nil {
-				removed++
-			}
-		}
-	}
-	// The totals are recounted after the walk (Verify), not here.
-	removed += removeTemps(leaf, c.temps)
-	s.dropLeafIfEmpty(leaf)
-	return removed
-}
-
-// recount sets every shard's total from what is on disk: the maintenance
-// pass without its evictions.
-func (s *Store) recount(ctx context.Context) error {
-	return s.fullPass(ctx, passOptions{wait: true})
 }
 
 // inspect checks slot n of leaf; deep also reads the binary and checks its
@@ -560,63 +412,4 @@ func (s *Store) walkTotal(ctx context.Context) (int64, error) {
 		return nil
 	})
 	return total.Load(), err
-}
-
-// trashPrefix names a version directory that Clear has taken out of use
-// and is removing.
-const trashPrefix = ".trash-"
-
-// Clear removes every entry, of every format version. It first renames each
-// version directory aside, which other processes see at once as an empty
-// cache, then removes it; a Clear interrupted midway leaves a .trash-*
-// directory that the next Clear removes.
-func (s *Store) Clear(ctx context.Context) error {
-	// This process's background work would otherwise go on writing totals
-	// of the entries being removed into the new, empty cache.
-	if err := s.wait(ctx); err != nil {
-		return fmt.Errorf("disk: clear: %w", err)
-	}
-	names, err := readNames(s.root)
-	if err != nil {
-		return fmt.Errorf("disk: clear: %w", err)
-	}
-	var errs []error
-	for _, name := range names {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		p := filepath.Join(s.root, name)
-		if isVersionName(name) {
-			trash := filepath.Join(s.root, trashPrefix+rand.Text())
-			if err := os.Rename(p, trash); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			p = trash
-		} else if !strings.HasPrefix(name, trashPrefix) {
-			continue
-		}
-		errs = append(errs, os.RemoveAll(p))
-	}
-	s.nextTrim.Store(0)
-	s.lastTotal.Store(0)
-	errs = append(errs, s.modes.mkdirAll(s.dir))
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("disk: clear: %w", err)
-	}
-	return nil
-}
-
-// isVersionName reports whether name is a version directory's: "v" and
-// digits.
-func isVersionName(name string) bool {
-	if len(name) < 2 || name[0] != 'v' {
-		return false
-	}
-	for _, c := range name[1:] {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }

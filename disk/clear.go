@@ -1,0 +1,70 @@
+package disk
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// trashPrefix names a version directory that Clear has taken out of use
+// and is removing.
+const trashPrefix = ".trash-"
+
+// Clear removes every entry, of every format version. It first renames each
+// version directory aside, which other processes see at once as an empty
+// cache, then removes it; a Clear interrupted midway leaves a .trash-*
+// directory that the next Clear removes.
+func (s *Store) Clear(ctx context.Context) error {
+	// This process's background work would otherwise go on writing totals
+	// of the entries being removed into the new, empty cache.
+	if err := s.wait(ctx); err != nil {
+		return fmt.Errorf("disk: clear: %w", err)
+	}
+	names, err := readNames(s.root)
+	if err != nil {
+		return fmt.Errorf("disk: clear: %w", err)
+	}
+	var errs []error
+	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p := filepath.Join(s.root, name)
+		if isVersionName(name) {
+			trash := filepath.Join(s.root, trashPrefix+rand.Text())
+			if err := os.Rename(p, trash); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			p = trash
+		} else if !strings.HasPrefix(name, trashPrefix) {
+			continue
+		}
+		errs = append(errs, os.RemoveAll(p))
+	}
+	s.nextTrim.Store(0)
+	s.lastTotal.Store(0)
+	errs = append(errs, s.modes.mkdirAll(s.dir))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("disk: clear: %w", err)
+	}
+	return nil
+}
+
+// isVersionName reports whether name is a version directory's: "v" and
+// digits.
+func isVersionName(name string) bool {
+	if len(name) < 2 || name[0] != 'v' {
+		return false
+	}
+	for _, c := range name[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
