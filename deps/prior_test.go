@@ -174,3 +174,20 @@ func TestPriorValueInFileTests(t *testing.T) {
 	in := Input{Source: []byte(src), WorkDir: root, SearchWorkDir: true, Trigraphs: TrigraphsOn}
 	keyChanges(t, in, func() { write(t, filepath.Join(root, "V.h"), "") })
 }
+
+// TestPriorValueAfterUnseenHeader: once an include was found nowhere the
+// scan looks (on a compiler that may search elsewhere), that header may
+// have defined a name the scanned files define only in branches: its
+// value there cannot be known.
+func TestPriorValueAfterUnseenHeader(t *testing.T) {
+	root := tree(t, priorFiles)
+	src := strMacros + "#include \"elsewhere.h\"\n#ifdef A\n#define V one\n#endif\n#include XS(V.h)\n"
+	in := Input{Source: []byte(src), WorkDir: root, SearchWorkDir: true, Trigraphs: TrigraphsOn}
+	if _, _, err := NewScanner(nil).Scan(context.Background(), in); !errors.Is(err, ErrUncacheable) {
+		t.Errorf("err = %v, want ErrUncacheable", err)
+	}
+	in.CompleteSearchPath = true // the include fails the build where it is live
+	if _, _, err := NewScanner(nil).Scan(context.Background(), in); err != nil {
+		t.Errorf("with a complete search path: %v", err)
+	}
+}
