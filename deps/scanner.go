@@ -36,6 +36,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/kcache/kcache"
@@ -247,20 +248,24 @@ func NewScanner(logger *slog.Logger, opts ...Option) *Scanner {
 func (s *Scanner) Scan(ctx context.Context, in Input) (headers []kcache.Header, trace []Dependency, err error) {
 	wd := in.WorkDir
 	if wd == "" {
-		if wd, err = os.Getwd(); err != nil {
+		if wd, err = workDir(); err != nil {
 			return nil, nil, fmt.Errorf("deps: working directory: %w", err)
 		}
 	}
+	m, h := s.memos.lookup(in, wd)
+	if m != nil && m.valid(s.fs) {
+		return m.result(s.fs.now())
+	}
+	// Past the memo the input's SHA-256 names its record, and a scan
+	// costs far more than the hash.
 	key := inputID(in, wd)
-	m := s.memos.get(key)
 	if m == nil {
 		// A memo of this process is newer than any record, which was
 		// loaded or written with it.
-		m = s.loadRecord(ctx, key)
-	}
-	if m != nil && m.valid(s.fs) {
-		s.memos.put(key, m)
-		return m.result(s.fs.now())
+		if m = s.loadRecord(ctx, key); m != nil && m.valid(s.fs) {
+			s.memos.put(h, key, in, wd, m)
+			return m.result(s.fs.now())
+		}
 	}
 	sc := newScan(ctx, s, in, wd)
 	if err := sc.run(); err != nil {
@@ -272,7 +277,7 @@ func (s *Scanner) Scan(ctx context.Context, in Input) (headers []kcache.Header, 
 		}
 	}
 	m = &memo{seen: sc.seen, headers: headers, trace: sc.trace, date: sc.date}
-	s.memos.put(key, m)
+	s.memos.put(h, key, in, wd, m)
 	s.storeRecord(ctx, key, m)
 	return m.result(s.fs.now())
 }
@@ -286,12 +291,30 @@ func (s *Scanner) Unchanged(in Input) bool {
 	wd := in.WorkDir
 	if wd == "" {
 		var err error
-		if wd, err = os.Getwd(); err != nil {
+		if wd, err = workDir(); err != nil {
 			return false
 		}
 	}
-	m := s.memos.get(inputID(in, wd))
+	m, _ := s.memos.lookup(in, wd)
 	return m != nil && m.valid(s.fs)
+}
+
+// workDir returns what os.Getwd returns, for one getcwd system call where
+// it can: os.Getwd stats "." and $PWD to return $PWD when it names the
+// working directory, and asks getcwd otherwise. When getcwd's answer is
+// $PWD itself, or $PWD is unset or relative, os.Getwd would return that
+// answer too; only a $PWD that names the directory by another path (a
+// symbolic link) is left to os.Getwd. A warm key paid two stats here on
+// every lookup.
+func workDir() (string, error) {
+	if syscall.ImplementsGetwd {
+		if dir, err := syscall.Getwd(); err == nil {
+			if pwd := os.Getenv("PWD"); pwd == dir || pwd == "" || pwd[0] != '/' {
+				return dir, nil
+			}
+		}
+	}
+	return os.Getwd()
 }
 
 // loadRecord returns the dependency record of the input whose id is id,
