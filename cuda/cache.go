@@ -223,7 +223,17 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 	}
 	c.bins.RecordMemory(false, 0)
 	outcome := kcache.OutcomeMemory // unless this call loads it
-	h, err := c.modules.GetOrBuild(ctx, d, func(ctx context.Context) (*moduleEntry, int64, error) {
+	// A module in the disk tier is loaded on this goroutine; only what
+	// needs more (a remote tier, a cross-process lock, NVRTC) is built on
+	// a goroutine of the object tier's.
+	h, err := c.modules.GetOrLoad(ctx, d, func(ctx context.Context) (*moduleEntry, int64, bool) {
+		e, ok := c.loadLocal(ctx, prep)
+		if ok {
+			outcome = e.outcome
+			return e, int64(len(e.blob)), true
+		}
+		return nil, 0, false
+	}, func(ctx context.Context) (*moduleEntry, int64, error) {
 		e, err := c.load(ctx, src, prep, p)
 		if err != nil {
 			return nil, 0, err
@@ -278,6 +288,23 @@ func (c *Cache) load(ctx context.Context, src Source, prep *kcache.Prepared, p p
 		}
 	}
 	return c.compile(ctx, src, p, r.Digest, pending)
+}
+
+// loadLocal loads a module from the local binary tiers, where one has
+// it and it loads. Any failure is left to load, which reads the tiers
+// again and knows what each failure calls for (deleting a damaged
+// entry, evicting on out of memory).
+func (c *Cache) loadLocal(ctx context.Context, prep *kcache.Prepared) (*moduleEntry, bool) {
+	r, err := c.bins.GetLocal(ctx, prep)
+	if err != nil {
+		return nil, false
+	}
+	e, err := c.fromBlob(r.Binary)
+	if err != nil {
+		return nil, false
+	}
+	e.digest, e.outcome, e.buildTime = r.Digest, r.Outcome, r.BuildTime
+	return e, true
 }
 
 // fromBlob decodes a stored image and loads it.
