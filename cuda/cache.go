@@ -111,7 +111,7 @@ func (c *Cache) plan(src Source) (plan, error) {
 // target returns src's options with the target architecture, and the
 // format they make.
 func (c *Cache) target(src Source) (plan, error) {
-	opts := slices.Clone(src.Options)
+	opts := append(make([]string, 0, len(src.Options)+1), src.Options...) // room for the architecture
 	if !hasArch(opts) {
 		if c.id.ptx {
 			archs, err := SupportedArchs()
@@ -153,11 +153,10 @@ func (c *Cache) headers(ctx context.Context, src Source, p plan) ([]kcache.Heade
 		out = append(out, kcache.HeaderOf("memory:"+h.Name, h.Content))
 	}
 	for _, in := range scanInputs(src, p) {
-		found, _, err := c.scanner.Scan(ctx, in)
-		if err != nil {
+		var err error
+		if out, err = c.scanner.AppendHeaders(ctx, out, in); err != nil {
 			return nil, err
 		}
-		out = append(out, found...)
 	}
 	return out, nil
 }
@@ -184,8 +183,10 @@ func (c *Cache) key(ctx context.Context, src Source, p plan) (*kcache.Key, error
 		spec[i] = kcache.SpecConstant{ID: uint32(i), Value: []byte(e)}
 	}
 	link := ""
-	for _, k := range slices.Sorted(maps.Keys(c.jit)) {
-		link += fmt.Sprintf("jit%d=%d ", k, c.jit[k])
+	if len(c.jit) > 0 { // sorting an empty map's keys allocates all the same
+		for _, k := range slices.Sorted(maps.Keys(c.jit)) {
+			link += fmt.Sprintf("jit%d=%d ", k, c.jit[k])
+		}
 	}
 	return &kcache.Key{
 		Device:   c.id.dev,

@@ -6,8 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/kcache/kcache"
 )
 
 // changedInputs returns, for each field of Input, a copy of base with
@@ -180,6 +183,31 @@ func TestWorkDirIsGetwd(t *testing.T) {
 		got, err := workDir()
 		if err != nil || got != want {
 			t.Errorf("PWD=%q: workDir %q, %v; os.Getwd %q", pwd, got, err, want)
+		}
+	}
+}
+
+// TestAppendHeadersIsScan: AppendHeaders appends what Scan returns as
+// headers, the day's header included, cold and warm.
+func TestAppendHeadersIsScan(t *testing.T) {
+	root := tree(t, map[string]string{"a.h": "int a;\n", "d.h": "const char *d = __DATE__;\n"})
+	for _, src := range []string{"#include \"a.h\"\n", "#include \"a.h\"\n#include \"d.h\"\n"} {
+		s := NewScanner(nil)
+		counting(s)
+		in := Input{Source: []byte(src), WorkDir: root, SearchWorkDir: true, CompleteSearchPath: true, Trigraphs: TrigraphsOn}
+		for range 2 {
+			pre := kcache.Header{Name: "memory:x"}
+			got, err := s.AppendHeaders(context.Background(), []kcache.Header{pre}, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := mustScan(t, s, in)
+			if !reflect.DeepEqual(got, append([]kcache.Header{pre}, want...)) {
+				t.Errorf("%q: AppendHeaders %v, Scan %v", src, got, want)
+			}
+			if dated := got[len(got)-1].Name == DateHeader; dated != strings.Contains(src, "d.h") {
+				t.Errorf("%q: headers %v: the day's header missing or extra", src, got)
+			}
 		}
 	}
 }

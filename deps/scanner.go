@@ -246,15 +246,42 @@ func NewScanner(logger *slog.Logger, opts ...Option) *Scanner {
 // ErrUncacheable when no key can be trusted (see ErrUncacheable), and an
 // error when a dependency exists but cannot be read.
 func (s *Scanner) Scan(ctx context.Context, in Input) (headers []kcache.Header, trace []Dependency, err error) {
+	m, err := s.scanMemo(ctx, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m.result(s.fs.now())
+}
+
+// AppendHeaders is Scan for a caller that needs only the headers: it
+// appends them to dst, and copies no trace. A warm key of a source with
+// hundreds of headers copied its trace on every lookup.
+func (s *Scanner) AppendHeaders(ctx context.Context, dst []kcache.Header, in Input) ([]kcache.Header, error) {
+	m, err := s.scanMemo(ctx, in)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, m.headers...)
+	if m.date {
+		h, _ := dateHeader(s.fs.now())
+		dst = append(dst, h)
+	}
+	return dst, nil
+}
+
+// scanMemo returns the memo of a scan of in that holds now: this
+// process's, the record's, or a new scan's.
+func (s *Scanner) scanMemo(ctx context.Context, in Input) (*memo, error) {
 	wd := in.WorkDir
 	if wd == "" {
+		var err error
 		if wd, err = workDir(); err != nil {
-			return nil, nil, fmt.Errorf("deps: working directory: %w", err)
+			return nil, fmt.Errorf("deps: working directory: %w", err)
 		}
 	}
 	m, h := s.memos.lookup(in, wd)
 	if m != nil && m.valid(s.fs) {
-		return m.result(s.fs.now())
+		return m, nil
 	}
 	// Past the memo the input's SHA-256 names its record, and a scan
 	// costs far more than the hash.
@@ -264,13 +291,14 @@ func (s *Scanner) Scan(ctx context.Context, in Input) (headers []kcache.Header, 
 		// loaded or written with it.
 		if m = s.loadRecord(ctx, key); m != nil && m.valid(s.fs) {
 			s.memos.put(h, key, in, wd, m)
-			return m.result(s.fs.now())
+			return m, nil
 		}
 	}
 	sc := newScan(ctx, s, in, wd)
 	if err := sc.run(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	var headers []kcache.Header
 	for _, d := range sc.trace {
 		if d.Rule != RuleAbsent {
 			headers = append(headers, kcache.Header{Name: d.Name, Digest: d.Digest})
@@ -279,7 +307,7 @@ func (s *Scanner) Scan(ctx context.Context, in Input) (headers []kcache.Header, 
 	m = &memo{seen: sc.seen, headers: headers, trace: sc.trace, date: sc.date}
 	s.memos.put(h, key, in, wd, m)
 	s.storeRecord(ctx, key, m)
-	return m.result(s.fs.now())
+	return m, nil
 }
 
 // Unchanged reports whether every file and directory the last Scan of in
@@ -391,15 +419,22 @@ const (
 const DateHeader = "<__DATE__>"
 
 // result returns a copy of the memo's headers and trace, with the day
-// where the sources expand __DATE__ (as clang writes it, "Mmm dd yyyy").
+// where the sources expand __DATE__.
 func (m *memo) result(now time.Time) ([]kcache.Header, []Dependency, error) {
 	headers, trace := slices.Clone(m.headers), slices.Clone(m.trace)
 	if m.date {
-		day := now.Format("Jan _2 2006")
-		headers = append(headers, kcache.Header{Name: DateHeader, Digest: sha256.Sum256([]byte(day))})
-		trace = append(trace, Dependency{Name: DateHeader, Path: day, Digest: sha256.Sum256([]byte(day)), Rule: RuleClock})
+		h, day := dateHeader(now)
+		headers = append(headers, h)
+		trace = append(trace, Dependency{Name: DateHeader, Path: day, Digest: h.Digest, Rule: RuleClock})
 	}
 	return headers, trace, nil
+}
+
+// dateHeader returns the key's header for the day of now, and the day as
+// clang writes it for __DATE__ ("Mmm dd yyyy").
+func dateHeader(now time.Time) (kcache.Header, string) {
+	day := now.Format("Jan _2 2006")
+	return kcache.Header{Name: DateHeader, Digest: sha256.Sum256([]byte(day))}, day
 }
 
 // report logs why a source is uncacheable (or an include was found
