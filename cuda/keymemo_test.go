@@ -166,4 +166,3 @@ func TestPreparedReused(t *testing.T) {
 	}
 	wg.Wait()
 }
-
