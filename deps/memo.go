@@ -300,7 +300,7 @@ func hashInput(seed maphash.Seed, in Input, wd string) uint64 {
 	list(in.CompilerHeaders)
 	list(in.CompilerMacros)
 	var flags int
-	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate} {
+	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate, in.VerifiesPredefines} {
 		if f {
 			flags |= 1 << i
 		}
@@ -316,6 +316,7 @@ func sameInput(a, b Input) bool {
 		a.Path == b.Path && a.WorkDir == b.WorkDir && a.BaseDir == b.BaseDir && a.MainDir == b.MainDir &&
 		a.Trigraphs == b.Trigraphs && a.SearchWorkDir == b.SearchWorkDir &&
 		a.CompleteSearchPath == b.CompleteSearchPath && a.EveryCandidate == b.EveryCandidate &&
+		a.VerifiesPredefines == b.VerifiesPredefines &&
 		slices.Equal(a.Args, b.Args) && slices.Equal(a.Depends, b.Depends) &&
 		slices.Equal(a.Builtins, b.Builtins) && slices.Equal(a.SystemDirs, b.SystemDirs) &&
 		slices.Equal(a.CompilerHeaders, b.CompilerHeaders) && slices.Equal(a.CompilerMacros, b.CompilerMacros)
