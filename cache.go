@@ -127,11 +127,35 @@ func (c *Cache) Get(ctx context.Context, key *Key) (Result, error) {
 	return c.get(ctx, key.Prepare(), true)
 }
 
+// GetLocal looks a prepared key up in the cache's local tiers only: those
+// of kind OutcomeDisk before any other, filling those above a hit. It
+// counts a hit but no miss, since a caller that misses goes on to
+// LookupPrepared, which counts it. It never waits for a network or for
+// another process's build: it is the part of a lookup short enough to run
+// on the caller's goroutine (see objcache.GetOrLoad). It returns an error
+// wrapping ErrMiss when none has the key.
+func (c *Cache) GetLocal(ctx context.Context, p *Prepared) (Result, error) {
+	n := 0
+	for n < len(c.tiers) && c.tiers[n].Kind == OutcomeDisk {
+		n++
+	}
+	r, err := c.getIn(ctx, p, c.tiers[:n], false)
+	if err == nil {
+		c.trace(p)
+	}
+	return r, err
+}
+
 // get searches the tiers. countMiss is false for the second look after
 // taking the build lock, so one request counts at most one miss per tier.
 func (c *Cache) get(ctx context.Context, p *Prepared, countMiss bool) (Result, error) {
+	return c.getIn(ctx, p, c.tiers, countMiss)
+}
+
+// getIn is get over tiers, a prefix of c.tiers.
+func (c *Cache) getIn(ctx context.Context, p *Prepared, tiers []Tier, countMiss bool) (Result, error) {
 	key, digest := p.key, p.digests.Key
-	for i, t := range c.tiers {
+	for i, t := range tiers {
 		start := time.Now()
 		e, err := getFrom(ctx, t.Store, p)
 		if err != nil {

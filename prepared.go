@@ -36,8 +36,11 @@ func (k *Key) Prepare() *Prepared {
 		{tagSpec, &p.digests.Spec},
 		{tagOptions, &p.digests.Options},
 	}
+	// One buffer for the four components' prefixes: written through the
+	// hash.Hash interface, a buffer on the stack would escape on each.
+	scratch := make([]byte, 0, 64)
 	for i, part := range parts {
-		componentInto(h, part.tag, enc[bounds[i]:bounds[i+1]], part.out)
+		componentInto(h, scratch, part.tag, enc[bounds[i]:bounds[i+1]], part.out)
 	}
 	// The whole key's digest is over the component digests, each
 	// length-prefixed, after its tag and the format version.
@@ -54,10 +57,10 @@ func (k *Key) Prepare() *Prepared {
 
 // componentInto writes into out the digest of one component's encoding:
 // its tag and the format version first, so that components whose
-// encodings happen to be equal bytes still differ. h is reset and reused.
-func componentInto(h hash.Hash, tag string, enc []byte, out *Digest) {
-	var buf [64]byte
-	e := encoder{buf: buf[:0]}
+// encodings happen to be equal bytes still differ. h is reset and reused,
+// and so is scratch, for the prefix.
+func componentInto(h hash.Hash, scratch []byte, tag string, enc []byte, out *Digest) {
+	e := encoder{buf: scratch[:0]}
 	e.str(tag)
 	e.uvarint(FormatVersion)
 	h.Reset()

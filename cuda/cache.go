@@ -37,6 +37,7 @@ type Cache struct {
 	baseDir string // the configuration's base directory (kcache.Config.BaseDir)
 	modules *objcache.Cache[kcache.Digest, *moduleEntry]
 	scanner *deps.Scanner
+	keys    *keyMemo // the last key of each source
 	// uncached builds modules whose dependencies cannot be bounded: they
 	// are never stored, nor kept once released.
 	uncached *objcache.Cache[uint64, *moduleEntry]
@@ -57,7 +58,7 @@ func NewCache(ctx *Context, bins *kcache.Cache, opts CacheOptions) (*Cache, erro
 		return nil, err
 	}
 	cfg := bins.Config()
-	c := &Cache{ctx: ctx, bins: bins, scanner: deps.NewScanner(bins.Logger(), deps.WithRecords(bins)), env: compilerEnv.Select(keyparts.Environ(opts.Environ)), jit: opts.JIT, id: id, baseDir: cfg.BaseDir}
+	c := &Cache{ctx: ctx, bins: bins, scanner: deps.NewScanner(bins.Logger(), deps.WithRecords(bins)), keys: newKeyMemo(), env: compilerEnv.Select(keyparts.Environ(opts.Environ)), jit: opts.JIT, id: id, baseDir: cfg.BaseDir}
 	c.modules = objcache.New[kcache.Digest, *moduleEntry](objcache.Options[*moduleEntry]{
 		Threshold: cfg.InMemoryThreshold,
 		Disabled:  !cfg.InMemory,
@@ -111,7 +112,7 @@ func (c *Cache) plan(src Source) (plan, error) {
 // target returns src's options with the target architecture, and the
 // format they make.
 func (c *Cache) target(src Source) (plan, error) {
-	opts := slices.Clone(src.Options)
+	opts := append(make([]string, 0, len(src.Options)+1), src.Options...) // room for the architecture
 	if !hasArch(opts) {
 		if c.id.ptx {
 			archs, err := SupportedArchs()
@@ -148,18 +149,28 @@ func (c *Cache) Key(ctx context.Context, src Source) (*kcache.Key, error) {
 // scanner as NVRTC finds them: quoted includes of the program in its
 // path's directory first, then the -I directories.
 func (c *Cache) headers(ctx context.Context, src Source, p plan) ([]kcache.Header, error) {
+	return c.scanned(ctx, memoryHeaders(src), src, p)
+}
+
+// memoryHeaders returns the key's headers for src's headers in memory.
+func memoryHeaders(src Source) []kcache.Header {
 	var out []kcache.Header
 	for _, h := range src.Headers {
 		out = append(out, kcache.HeaderOf("memory:"+h.Name, h.Content))
 	}
+	return out
+}
+
+// scanned appends to dst the files src includes, as the scanner finds
+// them.
+func (c *Cache) scanned(ctx context.Context, dst []kcache.Header, src Source, p plan) ([]kcache.Header, error) {
 	for _, in := range scanInputs(src, p) {
-		found, _, err := c.scanner.Scan(ctx, in)
-		if err != nil {
+		var err error
+		if dst, err = c.scanner.AppendHeaders(ctx, dst, in); err != nil {
 			return nil, err
 		}
-		out = append(out, found...)
 	}
-	return out, nil
+	return dst, nil
 }
 
 // inputsUnchanged reports whether every file src's key was computed from
@@ -179,13 +190,37 @@ func (c *Cache) key(ctx context.Context, src Source, p plan) (*kcache.Key, error
 	if err != nil {
 		return nil, err
 	}
+	return c.keyWith(src, p, headers), nil
+}
+
+// prepared returns src's key, prepared: the one remembered for src where
+// the scan finds the headers it was computed from (keymemo.go), else a
+// new one.
+func (c *Cache) prepared(ctx context.Context, src Source, p plan) (*kcache.Prepared, error) {
+	e, h := c.keys.lookup(src)
+	scanned, err := c.scanned(ctx, nil, src, p)
+	if err != nil {
+		return nil, err
+	}
+	if prep, ok := e.prepared(scanned); ok {
+		return prep, nil
+	}
+	prep := c.keyWith(src, p, append(memoryHeaders(src), scanned...)).Prepare()
+	c.keys.put(h, src, scanned, prep)
+	return prep, nil
+}
+
+// keyWith returns src's key with the headers found for it.
+func (c *Cache) keyWith(src Source, p plan, headers []kcache.Header) *kcache.Key {
 	spec := make([]kcache.SpecConstant, len(src.NameExpressions))
 	for i, e := range src.NameExpressions {
 		spec[i] = kcache.SpecConstant{ID: uint32(i), Value: []byte(e)}
 	}
 	link := ""
-	for _, k := range slices.Sorted(maps.Keys(c.jit)) {
-		link += fmt.Sprintf("jit%d=%d ", k, c.jit[k])
+	if len(c.jit) > 0 { // sorting an empty map's keys allocates all the same
+		for _, k := range slices.Sorted(maps.Keys(c.jit)) {
+			link += fmt.Sprintf("jit%d=%d ", k, c.jit[k])
+		}
 	}
 	return &kcache.Key{
 		Device:   c.id.dev,
@@ -193,7 +228,7 @@ func (c *Cache) key(ctx context.Context, src Source, p plan) (*kcache.Key, error
 		Image:    kcache.Image{Format: FormatCUDA, Source: src.Code, Headers: headers},
 		Spec:     spec,
 		Options:  kcache.BuildOptions{Compile: encodeOptions(programName(src), p.keyOptions), Link: link, Env: c.env},
-	}, nil
+	}
 }
 
 // Module returns src compiled and loaded, from the first place that has
@@ -206,16 +241,15 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, err := c.key(ctx, src, p)
+	// Prepared once: the object tier needs the digest, and the binary
+	// tiers the digests and the encoding.
+	prep, err := c.prepared(ctx, src, p)
 	if errors.Is(err, deps.ErrUncacheable) {
 		return c.moduleUncached(ctx, src, p, err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	// Prepared once: the object tier needs the digest, and the binary
-	// tiers the digests and the encoding.
-	prep := key.Prepare()
 	d := prep.Digests().Key
 	if h, ok := c.modules.Get(d); ok {
 		c.bins.RecordMemory(true, h.Value().buildTime)
@@ -223,7 +257,17 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 	}
 	c.bins.RecordMemory(false, 0)
 	outcome := kcache.OutcomeMemory // unless this call loads it
-	h, err := c.modules.GetOrBuild(ctx, d, func(ctx context.Context) (*moduleEntry, int64, error) {
+	// A module in the disk tier is loaded on this goroutine; only what
+	// needs more (a remote tier, a cross-process lock, NVRTC) is built on
+	// a goroutine of the object tier's.
+	h, err := c.modules.GetOrLoad(ctx, d, func(ctx context.Context) (*moduleEntry, int64, bool) {
+		e, ok := c.loadLocal(ctx, prep)
+		if ok {
+			outcome = e.outcome
+			return e, int64(len(e.blob)), true
+		}
+		return nil, 0, false
+	}, func(ctx context.Context) (*moduleEntry, int64, error) {
 		e, err := c.load(ctx, src, prep, p)
 		if err != nil {
 			return nil, 0, err
@@ -278,6 +322,23 @@ func (c *Cache) load(ctx context.Context, src Source, prep *kcache.Prepared, p p
 		}
 	}
 	return c.compile(ctx, src, p, r.Digest, pending)
+}
+
+// loadLocal loads a module from the local binary tiers, where one has
+// it and it loads. Any failure is left to load, which reads the tiers
+// again and knows what each failure calls for (deleting a damaged
+// entry, evicting on out of memory).
+func (c *Cache) loadLocal(ctx context.Context, prep *kcache.Prepared) (*moduleEntry, bool) {
+	r, err := c.bins.GetLocal(ctx, prep)
+	if err != nil {
+		return nil, false
+	}
+	e, err := c.fromBlob(r.Binary)
+	if err != nil {
+		return nil, false
+	}
+	e.digest, e.outcome, e.buildTime = r.Digest, r.Outcome, r.BuildTime
+	return e, true
 }
 
 // fromBlob decodes a stored image and loads it.

@@ -103,13 +103,17 @@ func programName(src Source) string {
 // encodeOptions writes the options a key holds, unambiguously (each
 // quoted), after the program's name, which NVRTC writes into line info.
 func encodeOptions(name string, options []string) string {
-	var b strings.Builder
-	b.WriteString("program=" + strconv.Quote(name))
+	// Sized once, quoted in place: a key is computed on every lookup.
+	n := len("program=") + len(name) + 2
 	for _, o := range options {
-		b.WriteByte(' ')
-		b.WriteString(strconv.Quote(o))
+		n += len(o) + 3
 	}
-	return b.String()
+	b := make([]byte, 0, n+16)
+	b = strconv.AppendQuote(append(b, "program="...), name)
+	for _, o := range options {
+		b = strconv.AppendQuote(append(b, ' '), o)
+	}
+	return string(b)
 }
 
 // identity is the device and compiler part of every key of one context.

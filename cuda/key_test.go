@@ -31,7 +31,7 @@ func writeFile(t *testing.T, path, content string) {
 func fakeCache(t testing.TB, env []string) *Cache {
 	t.Helper()
 	bins := kcache.New(kcache.DefaultConfig(func(string) string { return "" }), nil)
-	return &Cache{bins: bins, scanner: deps.NewScanner(nil), env: compilerEnv.Select(env), id: identity{
+	return &Cache{bins: bins, scanner: deps.NewScanner(nil), keys: newKeyMemo(), env: compilerEnv.Select(env), id: identity{
 		dev:  kcache.Device{Platform: "CUDA", Name: "NVIDIA H100 80GB HBM3", Version: "sm_90", Driver: "cuda 13000"},
 		comp: kcache.Compiler{Name: "nvrtc", Version: "13.0", Library: "/usr/local/cuda/lib64/libnvrtc.so.13", LibrarySize: 1, LibraryTime: 2},
 		arch: "sm_90", cc: 90,

@@ -1,12 +1,15 @@
 package deps
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"hash/maphash"
 	"io/fs"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,30 +73,90 @@ type memo struct {
 	date bool
 }
 
-// memoCache holds the last scan of each input.
+// memoCache holds the last scan of each input. A warm lookup finds its
+// memo by a maphash of the input and a full comparison with a copy of the
+// input kept beside it: exact, like the SHA-256 of the input (inputID)
+// that names records across processes, and several times cheaper, which
+// matters because a hit computes it on every call.
 type memoCache struct {
-	mu sync.Mutex
-	m  map[kcache.Digest]*memo // guarded by mu; memos are immutable
+	seed  maphash.Seed
+	mu    sync.Mutex
+	slots map[uint64]*memoSlot // guarded by mu; slots are immutable
+	byID  map[kcache.Digest]*memo
+	bytes int // the inputs' bytes the slots hold; guarded by mu
 }
 
-// maxMemos bounds the inputs remembered; forgetting one costs a full scan.
-const maxMemos = 4096
-
-func newMemoCache() *memoCache { return &memoCache{m: map[kcache.Digest]*memo{}} }
-
-func (c *memoCache) get(k kcache.Digest) *memo {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.m[k]
+// memoSlot is one remembered input and its memo; slots whose inputs hash
+// alike are chained.
+type memoSlot struct {
+	in   Input // a deep copy: the caller may reuse its slices
+	wd   string
+	memo *memo
+	size int
+	next *memoSlot
 }
 
-func (c *memoCache) put(k kcache.Digest, m *memo) {
+// Bounds of the memo cache. Forgetting a memo costs a load of its record
+// or a full scan, nothing worse. maxMemos bounds the inputs remembered;
+// maxMemoBytes the bytes of their copies (a memo keeps its input to compare
+// it): 4096 kernels of 16 KiB, or 64 of 1 MiB.
+const (
+	maxMemos     = 4096
+	maxMemoBytes = 64 << 20
+)
+
+func newMemoCache() *memoCache {
+	return &memoCache{seed: maphash.MakeSeed(), slots: map[uint64]*memoSlot{}, byID: map[kcache.Digest]*memo{}}
+}
+
+// lookup returns the memo of in (wd standing for its working directory),
+// or nil, and the hash it is kept under.
+func (c *memoCache) lookup(in Input, wd string) (*memo, uint64) {
+	h := hashInput(c.seed, in, wd)
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) >= maxMemos {
-		clear(c.m)
+	sl := c.slots[h]
+	c.mu.Unlock()
+	// Compared outside the lock: slots never change once made, and a
+	// large source takes a while to compare.
+	for ; sl != nil; sl = sl.next {
+		if sl.wd == wd && sameInput(sl.in, in) {
+			return sl.memo, h
+		}
 	}
-	c.m[k] = m
+	return nil, h
+}
+
+// get returns the memo of the input whose id is id, or nil (for tests,
+// which name inputs by their ids).
+func (c *memoCache) get(id kcache.Digest) *memo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byID[id]
+}
+
+// put remembers m as the memo of in, whose hash is h and id is id.
+func (c *memoCache) put(h uint64, id kcache.Digest, in Input, wd string, m *memo) {
+	size := inputSize(in) + len(wd)
+	sl := &memoSlot{in: cloneInput(in), wd: wd, memo: m, size: size}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.byID) >= maxMemos || c.bytes+size > maxMemoBytes {
+		clear(c.slots)
+		clear(c.byID)
+		c.bytes = 0
+	}
+	// The chain is rebuilt without in's old slot, so that readers holding
+	// the old chain see it whole.
+	for old := c.slots[h]; old != nil; old = old.next {
+		if old.wd == wd && sameInput(old.in, in) {
+			c.bytes -= old.size
+			continue
+		}
+		sl.next = &memoSlot{in: old.in, wd: old.wd, memo: old.memo, size: old.size, next: sl.next}
+	}
+	c.slots[h] = sl
+	c.byID[id] = m
+	c.bytes += size
 }
 
 // valid reports whether every stat of m answers as it did, and every
@@ -202,6 +265,81 @@ func inputID(in Input, wd string) kcache.Digest {
 	var d kcache.Digest
 	h.Sum(d[:0])
 	return d
+}
+
+// hashInput hashes what sameInput compares, for the memo cache's map.
+func hashInput(seed maphash.Seed, in Input, wd string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	count := func(n int) {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(n))
+		h.Write(b[:])
+	}
+	put := func(s string) {
+		count(len(s))
+		h.WriteString(s)
+	}
+	list := func(l []string) {
+		count(len(l))
+		for _, s := range l {
+			put(s)
+		}
+	}
+	count(len(in.Source))
+	h.Write(in.Source)
+	put(wd)
+	put(in.Path)
+	put(in.WorkDir)
+	put(in.BaseDir)
+	put(in.MainDir)
+	list(in.Args)
+	list(in.Depends)
+	list(in.Builtins)
+	list(in.SystemDirs)
+	list(in.CompilerHeaders)
+	list(in.CompilerMacros)
+	var flags int
+	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate, in.VerifiesPredefines} {
+		if f {
+			flags |= 1 << i
+		}
+	}
+	count(int(in.Trigraphs)<<8 | flags)
+	return h.Sum64()
+}
+
+// sameInput reports whether a and b are the same input: every field
+// equal (TestSameInputCoversEveryField fails for a field it misses).
+func sameInput(a, b Input) bool {
+	return bytes.Equal(a.Source, b.Source) &&
+		a.Path == b.Path && a.WorkDir == b.WorkDir && a.BaseDir == b.BaseDir && a.MainDir == b.MainDir &&
+		a.Trigraphs == b.Trigraphs && a.SearchWorkDir == b.SearchWorkDir &&
+		a.CompleteSearchPath == b.CompleteSearchPath && a.EveryCandidate == b.EveryCandidate &&
+		a.VerifiesPredefines == b.VerifiesPredefines &&
+		slices.Equal(a.Args, b.Args) && slices.Equal(a.Depends, b.Depends) &&
+		slices.Equal(a.Builtins, b.Builtins) && slices.Equal(a.SystemDirs, b.SystemDirs) &&
+		slices.Equal(a.CompilerHeaders, b.CompilerHeaders) && slices.Equal(a.CompilerMacros, b.CompilerMacros)
+}
+
+// cloneInput copies in's slices, which its caller may reuse.
+func cloneInput(in Input) Input {
+	in.Source = bytes.Clone(in.Source)
+	for _, l := range []*[]string{&in.Args, &in.Depends, &in.Builtins, &in.SystemDirs, &in.CompilerHeaders, &in.CompilerMacros} {
+		*l = slices.Clone(*l)
+	}
+	return in
+}
+
+// inputSize is about the bytes a copy of in holds.
+func inputSize(in Input) int {
+	n := len(in.Source) + len(in.Path) + len(in.WorkDir) + len(in.BaseDir) + len(in.MainDir)
+	for _, l := range [][]string{in.Args, in.Depends, in.Builtins, in.SystemDirs, in.CompilerHeaders, in.CompilerMacros} {
+		for _, s := range l {
+			n += len(s) + 16
+		}
+	}
+	return n
 }
 
 // scannerBuild names the build of the program the scanner is part of, so

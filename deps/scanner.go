@@ -36,6 +36,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/kcache/kcache"
@@ -245,36 +246,68 @@ func NewScanner(logger *slog.Logger, opts ...Option) *Scanner {
 // ErrUncacheable when no key can be trusted (see ErrUncacheable), and an
 // error when a dependency exists but cannot be read.
 func (s *Scanner) Scan(ctx context.Context, in Input) (headers []kcache.Header, trace []Dependency, err error) {
+	m, err := s.scanMemo(ctx, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m.result(s.fs.now())
+}
+
+// AppendHeaders is Scan for a caller that needs only the headers: it
+// appends them to dst, and copies no trace. A warm key of a source with
+// hundreds of headers copied its trace on every lookup.
+func (s *Scanner) AppendHeaders(ctx context.Context, dst []kcache.Header, in Input) ([]kcache.Header, error) {
+	m, err := s.scanMemo(ctx, in)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, m.headers...)
+	if m.date {
+		h, _ := dateHeader(s.fs.now())
+		dst = append(dst, h)
+	}
+	return dst, nil
+}
+
+// scanMemo returns the memo of a scan of in that holds now: this
+// process's, the record's, or a new scan's.
+func (s *Scanner) scanMemo(ctx context.Context, in Input) (*memo, error) {
 	wd := in.WorkDir
 	if wd == "" {
-		if wd, err = os.Getwd(); err != nil {
-			return nil, nil, fmt.Errorf("deps: working directory: %w", err)
+		var err error
+		if wd, err = workDir(); err != nil {
+			return nil, fmt.Errorf("deps: working directory: %w", err)
 		}
 	}
+	m, h := s.memos.lookup(in, wd)
+	if m != nil && m.valid(s.fs) {
+		return m, nil
+	}
+	// Past the memo the input's SHA-256 names its record, and a scan
+	// costs far more than the hash.
 	key := inputID(in, wd)
-	m := s.memos.get(key)
 	if m == nil {
 		// A memo of this process is newer than any record, which was
 		// loaded or written with it.
-		m = s.loadRecord(ctx, key)
-	}
-	if m != nil && m.valid(s.fs) {
-		s.memos.put(key, m)
-		return m.result(s.fs.now())
+		if m = s.loadRecord(ctx, key); m != nil && m.valid(s.fs) {
+			s.memos.put(h, key, in, wd, m)
+			return m, nil
+		}
 	}
 	sc := newScan(ctx, s, in, wd)
 	if err := sc.run(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	var headers []kcache.Header
 	for _, d := range sc.trace {
 		if d.Rule != RuleAbsent {
 			headers = append(headers, kcache.Header{Name: d.Name, Digest: d.Digest})
 		}
 	}
 	m = &memo{seen: sc.seen, headers: headers, trace: sc.trace, date: sc.date}
-	s.memos.put(key, m)
+	s.memos.put(h, key, in, wd, m)
 	s.storeRecord(ctx, key, m)
-	return m.result(s.fs.now())
+	return m, nil
 }
 
 // Unchanged reports whether every file and directory the last Scan of in
@@ -286,12 +319,30 @@ func (s *Scanner) Unchanged(in Input) bool {
 	wd := in.WorkDir
 	if wd == "" {
 		var err error
-		if wd, err = os.Getwd(); err != nil {
+		if wd, err = workDir(); err != nil {
 			return false
 		}
 	}
-	m := s.memos.get(inputID(in, wd))
+	m, _ := s.memos.lookup(in, wd)
 	return m != nil && m.valid(s.fs)
+}
+
+// workDir returns what os.Getwd returns, for one getcwd system call where
+// it can: os.Getwd stats "." and $PWD to return $PWD when it names the
+// working directory, and asks getcwd otherwise. When getcwd's answer is
+// $PWD itself, or $PWD is unset or relative, os.Getwd would return that
+// answer too; only a $PWD that names the directory by another path (a
+// symbolic link) is left to os.Getwd. A warm key paid two stats here on
+// every lookup.
+func workDir() (string, error) {
+	if syscall.ImplementsGetwd {
+		if dir, err := syscall.Getwd(); err == nil {
+			if pwd := os.Getenv("PWD"); pwd == dir || pwd == "" || pwd[0] != '/' {
+				return dir, nil
+			}
+		}
+	}
+	return os.Getwd()
 }
 
 // loadRecord returns the dependency record of the input whose id is id,
@@ -368,15 +419,22 @@ const (
 const DateHeader = "<__DATE__>"
 
 // result returns a copy of the memo's headers and trace, with the day
-// where the sources expand __DATE__ (as clang writes it, "Mmm dd yyyy").
+// where the sources expand __DATE__.
 func (m *memo) result(now time.Time) ([]kcache.Header, []Dependency, error) {
 	headers, trace := slices.Clone(m.headers), slices.Clone(m.trace)
 	if m.date {
-		day := now.Format("Jan _2 2006")
-		headers = append(headers, kcache.Header{Name: DateHeader, Digest: sha256.Sum256([]byte(day))})
-		trace = append(trace, Dependency{Name: DateHeader, Path: day, Digest: sha256.Sum256([]byte(day)), Rule: RuleClock})
+		h, day := dateHeader(now)
+		headers = append(headers, h)
+		trace = append(trace, Dependency{Name: DateHeader, Path: day, Digest: h.Digest, Rule: RuleClock})
 	}
 	return headers, trace, nil
+}
+
+// dateHeader returns the key's header for the day of now, and the day as
+// clang writes it for __DATE__ ("Mmm dd yyyy").
+func dateHeader(now time.Time) (kcache.Header, string) {
+	day := now.Format("Jan _2 2006")
+	return kcache.Header{Name: DateHeader, Digest: sha256.Sum256([]byte(day))}, day
 }
 
 // report logs why a source is uncacheable (or an include was found

@@ -75,3 +75,41 @@ func deepStack(n int) byte {
 	}
 	return deepStack(n-1) + frame[n%len(frame)]
 }
+
+// BenchmarkLoadDisabled compares, side by side, a disabled cache's miss
+// whose object comes from a load (a disk hit) made through GetOrBuild (on
+// a kept build goroutine) and through GetOrLoad (on the caller's), with
+// 64 KiB of stack as BenchmarkMissDisabledDeep.
+func BenchmarkLoadDisabled(b *testing.B) {
+	ctx := context.Background()
+	build := func(context.Context) (*object, int64, error) {
+		deepStack(64)
+		return &object{}, 1, nil
+	}
+	b.Run("GetOrBuild", func(b *testing.B) {
+		c := New[string, *object](Options[*object]{Disabled: true})
+		b.ReportAllocs()
+		for b.Loop() {
+			h, err := c.GetOrBuild(ctx, "k", build)
+			if err != nil {
+				b.Fatal(err)
+			}
+			h.Release()
+		}
+	})
+	b.Run("GetOrLoad", func(b *testing.B) {
+		c := New[string, *object](Options[*object]{Disabled: true})
+		load := func(ctx context.Context) (*object, int64, bool) {
+			o, size, err := build(ctx)
+			return o, size, err == nil
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			h, err := c.GetOrLoad(ctx, "k", load, build)
+			if err != nil {
+				b.Fatal(err)
+			}
+			h.Release()
+		}
+	})
+}

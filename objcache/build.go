@@ -30,10 +30,16 @@ func (c *Cache[K, V]) getOrBuildSlow(ctx context.Context, key K, build BuildFunc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	e, h, err := c.join(ctx, key, build)
+	e, h, _, err := c.join(ctx, key, build, false)
 	if e == nil {
 		return h, err
 	}
+	return c.wait(ctx, e)
+}
+
+// wait waits for e's result as one of its waiters, or leaves when ctx
+// ends first.
+func (c *Cache[K, V]) wait(ctx context.Context, e *entry[K, V]) (*Handle[V], error) {
 	select {
 	case <-e.done:
 	case <-ctx.Done():
@@ -47,8 +53,10 @@ func (c *Cache[K, V]) getOrBuildSlow(ctx context.Context, key K, build BuildFunc
 }
 
 // join finds key's entry under the lock. It returns the result at once for
-// a finished entry, or the entry to wait on, starting its build if needed.
-func (c *Cache[K, V]) join(ctx context.Context, key K, build BuildFunc[V]) (*entry[K, V], *Handle[V], error) {
+// a finished entry, or the entry to wait on, starting its build if needed;
+// with loading set, a new entry's build is not launched, and loads says
+// the caller must load it or launch its build (load.go).
+func (c *Cache[K, V]) join(ctx context.Context, key K, build BuildFunc[V], loading bool) (e *entry[K, V], h *Handle[V], loads bool, err error) {
 	var t cleanup[V]
 	c.mu.Lock()
 	defer func() {
@@ -56,50 +64,65 @@ func (c *Cache[K, V]) join(ctx context.Context, key K, build BuildFunc[V]) (*ent
 		t.run()
 	}()
 	if c.closed {
-		return nil, nil, ErrClosed
+		return nil, nil, false, ErrClosed
 	}
-	e := c.idx.Load().lookup(key)
+	e = c.idx.Load().lookup(key)
 	if e != nil {
 		switch e.state.Load() {
 		case stateReady:
 			e.h.acquire() // cannot fail: entries in the index are not dropped
 			c.hit(e)
-			return nil, &e.h, nil
+			return nil, &e.h, false, nil
 		case stateFailed:
 			c.errorHit(e)
-			return nil, nil, e.err
+			return nil, nil, false, e.err
 		}
 		if !e.abandoned {
 			e.waiters++
 			c.misses.Add(1)
-			return e, nil, nil
+			return e, nil, false, nil
 		}
 		// Its build was cancelled when its last waiter left and will likely
 		// fail for that reason alone: build afresh instead of waiting.
 		c.detach(e, &t)
 	}
 	c.misses.Add(1)
-	return c.start(ctx, key, build), nil, nil
+	if loading {
+		return c.insertBuilding(key), nil, true, nil
+	}
+	return c.start(ctx, key, build), nil, false, nil
 }
 
 // start inserts a building entry for key and runs its build on a goroutine
 // of its own (see flight.Go), so that no caller's cancellation or return
 // stops it, and no panic or runtime.Goexit in the builder crashes the
-// process or leaves the waiters hanging. Its context keeps ctx's values
-// but not its cancellation. c.mu is held.
+// process or leaves the waiters hanging. c.mu is held.
 func (c *Cache[K, V]) start(ctx context.Context, key K, build BuildFunc[V]) *entry[K, V] {
+	e := c.insertBuilding(key)
+	c.launch(ctx, e, build)
+	return e
+}
+
+// insertBuilding inserts a building entry for key, with its first waiter
+// counted. c.mu is held.
+func (c *Cache[K, V]) insertBuilding(key K) *entry[K, V] {
 	e := &entry[K, V]{key: key, done: make(chan struct{}), waiters: 1}
 	e.h.hook = c.release
+	c.idx.Store(c.idx.Load().with(key, e))
+	return e
+}
+
+// launch runs e's build on a goroutine of its own. Its context keeps ctx's
+// values but not its cancellation. c.mu is held.
+func (c *Cache[K, V]) launch(ctx context.Context, e *entry[K, V], build BuildFunc[V]) {
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e.cancel = cancel
-	c.idx.Store(c.idx.Load().with(key, e))
 	flight.Go(bctx, c.log, func(ctx context.Context) (built[V], error) {
 		return c.run(ctx, build)
 	}, func(r flight.Result[built[V]]) {
 		c.finish(e, c.judge(bctx, r))
 		cancel() // frees the context's resources
 	})
-	return e
 }
 
 // leave takes a waiter whose ctx ended off e, at once whatever e's state:
@@ -114,6 +137,8 @@ func (c *Cache[K, V]) leave(e *entry[K, V]) {
 	st := e.state.Load() &^ stateGone
 	if st == stateBuilding {
 		e.waiters--
+		// A waiter leaves only once the build is launched: the caller
+		// that loads (load.go) waits for its load, and counts as one.
 		if e.waiters == 0 {
 			e.abandoned = true
 			e.cancel()

@@ -244,7 +244,12 @@ func TestAbandonedBuildCleared(t *testing.T) {
 		return nil, 0, ctx.Err()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	go cancel()
+	// Cancelled once the build runs: cancelled before GetOrBuild, the
+	// call would start no build, and returned would never close.
+	go func() {
+		awaitWaiters(c, "k", 1)
+		cancel()
+	}()
 	if _, err := c.GetOrBuild(ctx, "k", build); err == nil {
 		t.Fatal("want an error")
 	}

@@ -117,17 +117,8 @@ type BuildFunc[V any] = func(ctx context.Context) (V, int64, error)
 // is allocated by the caller on every call, hit or not; callers on a hot path
 // can try Get first and call GetOrBuild on a miss.
 func (c *Cache[K, V]) GetOrBuild(ctx context.Context, key K, build BuildFunc[V]) (*Handle[V], error) {
-	if e := c.idx.Load().lookup(key); e != nil {
-		switch e.state.Load() {
-		case stateReady:
-			if e.h.acquire() {
-				c.hit(e)
-				return &e.h, nil
-			}
-		case stateFailed:
-			c.errorHit(e)
-			return nil, e.err
-		}
+	if h, ok, err := c.finished(key); ok {
+		return h, err
 	}
 	return c.getOrBuildSlow(ctx, key, build)
 }

@@ -18,7 +18,10 @@
 // crashes the process or leaves waiters hanging (see internal/flight, the
 // mechanism the binary tiers share). Kept errors are bounded by count and
 // bytes, apart from the threshold, least recently used first (see
-// DefaultMaxErrors for why).
+// DefaultMaxErrors for why). Cache.GetOrLoad first tries a load (an
+// object read from a local binary tier) on the caller's goroutine, and
+// starts the build on a goroutine of its own only when the load fails: a
+// warm load then starts and wakes no goroutine.
 //
 // # Hits
 //

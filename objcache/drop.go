@@ -79,7 +79,7 @@ func (c *Cache[K, V]) Close() {
 	c.mu.Lock()
 	c.closed = true
 	c.idx.Load().each(func(e *entry[K, V]) {
-		if e.state.Load() == stateBuilding {
+		if e.state.Load() == stateBuilding && e.cancel != nil { // nil while a caller loads (load.go)
 			e.cancel()
 		}
 		c.unlink(e, &t)

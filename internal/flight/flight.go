@@ -58,6 +58,16 @@ func Go[V any](ctx context.Context, log *slog.Logger, fn Func[V], done func(Resu
 	spawn(func() { run(ctx, log, fn, done) })
 }
 
+// Run is Go on the caller's goroutine: it runs fn(ctx), then done with how
+// it ended, exactly once, with Go's protection against a panic. Where fn
+// calls runtime.Goexit, done runs and the caller's goroutine then exits,
+// as Goexit asks. It is for work short enough that starting and waking a
+// goroutine for it would cost more than the work, and that the caller may
+// wait for whatever its context says.
+func Run[V any](ctx context.Context, log *slog.Logger, fn Func[V], done func(Result[V])) {
+	run(ctx, log, fn, done)
+}
+
 // run is Go's goroutine. The two nested defers tell a panic from Goexit as
 // x/sync/singleflight does: the inner one recovers a panic, after which
 // the function returns normally; under Goexit, recover returns nil and only
