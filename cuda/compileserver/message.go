@@ -152,6 +152,24 @@ type Stats struct {
 	CompileTime     time.Duration `json:"compile_time_ns"`
 	Queued          int           `json:"queued"`
 	MaxRSS          int64         `json:"max_rss_bytes"`
+	// Workers are the worker processes of a server that compiles in a
+	// Pool; empty for one that compiles in its own process.
+	Workers []WorkerStats `json:"workers,omitempty"`
+}
+
+// WorkerStats is one worker process of a Pool.
+type WorkerStats struct {
+	Slot int `json:"slot"`
+	// PID is the worker's process, as of its last compile; 0 for none.
+	PID      int   `json:"pid"`
+	Compiles int64 `json:"compiles"`
+	Busy     bool  `json:"busy"`
+	// Context names (by a short digest) the context its precompiled
+	// headers were made for; "" for none.
+	Context string `json:"context,omitempty"`
+	// RSS and PeakRSS are its resident memory now and at its peak.
+	RSS     int64 `json:"rss_bytes"`
+	PeakRSS int64 `json:"peak_rss_bytes"`
 }
 
 func encodeRequest(r *Request) []byte {

@@ -89,6 +89,11 @@ type Server struct {
 	files    fileChecker
 	allowUID atomic.Int64 // the user whose connections are served: this process's; tests change it
 	cwd      cwdGate
+	// pool is comp when it compiles in worker processes: each compile then
+	// runs in its own process and directory, and the pool picks a worker
+	// by context, so the server neither gates working directories nor
+	// holds to one context.
+	pool *Pool
 
 	pchMu sync.Mutex // guards seen and retiring
 	// seen holds the digest of every header an earlier compile read, by
@@ -156,6 +161,10 @@ func Listen(opts Options, comp Compiler) (*Server, error) {
 	}
 	s := &Server{opts: opts, comp: comp, ln: ln, lock: lock, jobs: make(chan *job, opts.Queue),
 		start: time.Now(), stopped: make(chan struct{}), files: newFileChecker(), seen: map[string][32]byte{}}
+	s.pool, _ = comp.(*Pool)
+	if s.pool != nil {
+		s.opts.Workers = s.pool.Size()
+	}
 	s.lastSeen.Store(time.Now().UnixNano())
 	s.allowUID.Store(int64(os.Getuid()))
 	return s, nil
@@ -208,6 +217,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.wg.Wait()
 	close(s.jobs)
 	workers.Wait()
+	if s.pool != nil {
+		s.pool.Close()
+	}
 	s.lock.Close()
 	if errors.Is(err, net.ErrClosed) {
 		return nil
@@ -363,11 +375,13 @@ func (s *Server) run(ctx context.Context, j *job) *Reply {
 		s.stale.Add(1)
 		return &Reply{Status: StatusStale, Message: why}
 	}
-	if err := s.cwd.enter(req.WorkDir); err != nil {
-		s.failed.Add(1)
-		return &Reply{Status: StatusFailed, Message: err.Error()}
+	if s.pool == nil {
+		if err := s.cwd.enter(req.WorkDir); err != nil {
+			s.failed.Add(1)
+			return &Reply{Status: StatusFailed, Message: err.Error()}
+		}
+		defer s.cwd.leave()
 	}
-	defer s.cwd.leave()
 	cctx, cancel := context.WithCancel(ctx)
 	stopWatch := context.AfterFunc(j.ctx, cancel)
 	pch, changed := s.pchSafe(req)
@@ -391,6 +405,11 @@ func (s *Server) run(ctx context.Context, j *job) *Reply {
 	reply.Compile = took
 	if changed {
 		s.retire()
+	} else if s.pool != nil && reply.PCH == PCHCreated {
+		// The other workers make their PCH of this context now, from
+		// the request just checked; one whose compile saw a header change
+		// is stopped (Pool.Warm).
+		s.pool.Warm(req, func() bool { return s.files.check(req.Files) == "" })
 	}
 	return reply
 }
@@ -410,9 +429,10 @@ func (s *Server) pchSafe(req *Request) (pch, changed bool) {
 	// A request of another context may resolve an include to another
 	// file, or see a header under other macros: whether NVRTC's PCH
 	// notices is not known (it missed an edit in place), so such a
-	// request goes without PCH, and the server stays.
+	// request goes without PCH, and the server stays. A pool keeps one
+	// context per worker process and routes by it itself.
 	ctx := pchContextOf(req)
-	if s.pchContext == "" {
+	if s.pchContext == "" || s.pool != nil {
 		s.pchContext = ctx
 	}
 	sameContext := ctx == s.pchContext
@@ -530,6 +550,9 @@ func (s *Server) Stats() Stats {
 		Stale: s.stale.Load(), Busy: s.busy.Load(), Mismatch: s.mismatched.Load(), Failed: s.failed.Load(),
 		Refused: s.refused.Load(), Retired: s.retired.Load(), PCHCreated: s.pchCreated.Load(), PCHHits: s.pchHits.Load(), PCHOtherContext: s.otherContext.Load(),
 		CompileTime: time.Duration(s.compileNanos.Load()), Queued: len(s.jobs)}
+	if s.pool != nil {
+		st.Workers = s.pool.Workers()
+	}
 	var ru unix.Rusage
 	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
 		st.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux

@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" && len(os.Args) > 1 && os.Args[1] == "serve" {
 		os.Exit(runChild(os.Args[2:]))
 	}
+	if os.Getenv(childEnv) != "" && len(os.Args) > 1 && os.Args[1] == "worker" {
+		os.Exit(runWorkerChild())
+	}
 	os.Exit(m.Run())
 }
 
@@ -35,6 +38,7 @@ func runChild(args []string) int {
 	logFile := fs.String("log", "", "")
 	idle := fs.Duration("idle-timeout", time.Minute, "")
 	workers := fs.Int("workers", 1, "")
+	pool := fs.Int("pool", 0, "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -43,8 +47,14 @@ func runChild(args []string) int {
 		return 2
 	}
 	defer f.Close()
+	var comp Compiler = fakeCompiler{}
+	if *pool > 0 {
+		p := newTestPool(*pool, f)
+		p.Start()
+		comp = p
+	}
 	srv, err := Listen(Options{Socket: *socket, IdleTimeout: *idle, Workers: *workers, Env: []string{"NVRTC_A=1"},
-		Logger: slog.New(slog.NewTextHandler(f, nil))}, fakeCompiler{})
+		Logger: slog.New(slog.NewTextHandler(f, nil))}, comp)
 	if errors.Is(err, ErrRunning) {
 		return 0
 	}
