@@ -73,9 +73,8 @@ func PCHHeapSize() (int64, error) {
 }
 
 // ServeCompiler is the compile server's NVRTC: it compiles requests with
-// NVRTC's automatic precompiled headers on, in the one process whose PCH
-// heap stays warm across requests. The server calls it one request at a
-// time.
+// NVRTC's automatic precompiled headers on, in a process whose PCH heap
+// stays warm across requests (a worker of the server's pool).
 type ServeCompiler struct {
 	// HeapLimit caps NVRTC's PCH heap, in bytes: when a compile reports
 	// the heap too small, it is grown to what NVRTC asks for, up to this.
@@ -191,12 +190,17 @@ func (s *ServeCompiler) logPCH(log string) {
 }
 
 // Close removes the directories NVRTC's automatic PCH wrote for this
-// process (/tmp/__nvrtc_auto_pch_PID_N, a PCH of CUB's headers is 180-190
-// MB): NVRTC names them by process, so no other process uses them. A
-// server killed before Close leaves them behind.
-func (s *ServeCompiler) Close() {
+// process (see RemovePCHFiles).
+func (s *ServeCompiler) Close() { RemovePCHFiles(os.Getpid()) }
+
+// RemovePCHFiles removes the directories NVRTC's automatic PCH wrote for
+// process pid (/tmp/__nvrtc_auto_pch_PID_N; a PCH of CUB's headers is
+// 180-190 MB): NVRTC names them by process, so no other process uses
+// them once pid has exited. The compile server calls it for each worker it
+// stopped, since a killed worker cannot.
+func RemovePCHFiles(pid int) {
 	for _, tmp := range []string{os.TempDir(), "/tmp"} {
-		dirs, _ := filepath.Glob(filepath.Join(tmp, fmt.Sprintf("__nvrtc_auto_pch_%d_*", os.Getpid())))
+		dirs, _ := filepath.Glob(filepath.Join(tmp, fmt.Sprintf("__nvrtc_auto_pch_%d_*", pid)))
 		for _, d := range dirs {
 			os.RemoveAll(d) // best effort: what cannot be removed is only disk space
 		}

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -25,6 +28,8 @@ type serveOptions struct {
 	logFile  string
 	heapSize int64
 	workers  int
+	maxRSS   int64
+	worker   bool // this process is one worker of a server's pool
 }
 
 // defaultPCHHeapLimit caps NVRTC's PCH heap in the server: the PCH of
@@ -32,15 +37,29 @@ type serveOptions struct {
 // for a few header sets while bounding what a server holds.
 const defaultPCHHeapLimit = 1 << 30
 
-// defaultServeWorkers is how many compiles the server runs at once. On the
-// H100 machine (16 cores, NVRTC 13.0), 8 clients starting together with 8
-// new CUB kernels finished in 4.0 s compiling each for itself, in 4.2 s
-// through a warm server with 4 workers (all served), and in 6.2 s with
-// one worker (3 gave up waiting and compiled themselves). NVRTC appears to
-// serialise compiles that use the process's PCH (their ends came about
-// 0.4 s apart either way), so more workers only queue inside NVRTC; they
-// keep the server's own queue short, so no client waits past its bound.
-const defaultServeWorkers = 4
+// serveWorkersEnv overrides the default number of worker processes.
+const serveWorkersEnv = "KCACHE_SERVE_WORKERS"
+
+// defaultServeWorkers is how many worker processes the server keeps, each
+// with its own NVRTC and PCH heap: min(4, cores/2), at least 1. NVRTC
+// serialises the compiles that use one process's PCH (measured: 8 new CUB
+// kernels through one process with 4 threads ended about 0.4 s apart, no
+// faster than 8 clients compiling for themselves), so concurrency needs
+// processes; each holds 350-450 MB after its first CUB compile, so four
+// bound the server near 2 GB, and half the cores leave the rest to the
+// clients' own work.
+func defaultServeWorkers() int {
+	if n, err := strconv.Atoi(os.Getenv(serveWorkersEnv)); err == nil && n > 0 {
+		return n
+	}
+	return max(1, min(4, runtime.NumCPU()/2))
+}
+
+// defaultWorkerMaxRSS replaces a worker whose resident memory passes it
+// after a compile: a worker held 350-450 MB with the PCH of CUB's headers;
+// 2 GiB means several header sets' PCHs or a leak, and a new process
+// gives the memory back.
+const defaultWorkerMaxRSS = 2 << 30
 
 // newServeCmd is `kcache serve`: the per-user CUDA compile server.
 func newServeCmd() *cobra.Command {
@@ -64,6 +83,8 @@ See docs/serve.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			io := newStreams(cmd)
 			switch {
+			case o.worker:
+				return runServeWorker(cmd.Context(), o)
 			case o.stop:
 				return runServeStop(cmd.Context(), io, o)
 			case o.status || o.asJSON:
@@ -77,7 +98,10 @@ See docs/serve.md.`,
 	f.BoolVar(&o.stop, "stop", false, "stop the running server")
 	f.BoolVar(&o.status, "status", false, "show the running server")
 	f.BoolVar(&o.asJSON, "json", false, "show the running server as one JSON object (null when none runs)")
-	f.IntVar(&o.workers, "workers", defaultServeWorkers, "compiles that run at once")
+	f.IntVar(&o.workers, "workers", defaultServeWorkers(), "worker processes, each with its own NVRTC and precompiled headers (default min(4, cores/2), or $"+serveWorkersEnv+")")
+	f.Int64Var(&o.maxRSS, "worker-max-rss", defaultWorkerMaxRSS, "replace a worker whose resident memory passes this many bytes after a compile (0: never)")
+	f.BoolVar(&o.worker, "worker", false, "run as one worker of a server (started by the server)")
+	f.MarkHidden("worker")
 	f.Int64Var(&o.heapSize, "pch-heap-limit", defaultPCHHeapLimit, "largest PCH heap NVRTC may grow to, in bytes")
 	f.StringVar(&o.socket, "socket", "", "the socket to listen on, stop or ask (default: the user's, see docs/serve.md)")
 	f.StringVar(&o.logFile, "log", "", "append the server's log to this file (default: standard error)")
@@ -93,18 +117,16 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		return err
 	}
 	defer closeLog()
-	comp, err := cuda.NewServeCompiler(o.heapSize)
+	pool, err := servePool(o, logger)
 	if err != nil {
 		return err
 	}
-	comp.Logger = logger
-	defer comp.Close()
 	idle := o.idle
 	if idle == 0 {
 		idle = -1 // the flag's 0 means never; the library's means its default
 	}
-	srv, err := compileserver.Listen(compileserver.Options{Socket: o.socket, IdleTimeout: idle, Workers: o.workers,
-		Env: cuda.ServeKeyEnv(), Logger: logger}, comp)
+	srv, err := compileserver.Listen(compileserver.Options{Socket: o.socket, IdleTimeout: idle,
+		Env: cuda.ServeKeyEnv(), Logger: logger}, pool)
 	if errors.Is(err, compileserver.ErrRunning) {
 		logger.Info("kcache serve: a server is already running")
 		return nil
@@ -112,8 +134,46 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("kcache serve: listening", "socket", srv.Socket(), "pid", os.Getpid(), "compiler", comp.Identity())
-	return srv.Serve(ctx)
+	pool.Start()
+	logger.Info("kcache serve: listening", "socket", srv.Socket(), "pid", os.Getpid(), "workers", pool.Size(), "compiler", pool.Identity())
+	return srv.Serve(ctx) // closes the pool
+}
+
+// servePool is the server's pool of worker processes: this binary run as
+// `serve --worker`, its log beside the server's.
+func servePool(o *serveOptions, logger *slog.Logger) (*compileserver.Pool, error) {
+	if err := cuda.LoadNVRTC(); err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("kcache serve: finding this binary for its workers: %w", err)
+	}
+	args := []string{"serve", "--worker", "--pch-heap-limit", strconv.FormatInt(o.heapSize, 10)}
+	if o.logFile != "" {
+		args = append(args, "--log", o.logFile)
+	}
+	return compileserver.NewPool(compileserver.PoolOptions{Size: o.workers, Identity: cuda.ServeIdentity(),
+		MaxRSS: o.maxRSS, Stderr: os.Stderr, Cleanup: cuda.RemovePCHFiles, Logger: logger,
+		Command: func() *exec.Cmd { return exec.Command(self, args...) }}), nil
+}
+
+// runServeWorker is one worker of a server's pool: NVRTC with its PCH,
+// compiling what the server sends on descriptor 3 and answering on 4,
+// until the server closes the pipe.
+func runServeWorker(ctx context.Context, o *serveOptions) error {
+	logger, closeLog, err := serveLogger(o.logFile)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	comp, err := cuda.NewServeCompiler(o.heapSize)
+	if err != nil {
+		return err
+	}
+	comp.Logger = logger.With("worker", os.Getpid())
+	defer comp.Close()
+	return compileserver.ServeWorker(ctx, os.NewFile(3, "requests"), os.NewFile(4, "replies"), comp)
 }
 
 // serveLogger logs to the file named, or to stderr.
@@ -170,4 +230,7 @@ func printServe(w *tabwriter.Writer, st *compileserver.Stats) {
 		st.Requests, st.Compiled, st.CompileError, st.Stale, st.Busy, st.Mismatch, st.Failed)
 	fmt.Fprintf(w, "server PCH\t%d created, %d hits\n", st.PCHCreated, st.PCHHits)
 	fmt.Fprintf(w, "server compile time\t%s; peak memory %d MB\n", duration(st.CompileTime), st.MaxRSS>>20)
+	for _, wk := range st.Workers {
+		fmt.Fprintf(w, "server worker %d\tpid %d, %d compiles, %d MB (peak %d MB)\n", wk.Slot, wk.PID, wk.Compiles, wk.RSS>>20, wk.PeakRSS>>20)
+	}
 }
