@@ -49,8 +49,8 @@ type PoolOptions struct {
 // processes. NVRTC's precompiled headers live in one heap per process and
 // NVRTC serialises the compiles that use them, so concurrency needs
 // processes: each worker keeps its own compiler and PCH, and a request
-// goes to an idle worker that already holds its context (pchContextOf),
-// else to one that holds none. Each worker compiles one request at a time
+// goes to an idle worker that already holds its context and headers
+// (routeOf), else to one that holds none. Each worker compiles one request at a time
 // in the request's working directory. A worker that crashes costs its
 // request a StatusFailed answer (the client compiles itself); the next
 // request that needs the slot starts a new one.
@@ -130,7 +130,7 @@ func (p *Pool) Start() {
 // compiles r there. If ctx ends first, the worker's compile finishes in
 // the background and the slot is freed then.
 func (p *Pool) Compile(ctx context.Context, r *Request, pch bool) (*Reply, error) {
-	c := pchContextOf(r)
+	c := routeOf(r)
 	s, samePCH, err := p.acquire(ctx, c, pch)
 	if err != nil {
 		return nil, err
@@ -159,7 +159,7 @@ func (p *Pool) Compile(ctx context.Context, r *Request, pch bool) (*Reply, error
 // header that has changed since (valid false) is stopped, so that no PCH
 // the server has not vetted stays.
 func (p *Pool) Warm(r *Request, valid func() bool) {
-	c := pchContextOf(r)
+	c := routeOf(r)
 	p.mu.Lock()
 	var mine []*slot
 	for _, s := range p.slots {
@@ -456,4 +456,24 @@ func processMemory(pid int) (rss, peak int64) {
 		}
 	}
 	return rss, peak
+}
+
+// routeOf is what a worker's precompiled headers must share with r to
+// serve it: r's context (pchContextOf) and the preprocessor lines that
+// open its program, where NVRTC's automatic PCH takes its headers from
+// (its "header stop" is the first line of other code). Two programs of
+// one context over other headers would each replace the other's PCH in
+// one worker; routed apart, each keeps its own.
+func routeOf(r *Request) string {
+	var b strings.Builder
+	b.WriteString(pchContextOf(r))
+	for line := range strings.Lines(string(r.Code)) {
+		l := strings.TrimSpace(line)
+		if l != "" && !strings.HasPrefix(l, "//") && !strings.HasPrefix(l, "#") {
+			break
+		}
+		b.WriteByte(0)
+		b.WriteString(l)
+	}
+	return b.String()
 }
