@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -373,75 +371,4 @@ func TestServeFallback(t *testing.T) {
 		t.Errorf("outcome %v", m.Outcome)
 	}
 	runHeavy(t, ctx, m, 3, 3)
-}
-
-// TestServeBenchClient is one client process of the compile server's
-// benchmark (bench/RESULTS-cuda.md, "Compile server"): it compiles CUB
-// kernel $KCACHE_SERVE_BENCH (value.cuh in $KCACHE_SERVE_BENCH_HDR), a
-// kernel this process never saw, loads and runs it, and prints how long
-// the compile took here. With KCACHE_SERVE set it compiles through the
-// server; otherwise with this process's NVRTC. kcache cannot key CCCL
-// kernels yet (its scanner gives up on a computed __has_include), so
-// Cache.Module never sends them to the server; this client sends the
-// request itself, naming every file of the include directories by digest
-// as a widened key would, and the server checks them all.
-func TestServeBenchClient(t *testing.T) {
-	idx, err := strconv.Atoi(os.Getenv("KCACHE_SERVE_BENCH"))
-	if err != nil {
-		t.Skip("run by the benchmark script")
-	}
-	ctx := requireGPU(t)
-	hdr := os.Getenv("KCACHE_SERVE_BENCH_HDR")
-	c := newServeCache(t, ctx, filepath.Join(os.Getenv("KCACHE_SERVE_BENCH_DIR"), "cache"))
-	src, block, items := cubKernelSource(t, hdr, idx)
-	p, err := c.plan(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mode := os.Getenv(ServeEnv)
-	start := time.Now()
-	var im *image
-	if mode == "" {
-		im, err = runNVRTC(src, p)
-	} else if im, err = benchServe(c, src, p, mode, hdr); err != nil {
-		fmt.Printf("BENCH-FALLBACK kernel=%d: %v\n", idx, err)
-		im, err = runNVRTC(src, p) // as Cache.Module does
-	}
-	took := time.Since(start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := ctx.LoadModule(im.code, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Unload()
-	runCUBKernel(t, ctx, m, block, items, 1)
-	fmt.Printf("BENCH kernel=%d serve=%q compile_ms=%.1f\n", idx, mode, float64(took.Microseconds())/1000)
-}
-
-// benchServe compiles through the server, naming every file of the
-// include directories.
-func benchServe(c *Cache, src Source, p plan, mode, hdr string) (*image, error) {
-	req, err := c.newServeRequest(src, p, kcache.Digest{1})
-	if err != nil {
-		return nil, err
-	}
-	for _, dir := range []string{cubOptions(nil)[2], hdr} {
-		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-			if err != nil || !d.Type().IsRegular() {
-				return err
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			req.Files = append(req.Files, compileserver.File{Path: path, Digest: sha256.Sum256(b)})
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return serveImage(context.Background(), mode, req, p, nil)
 }

@@ -1,0 +1,243 @@
+package cuda
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/disk"
+)
+
+// benchFamily is one kind of CCCL kernel of the compile server's
+// benchmark: kernel idx of a family is new to NVRTC (its constant K is
+// idx+1) over the same headers as every other kernel of the family.
+type benchFamily struct {
+	// code is the program of kernel idx; it includes "value.cuh" (VALUE).
+	code func(idx int) string
+	// want is what the kernel leaves in out[0], launched on one block of
+	// 128 threads with in[i] = i for i < 1024 and out zeroed.
+	want func(idx, value int) int
+}
+
+// benchFamilies are the kernels of bench/serve-device.sh, by name:
+// CUB block algorithms one per kernel (issue 22's) and four per kernel,
+// CUB's device-level reduction agent (what DeviceReduce's kernels run),
+// Thrust's device-side iterators, tuple and functional, and libcu++.
+// block4 is cubKernel, checked by runCUBKernel.
+var benchFamilies = map[string]benchFamily{
+	"block1": {code: func(idx int) string {
+		return fmt.Sprintf(`#include <cub/block/block_reduce.cuh>
+#include "value.cuh"
+constexpr int K = %d;
+extern "C" __global__ void k(const int* in, int* out) {
+	using R = cub::BlockReduce<int, 128>;
+	__shared__ typename R::TempStorage tmp;
+	int s = R(tmp).Sum(in[threadIdx.x] * K);
+	if (threadIdx.x == 0) out[0] = s + VALUE;
+}
+`, idx+1)
+	}, want: func(idx, value int) int { return (idx+1)*127*128/2 + value }},
+	"device": {code: func(idx int) string {
+		return fmt.Sprintf(`#include <cub/device/dispatch/kernels/reduce.cuh>
+#include <cub/device/dispatch/kernels/scan.cuh>
+#include <cuda/std/functional>
+#include "value.cuh"
+constexpr int K = %d;
+using Policy = cub::AgentReducePolicy<128, 4, int, 4, cub::BLOCK_REDUCE_WARP_REDUCTIONS, cub::LOAD_DEFAULT>;
+using Agent = cub::detail::reduce::AgentReduce<Policy, const int*, int*, int, ::cuda::std::plus<int>, int>;
+static_assert(Policy::BLOCK_THREADS == 128, "the benchmark launches 128 threads");
+extern "C" __global__ void k(const int* in, int* out) {
+	__shared__ typename Agent::TempStorage tmp;
+	int s = Agent(tmp, in, ::cuda::std::plus<int>{}).ConsumeRange(0, 1024);
+	if (threadIdx.x == 0) out[0] = s * K + VALUE;
+}
+`, idx+1)
+	}, want: func(idx, value int) int { return (idx+1)*1023*1024/2 + value }},
+	"thrust": {code: func(idx int) string {
+		return fmt.Sprintf(`#include <thrust/tuple.h>
+#include <thrust/pair.h>
+#include <thrust/functional.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+#include "value.cuh"
+constexpr int K = %d;
+struct timesK { __host__ __device__ int operator()(int x) const { return x * K; } };
+extern "C" __global__ void k(const int* in, int* out) {
+	if (threadIdx.x != 0) return;
+	auto it = thrust::make_transform_iterator(thrust::counting_iterator<int>(0), timesK{});
+	thrust::plus<int> plus;
+	int s = 0;
+	for (int i = 0; i < 1024; ++i) s = plus(s, it[i]);
+	thrust::tuple<int, int> t(s, VALUE);
+	thrust::pair<int, int> p(thrust::get<0>(t), thrust::get<1>(t));
+	out[0] = p.first + p.second + in[0];
+}
+`, idx+1)
+	}, want: func(idx, value int) int { return (idx+1)*1023*1024/2 + value }},
+	"libcu": {code: func(idx int) string {
+		return fmt.Sprintf(`#include <cuda/std/array>
+#include <cuda/std/complex>
+#include <cuda/atomic>
+#include <cuda/std/span>
+#include "value.cuh"
+constexpr int K = %d;
+extern "C" __global__ void k(const int* in, int* out) {
+	cuda::std::array<int, 4> a{in[0], in[1], in[2], in[3]};
+	cuda::std::span<const int, 4> s(a);
+	cuda::std::complex<float> c(float(s[1]), float(s[2]));
+	cuda::std::complex<float> d = c * c;
+	cuda::atomic_ref<int, cuda::thread_scope_device> r(out[0]);
+	r.fetch_add(int(d.imag()) * K + s[3]);
+	if (threadIdx.x == 0) r.fetch_add(VALUE);
+}
+`, idx+1)
+	}, want: func(idx, value int) int { return 128*(4*(idx+1)+3) + value }},
+}
+
+// TestServeBenchClient is one client process of the compile server's
+// benchmark (bench/serve-device.sh, bench/RESULTS-cuda.md "Compile
+// server"): it builds kernel $KCACHE_SERVE_BENCH of family
+// $KCACHE_SERVE_BENCH_FAMILY (value.cuh in $KCACHE_SERVE_BENCH_HDR)
+// through cuda.Cache on an empty cache, so the build is a cold miss: the
+// cache computes the key, sends the compile to the server where
+// KCACHE_SERVE says so (or compiles with this process's NVRTC), and
+// stores the image. It then runs the kernel, checks its result, and prints
+// how long Module took and whether the server built it. With
+// KCACHE_SERVE_BENCH_KEYONLY set it only computes the key.
+func TestServeBenchClient(t *testing.T) {
+	idx, err := strconv.Atoi(os.Getenv("KCACHE_SERVE_BENCH"))
+	if err != nil {
+		t.Skip("run by bench/serve-device.sh")
+	}
+	gpu := requireGPU(t)
+	family := os.Getenv("KCACHE_SERVE_BENCH_FAMILY")
+	hdr := os.Getenv("KCACHE_SERVE_BENCH_HDR")
+	logs := &syncBuffer{}
+	c := newBenchCache(t, gpu, filepath.Join(os.Getenv("KCACHE_SERVE_BENCH_DIR"), "cache"), logs)
+	src, check := benchSource(t, gpu, family, hdr, idx)
+	start := time.Now()
+	if os.Getenv("KCACHE_SERVE_BENCH_KEYONLY") != "" {
+		key, err := c.Key(context.Background(), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("BENCH family=%s kernel=%d key_ms=%.1f\n", family, idx, ms(time.Since(start)))
+		_ = key
+		return
+	}
+	m, err := c.Module(context.Background(), src)
+	took := time.Since(start)
+	if err != nil {
+		fmt.Printf("BENCH-ERROR family=%s kernel=%d: %.300s\n", family, idx, strings.ReplaceAll(err.Error(), "\n", " | "))
+		t.Fatal(err)
+	}
+	defer m.Release()
+	if m.Outcome != kcache.OutcomeBuilt {
+		t.Fatalf("outcome %v, want built (a cold miss)", m.Outcome)
+	}
+	check(m)
+	served := os.Getenv(ServeEnv) != "" && !strings.Contains(logs.String(), "not through the compile server")
+	why := ""
+	if i := strings.Index(logs.String(), "reason="); i >= 0 && !served && os.Getenv(ServeEnv) != "" {
+		why = strings.SplitN(logs.String()[i:], "\n", 2)[0]
+	}
+	fmt.Printf("BENCH family=%s kernel=%d serve=%q served=%v module_ms=%.1f %s\n", family, idx, os.Getenv(ServeEnv), served, ms(took), why)
+}
+
+// benchSource is kernel idx of family, and the check of its result.
+func benchSource(t *testing.T, gpu *Context, family, hdr string, idx int) (Source, func(*CachedModule)) {
+	if family == "block4" {
+		src, block, items := cubKernelSource(t, hdr, idx)
+		return src, func(m *CachedModule) { runCUBKernel(t, gpu, m, block, items, 1) }
+	}
+	f, ok := benchFamilies[family]
+	if !ok {
+		t.Fatalf("no benchmark family %q", family)
+	}
+	src := Source{Code: []byte(f.code(idx)), Path: fmt.Sprintf("%s%d.cu", family, idx), Options: append(cubOptions(t), "-I", hdr)}
+	return src, func(m *CachedModule) {
+		if got := runBench(t, gpu, m); got != f.want(idx, 1) {
+			t.Fatalf("%s kernel %d wrote %d, want %d", family, idx, got, f.want(idx, 1))
+		}
+	}
+}
+
+// runBench launches k on one block of 128 threads with in[i] = i and
+// returns out[0].
+func runBench(t *testing.T, gpu *Context, m *CachedModule) int {
+	in := make([]byte, 4*1024)
+	for i := range 1024 {
+		binary.LittleEndian.PutUint32(in[4*i:], uint32(i))
+	}
+	din, dout := devBuffer(t, gpu, in), devBuffer(t, gpu, make([]byte, 16))
+	f, err := m.Function("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := gpu.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	if err := f.Launch(s, Dim(1), Dim(128), 0, din, dout); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, 16)
+	if err := gpu.CopyFromDevice(out, dout); err != nil {
+		t.Fatal(err)
+	}
+	return int(int32(binary.LittleEndian.Uint32(out)))
+}
+
+// newBenchCache is newServeCache with its log kept, at debug level, in
+// logs: the cache says there why it compiled here.
+func newBenchCache(t *testing.T, gpu *Context, dir string, logs *syncBuffer) *Cache {
+	cfg, err := kcache.LoadConfig(func(c *kcache.Config) { c.Dir = dir; c.Persistent = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := disk.Open(disk.FromConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c, err := NewCache(gpu, kcache.New(cfg, logger, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st}), CacheOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
