@@ -94,7 +94,7 @@ constexpr int K = %d;
 extern "C" __global__ void k(const int* in, int* out) {
 	cuda::std::array<int, 4> a{in[0], in[1], in[2], in[3]};
 	cuda::std::span<const int, 4> s(a);
-	cuda::std::complex<float> c(float(s[1]), float(s[2]));
+	cuda::std::complex<float> c{float(s[1]), float(s[2])};
 	cuda::std::complex<float> d = c * c;
 	cuda::atomic_ref<int, cuda::thread_scope_device> r(out[0]);
 	r.fetch_add(int(d.imag()) * K + s[3]);

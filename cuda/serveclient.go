@@ -33,9 +33,15 @@ const ServeEnv = "KCACHE_SERVE"
 // Bounds of the client's use of the server.
 const (
 	// serveMaxWait bounds how long a compile may wait in the server's
-	// queue: a warm compile of a CUB-heavy kernel takes 0.2-0.3 s, a cold
-	// one 2-3 s, so waiting up to 2 s is still cheaper than compiling.
-	serveMaxWait = 2 * time.Second
+	// queue. A request waits for a worker to finish the compile it runs: at
+	// worst a cold one (2-3 s on the H100 for CUB kernels), after which that
+	// worker holds the request's PCH and compiles it in 0.3-0.7 s. Giving
+	// up after W costs W plus a compile here (2-3 s), more than waiting for
+	// any W beyond a second: with 2 s, 4 of 8 clients starting together on
+	// a cold pool of 4 gave up at 2.2 s and finished at 4.1-4.8 s, where
+	// the served ones took 2.4-3.0 s. The bound is for a server that is
+	// stuck or far behind (its queue holds 16 at most).
+	serveMaxWait = 6 * time.Second
 	// serveStartWait bounds how long a client waits for a server it
 	// started to answer: the server is a Go program that loads NVRTC,
 	// tens of milliseconds.
