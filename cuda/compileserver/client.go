@@ -153,3 +153,55 @@ func (c *Client) Running(ctx context.Context) bool {
 	_, err := c.Status(ctx)
 	return err == nil
 }
+
+// Pending is a compile begun before its key was known (Begin): Finish
+// sends the key and files and returns the reply; Abandon drops it.
+type Pending struct {
+	conn *net.UnixConn
+}
+
+// Begin sends r (its Key and Files ignored) for the server to compile
+// while the caller computes its key. The caller must then call Finish, or
+// Abandon when it needs no compile. An error means no server took it.
+func (c *Client) Begin(ctx context.Context, r *Request) (*Pending, error) {
+	conn, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	early := *r
+	early.Key, early.Files, early.FilesLater = [32]byte{}, nil, true
+	if deadline, ok := ctx.Deadline(); ok {
+		conn.SetWriteDeadline(deadline)
+	}
+	if err := writeFrame(conn, msgCompile, encodeRequest(&early)); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("compileserver: sending: %w", err)
+	}
+	conn.SetWriteDeadline(time.Time{})
+	return &Pending{conn: conn}, nil
+}
+
+// Finish sends the key's digest and files of the compile p began, and
+// returns the server's reply, as Compile does.
+func (p *Pending) Finish(ctx context.Context, key [32]byte, files []File) (*Reply, error) {
+	defer p.conn.Close()
+	stop := context.AfterFunc(ctx, func() { p.conn.Close() })
+	defer stop()
+	if err := writeFrame(p.conn, msgFiles, encodeFiles(key, files)); err != nil {
+		return nil, fmt.Errorf("compileserver: sending: %w", err)
+	}
+	typ, payload, err := readFrame(p.conn)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("compileserver: the server hung up (did it crash?): %w", err)
+	}
+	if typ != msgCompileReply {
+		return nil, fmt.Errorf("%w: reply of type %d, want %d", ErrProtocol, typ, msgCompileReply)
+	}
+	return decodeReply(payload)
+}
+
+// Abandon tells the server the compile p began is not needed.
+func (p *Pending) Abandon() { p.conn.Close() }

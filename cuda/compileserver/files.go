@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -25,6 +26,9 @@ type fileChecker struct {
 	mu    sync.Mutex
 	known map[string]fileState // by path; guarded by mu
 	now   func() time.Time
+	// settle is the margin checkSince asks between a file's last change
+	// and the start of a compile: the package's settle; tests narrow it.
+	settle time.Duration
 }
 
 // fileState is a file's identity when its content was hashed.
@@ -36,7 +40,7 @@ type fileState struct {
 }
 
 func newFileChecker() fileChecker {
-	return fileChecker{known: map[string]fileState{}, now: time.Now}
+	return fileChecker{known: map[string]fileState{}, now: time.Now, settle: settle}
 }
 
 // check returns why a file differs from what the request asserts, or "".
@@ -116,4 +120,54 @@ func statOf(fi fs.FileInfo) fileState {
 		st.ino, st.dev = s.Ino, uint64(s.Dev)
 	}
 	return st
+}
+
+// checkSince checks files as check does, for a compile that began at
+// start, before the client knew its key (Request.FilesLater): that compile
+// read the files as they were then, which the digests alone cannot tell.
+// It returns why a file differs from the key (stale), or fresh when one
+// may have changed after start: its change time (which no one can set
+// back) is not at least settle older than start (a margin for the coarse
+// clocks that stamp it), or, for a place that must be absent, the change
+// time of the nearest directory above it that exists (an entry made and
+// removed changes it). With neither, every file held its key's content
+// throughout the compile.
+func (fc *fileChecker) checkSince(files []File, start time.Time) (why string, fresh bool) {
+	before := start.Add(-fc.settle).UnixNano()
+	for _, f := range files {
+		if why := fc.checkOne(f); why != "" {
+			return why, false
+		}
+		switch f.Kind {
+		case FileDay:
+			fresh = fresh || start.Format("Jan _2 2006") != f.Path
+		case FileAbsent:
+			fresh = fresh || changedSince(nearestDir(f.Path), before)
+		default:
+			fresh = fresh || changedSince(f.Path, before)
+		}
+	}
+	return "", fresh
+}
+
+// changedSince reports whether path changed at or after the time t (Unix
+// nanoseconds), or cannot be told.
+func changedSince(path string, t int64) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return true
+	}
+	st := statOf(fi)
+	return max(st.mtime, st.ctime) >= t
+}
+
+// nearestDir is the nearest directory above path that exists.
+func nearestDir(path string) string {
+	dir := filepath.Dir(path)
+	for {
+		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+			return dir
+		}
+		dir = filepath.Dir(dir)
+	}
 }

@@ -41,6 +41,11 @@ type Request struct {
 	// MaxWait bounds how long the request may wait in the server's queue
 	// before its compile starts; past it the answer is StatusBusy.
 	MaxWait time.Duration
+	// FilesLater says that Key and Files are not known yet: the client
+	// sends them after the request (Client.Begin), while the server
+	// compiles. The server answers only once they came and every file is
+	// as the key says and unchanged since before the request arrived.
+	FilesLater bool
 }
 
 // Header is an in-memory header: the source's #include "Name" finds
@@ -149,6 +154,14 @@ type Stats struct {
 	// compile that made them.
 	PCHOtherContext int64         `json:"pch_other_context"`
 	Retired         int64         `json:"retired"` // 1 once a changed header made the server retire
+	// Early counts compiles begun before the client's key was known
+	// (Request.FilesLater) and answered from that compile; EarlyRedone
+	// those compiled again because a file had changed too recently to
+	// tell whether the early compile read it as the key did;
+	// EarlyAbandoned those the client did not need (its key hit).
+	Early          int64 `json:"early"`
+	EarlyRedone    int64 `json:"early_redone"`
+	EarlyAbandoned int64 `json:"early_abandoned"`
 	CompileTime     time.Duration `json:"compile_time_ns"`
 	Queued          int           `json:"queued"`
 	MaxRSS          int64         `json:"max_rss_bytes"`
@@ -188,14 +201,69 @@ func encodeRequest(r *Request) []byte {
 	}
 	e.strings(r.NameExpressions)
 	e.string(r.Format)
-	e.uint(uint64(len(r.Files)))
-	for _, f := range r.Files {
+	e.files(r.Files)
+	e.uint(uint64(max(r.MaxWait, 0)))
+	e.bool(r.FilesLater)
+	return e.b
+}
+
+func (e *encoder) files(files []File) {
+	e.uint(uint64(len(files)))
+	for _, f := range files {
 		e.string(f.Path)
 		e.bytes(f.Digest[:])
 		e.uint(uint64(f.Kind))
 	}
-	e.uint(uint64(max(r.MaxWait, 0)))
+}
+
+func (e *encoder) bool(b bool) {
+	if b {
+		e.uint(1)
+	} else {
+		e.uint(0)
+	}
+}
+
+func (d *decoder) files() []File {
+	n := d.Count(35)
+	if n == 0 {
+		return nil
+	}
+	files := make([]File, n)
+	for i := range files {
+		files[i] = File{Path: d.string(), Digest: d.digest()}
+		if k := d.Uvarint(); k <= uint64(FileDay) {
+			files[i].Kind = FileKind(k)
+		} else {
+			d.fail("unknown file kind")
+		}
+	}
+	return files
+}
+
+func (d *decoder) bool() bool {
+	switch d.Uvarint() {
+	case 0:
+		return false
+	case 1:
+		return true
+	}
+	d.fail("a flag other than 0 or 1")
+	return false
+}
+
+// encodeFiles is the payload of msgFiles.
+func encodeFiles(key [32]byte, files []File) []byte {
+	e := &encoder{}
+	e.bytes(key[:])
+	e.files(files)
 	return e.b
+}
+
+func decodeFiles(p []byte) ([32]byte, []File, error) {
+	d := newDecoder(p)
+	key, files := d.digest(), d.files()
+	return key, files, d.done()
 }
 
 func decodeRequest(p []byte) (*Request, error) {
@@ -210,18 +278,9 @@ func decodeRequest(p []byte) (*Request, error) {
 	}
 	r.NameExpressions = d.strings()
 	r.Format = d.string()
-	if n := d.Count(35); n > 0 {
-		r.Files = make([]File, n)
-		for i := range r.Files {
-			r.Files[i] = File{Path: d.string(), Digest: d.digest()}
-			if k := d.Uvarint(); k <= uint64(FileDay) {
-				r.Files[i].Kind = FileKind(k)
-			} else {
-				d.fail("unknown file kind")
-			}
-		}
-	}
+	r.Files = d.files()
 	r.MaxWait = time.Duration(min(d.Uvarint(), uint64(time.Hour)))
+	r.FilesLater = d.bool()
 	return r, d.done()
 }
 

@@ -20,7 +20,8 @@ import (
 // from different kcache builds, and the client compiles itself.
 const (
 	frameMagic   = "KCSV"
-	frameVersion = 1
+	// frameVersion 2 added Request.FilesLater and msgFiles.
+	frameVersion = 2
 	headerSize   = 12
 	// maxFrame bounds a frame's payload: a CUDA source with its in-memory
 	// headers, or a CUBIN, is far below it; a length above it is damage
@@ -36,6 +37,9 @@ const (
 	msgStatusReply  byte = 4
 	msgStop         byte = 5
 	msgStopReply    byte = 6
+	// msgFiles follows a msgCompile whose request has FilesLater: the
+	// key's digest and its files. The server answers the msgCompile.
+	msgFiles byte = 7
 )
 
 // ErrProtocol is a frame or message that does not decode.

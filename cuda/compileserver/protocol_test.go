@@ -152,3 +152,33 @@ func FuzzReadFrame(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDecodeFiles(f *testing.F) {
+	f.Add(encodeFiles([32]byte{1}, sampleRequest().Files))
+	f.Add(encodeFiles([32]byte{}, nil))
+	f.Fuzz(func(t *testing.T, p []byte) {
+		key, files, err := decodeFiles(p)
+		if err != nil {
+			return
+		}
+		k2, f2, err := decodeFiles(encodeFiles(key, files))
+		if err != nil || k2 != key || len(f2) != len(files) || (len(files) > 0 && !reflect.DeepEqual(f2, files)) {
+			t.Fatalf("re-decode: %v\n%+v\n%+v", err, f2, files)
+		}
+	})
+}
+
+func FuzzDecodeWork(f *testing.F) {
+	f.Add(encodeWork(sampleRequest(), true))
+	f.Add(encodeWork(&Request{FilesLater: true}, false))
+	f.Fuzz(func(t *testing.T, p []byte) {
+		pch, r, err := decodeWork(p)
+		if err != nil {
+			return
+		}
+		pch2, again, err := decodeWork(encodeWork(r, pch))
+		if err != nil || pch2 != pch || !reflect.DeepEqual(normalize(again), normalize(r)) {
+			t.Fatalf("re-decode: %v\n%+v\n%+v", err, again, r)
+		}
+	})
+}

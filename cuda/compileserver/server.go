@@ -112,6 +112,7 @@ type Server struct {
 	// counters, for Stats
 	requests, compiled, compileErrors, stale, busy, mismatched, failed, refused atomic.Int64
 	pchCreated, pchHits, compileNanos, retired, otherContext                    atomic.Int64
+	early, earlyRedone, earlyAbandoned                                          atomic.Int64
 }
 
 // job is a request waiting for the worker.
@@ -120,6 +121,15 @@ type job struct {
 	queued time.Time
 	ctx    context.Context
 	done   chan *Reply
+	// files brings the key and files of a request with FilesLater; it is
+	// closed unsent when the client sent none.
+	files chan keyFiles
+}
+
+// keyFiles is the payload of msgFiles.
+type keyFiles struct {
+	key   [32]byte
+	files []File
 }
 
 // Listen takes the user's server lock and listens on the socket. It
@@ -318,8 +328,13 @@ func (s *Server) compile(c net.Conn, payload []byte) *Reply {
 	// The compile is abandoned if the client hangs up while it waits.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go watchHangup(c, cancel)
 	j := &job{req: req, queued: time.Now(), ctx: ctx, done: make(chan *Reply, 1)}
+	if req.FilesLater {
+		j.files = make(chan keyFiles, 1)
+		go readFiles(c, j.files, cancel)
+	} else {
+		go watchHangup(c, cancel)
+	}
 	select {
 	case s.jobs <- j:
 	default:
@@ -335,6 +350,23 @@ func (s *Server) compile(c net.Conn, payload []byte) *Reply {
 func watchHangup(c net.Conn, cancel context.CancelFunc) {
 	var b [1]byte
 	c.Read(b[:])
+	cancel()
+}
+
+// readFiles reads the msgFiles that follows a request with FilesLater,
+// hands it to the job, then watches for the client hanging up. Anything
+// else closes files unsent and cancels.
+func readFiles(c net.Conn, files chan<- keyFiles, cancel context.CancelFunc) {
+	typ, p, err := readFrame(c)
+	if err == nil && typ == msgFiles {
+		var kf keyFiles
+		if kf.key, kf.files, err = decodeFiles(p); err == nil {
+			files <- kf
+			watchHangup(c, cancel)
+			return
+		}
+	}
+	close(files)
 	cancel()
 }
 
@@ -371,36 +403,108 @@ func (s *Server) run(ctx context.Context, j *job) *Reply {
 		s.failed.Add(1)
 		return &Reply{Status: StatusFailed, Message: "the client left"}
 	}
-	if why := s.files.check(req.Files); why != "" {
+	if req.FilesLater {
+		return s.runEarly(ctx, j)
+	}
+	return s.runChecked(ctx, j)
+}
+
+// runChecked checks the request's files, then compiles.
+func (s *Server) runChecked(ctx context.Context, j *job) *Reply {
+	if why := s.files.check(j.req.Files); why != "" {
 		s.stale.Add(1)
 		return &Reply{Status: StatusStale, Message: why}
 	}
-	if s.pool == nil {
-		if err := s.cwd.enter(req.WorkDir); err != nil {
-			s.failed.Add(1)
-			return &Reply{Status: StatusFailed, Message: err.Error()}
-		}
-		defer s.cwd.leave()
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	stopWatch := context.AfterFunc(j.ctx, cancel)
-	pch, changed := s.pchSafe(req)
-	start := time.Now()
-	reply, err := s.comp.Compile(cctx, req, pch)
-	took := time.Since(start)
-	stopWatch()
-	cancel()
-	s.compileNanos.Add(int64(took))
+	pch, changed := s.pchSafe(j.req)
+	return s.finish(ctx, j, pch, changed)
+}
+
+// finish compiles a request whose files were checked, and checks them
+// again: a file that changed while the compiler read it may be in the
+// image, so the compile is answered stale, never handed back.
+func (s *Server) finish(ctx context.Context, j *job, pch, changed bool) *Reply {
+	reply, took, err := s.compileIn(ctx, j, pch)
 	if err != nil {
 		s.failed.Add(1)
 		return &Reply{Status: StatusFailed, Message: err.Error()}
 	}
-	// A file that changed while the compiler read it may be in the image:
-	// the compile is answered stale, never handed back.
-	if why := s.files.check(req.Files); why != "" {
+	if why := s.files.check(j.req.Files); why != "" {
 		s.stale.Add(1)
 		return &Reply{Status: StatusStale, Message: "during the compile: " + why}
 	}
+	return s.answer(j.req, reply, took, changed)
+}
+
+// runEarly compiles a request whose key and files come later (the client
+// computes its key meanwhile), then waits for them. The early compile is
+// answered only if every file is as the key says and none changed since
+// before the request came (fileChecker.checkSince); where one may have, the
+// request is compiled again, now that its files are known; where its
+// headers changed since an earlier compile made the PCH it used, again
+// without PCH.
+func (s *Server) runEarly(ctx context.Context, j *job) *Reply {
+	pch := s.pchEarly(j.req)
+	reply, took, err := s.compileIn(ctx, j, pch)
+	var kf keyFiles
+	var ok bool
+	select {
+	case kf, ok = <-j.files:
+	case <-j.ctx.Done():
+	}
+	if !ok {
+		s.earlyAbandoned.Add(1)
+		return &Reply{Status: StatusFailed, Message: "the client sent no files (it needed no compile)"}
+	}
+	// A copy: a compile abandoned at shutdown may still be sending the
+	// request to a worker.
+	req := *j.req
+	req.Key, req.Files = kf.key, kf.files
+	j.req = &req
+	why, fresh := s.files.checkSince(j.req.Files, j.queued)
+	switch {
+	case why != "":
+		s.stale.Add(1)
+		return &Reply{Status: StatusStale, Message: why}
+	case fresh:
+		s.earlyRedone.Add(1)
+		return s.runChecked(ctx, j)
+	}
+	usePCH, changed := s.pchSafe(j.req)
+	switch {
+	case pch && !usePCH:
+		s.earlyRedone.Add(1)
+		return s.finish(ctx, j, false, changed)
+	case err != nil:
+		s.failed.Add(1)
+		return &Reply{Status: StatusFailed, Message: err.Error()}
+	}
+	s.early.Add(1)
+	return s.answer(j.req, reply, took, changed)
+}
+
+// compileIn compiles j's request: in its working directory, unless the
+// pool's worker moves there itself; abandoned when the client leaves.
+func (s *Server) compileIn(ctx context.Context, j *job, pch bool) (*Reply, time.Duration, error) {
+	if s.pool == nil {
+		if err := s.cwd.enter(j.req.WorkDir); err != nil {
+			return nil, 0, err
+		}
+		defer s.cwd.leave()
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopWatch := context.AfterFunc(j.ctx, cancel)
+	defer stopWatch()
+	start := time.Now()
+	reply, err := s.comp.Compile(cctx, j.req, pch)
+	took := time.Since(start)
+	s.compileNanos.Add(int64(took))
+	return reply, took, err
+}
+
+// answer counts a compile's reply, and retires the server where a header
+// changed, or lets the pool's other workers make the PCH this compile made.
+func (s *Server) answer(req *Request, reply *Reply, took time.Duration, changed bool) *Reply {
 	s.count(reply)
 	reply.Compile = took
 	if changed {
@@ -412,6 +516,23 @@ func (s *Server) run(ctx context.Context, j *job) *Reply {
 		s.pool.Warm(req, func() bool { return s.files.check(req.Files) == "" })
 	}
 	return reply
+}
+
+// pchEarly says whether a compile that begins before its files are known
+// may use the precompiled headers: not once the server retires, nor, in a
+// server that compiles in its own process, for another context than the
+// first (see pchSafe, which decides again once the files are known).
+func (s *Server) pchEarly(req *Request) bool {
+	s.pchMu.Lock()
+	defer s.pchMu.Unlock()
+	if s.retiring {
+		return false
+	}
+	ctx := pchContextOf(req)
+	if s.pchContext == "" || s.pool != nil {
+		s.pchContext = ctx
+	}
+	return ctx == s.pchContext
 }
 
 // pchSafe records the headers of req and reports whether the compiler's
@@ -549,7 +670,8 @@ func (s *Server) Stats() Stats {
 		Requests: s.requests.Load(), Compiled: s.compiled.Load(), CompileError: s.compileErrors.Load(),
 		Stale: s.stale.Load(), Busy: s.busy.Load(), Mismatch: s.mismatched.Load(), Failed: s.failed.Load(),
 		Refused: s.refused.Load(), Retired: s.retired.Load(), PCHCreated: s.pchCreated.Load(), PCHHits: s.pchHits.Load(), PCHOtherContext: s.otherContext.Load(),
-		CompileTime: time.Duration(s.compileNanos.Load()), Queued: len(s.jobs)}
+		CompileTime: time.Duration(s.compileNanos.Load()), Queued: len(s.jobs),
+		Early: s.early.Load(), EarlyRedone: s.earlyRedone.Load(), EarlyAbandoned: s.earlyAbandoned.Load()}
 	if s.pool != nil {
 		st.Workers = s.pool.Workers()
 	}
