@@ -152,19 +152,19 @@ type Stats struct {
 	// PCHOtherContext counts compiles made without precompiled headers
 	// because their working directory or options differed from the
 	// compile that made them.
-	PCHOtherContext int64         `json:"pch_other_context"`
-	Retired         int64         `json:"retired"` // 1 once a changed header made the server retire
+	PCHOtherContext int64 `json:"pch_other_context"`
+	Retired         int64 `json:"retired"` // 1 once a changed header made the server retire
 	// Early counts compiles begun before the client's key was known
 	// (Request.FilesLater) and answered from that compile; EarlyRedone
 	// those compiled again because a file had changed too recently to
 	// tell whether the early compile read it as the key did;
 	// EarlyAbandoned those the client did not need (its key hit).
-	Early          int64 `json:"early"`
-	EarlyRedone    int64 `json:"early_redone"`
-	EarlyAbandoned int64 `json:"early_abandoned"`
-	CompileTime     time.Duration `json:"compile_time_ns"`
-	Queued          int           `json:"queued"`
-	MaxRSS          int64         `json:"max_rss_bytes"`
+	Early          int64         `json:"early"`
+	EarlyRedone    int64         `json:"early_redone"`
+	EarlyAbandoned int64         `json:"early_abandoned"`
+	CompileTime    time.Duration `json:"compile_time_ns"`
+	Queued         int           `json:"queued"`
+	MaxRSS         int64         `json:"max_rss_bytes"`
 	// Workers are the worker processes of a server that compiles in a
 	// Pool; empty for one that compiles in its own process.
 	Workers []WorkerStats `json:"workers,omitempty"`

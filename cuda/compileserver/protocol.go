@@ -19,7 +19,7 @@ import (
 // that meets another version refuses the frame: client and server come
 // from different kcache builds, and the client compiles itself.
 const (
-	frameMagic   = "KCSV"
+	frameMagic = "KCSV"
 	// frameVersion 2 added Request.FilesLater and msgFiles.
 	frameVersion = 2
 	headerSize   = 12
