@@ -241,6 +241,9 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A key that takes long is a cold miss's: its compile may begin in
+	// the compile server meanwhile (serveclient.go).
+	defer c.beginEarly(src, p)()
 	// Prepared once: the object tier needs the digest, and the binary
 	// tiers the digests and the encoding.
 	prep, err := c.prepared(ctx, src, p)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,10 +67,14 @@ var serveState struct {
 // result.
 func (c *Cache) build(ctx context.Context, src Source, p plan, digest kcache.Digest) (*image, error) {
 	mode := os.Getenv(ServeEnv)
+	early := c.claimEarly(src, p)
 	if mode == "" || mode == "off" || digest == (kcache.Digest{}) {
+		if early != nil {
+			early.Abandon()
+		}
 		return runNVRTC(src, p)
 	}
-	im, err := c.serveBuild(ctx, mode, src, p, digest)
+	im, err := c.serveBuild(ctx, mode, early, src, p, digest)
 	if err != nil {
 		c.bins.Logger().Debug("kcache: compiling here, not through the compile server", "program", programName(src), "reason", err)
 		return runNVRTC(src, p)
@@ -77,11 +82,22 @@ func (c *Cache) build(ctx context.Context, src Source, p plan, digest kcache.Dig
 	return im, nil
 }
 
-// serveBuild asks the server for the image of src.
-func (c *Cache) serveBuild(ctx context.Context, mode string, src Source, p plan, digest kcache.Digest) (*image, error) {
+// serveBuild asks the server for the image of src: from the compile it
+// began early (not nil), or from a new one.
+func (c *Cache) serveBuild(ctx context.Context, mode string, early *compileserver.Pending, src Source, p plan, digest kcache.Digest) (*image, error) {
 	req, err := c.serveRequest(ctx, src, p, digest)
 	if err != nil {
+		if early != nil {
+			early.Abandon()
+		}
 		return nil, err
+	}
+	if early != nil {
+		reply, err := early.Finish(ctx, digest, req.Files)
+		if err != nil {
+			return nil, err
+		}
+		return imageOf(reply, p, src.NameExpressions)
 	}
 	return serveImage(ctx, mode, req, p, src.NameExpressions)
 }
@@ -99,6 +115,11 @@ func serveImage(ctx context.Context, mode string, req *compileserver.Request, p 
 	if err != nil {
 		return nil, err
 	}
+	return imageOf(reply, p, exprs)
+}
+
+// imageOf is the image of the server's reply.
+func imageOf(reply *compileserver.Reply, p plan, exprs []string) (*image, error) {
 	if reply.Status != compileserver.StatusOK {
 		return nil, fmt.Errorf("compile server: %s: %s", reply.Status, reply.Message)
 	}
@@ -224,4 +245,113 @@ var ServeIdentity = sync.OnceValue(func() string {
 // (NAME=VALUE): the server compiles only for clients with the same.
 func ServeKeyEnv() []string {
 	return envStrings(compilerEnv.Select(keyparts.Environ(nil)))
+}
+
+// serveEarlyDelay is how long Module waits for its key before it sends
+// the compile to the server ahead of it. A key from the dependency record
+// of an earlier process took 1-2 ms on the H100 (bench/RESULTS-cuda.md,
+// "Hit path"), so a hit does not begin a compile; a key scanned afresh (a
+// kernel never built) took 116-250 ms on CCCL kernels, which the compile
+// then overlaps.
+const serveEarlyDelay = 25 * time.Millisecond
+
+// earlyCompile is a compile of one Module call sent to the server before
+// its key was known.
+type earlyCompile struct {
+	mu      sync.Mutex
+	timer   *time.Timer            // guarded by mu
+	pending *compileserver.Pending // guarded by mu; set once sent
+	done    bool                   // guarded by mu: claimed or stopped
+}
+
+// earlies holds the early compiles of the Module calls in progress.
+var earlies sync.Map // earlyKey → *earlyCompile
+
+type earlyKey struct {
+	c  *Cache
+	id string // earlyID
+}
+
+// earlyID names a compile by everything the server is sent of it.
+func earlyID(src Source, p plan) string {
+	var b strings.Builder
+	for _, s := range append([]string{programName(src), string(src.Code)}, p.options...) {
+		b.WriteString(s)
+		b.WriteByte(0)
+	}
+	for _, h := range src.Headers {
+		fmt.Fprintf(&b, "%s\x00%s\x00", h.Name, h.Content)
+	}
+	b.WriteString(strings.Join(src.NameExpressions, "\x00"))
+	return b.String()
+}
+
+// beginEarly arranges for src's compile to be sent to the server, where
+// ServeEnv asks for one, if the key takes longer than serveEarlyDelay. The
+// function it returns, which Module defers, abandons that compile unless
+// build claimed it. The server answers it only once build sent the key's
+// files and it found them as they were before the compile began
+// (compileserver.Request.FilesLater).
+func (c *Cache) beginEarly(src Source, p plan) func() {
+	if mode := os.Getenv(ServeEnv); mode == "" || mode == "off" {
+		return func() {}
+	}
+	k := earlyKey{c, earlyID(src, p)}
+	e := &earlyCompile{}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, loaded := earlies.LoadOrStore(k, e); loaded {
+		return func() {} // another call of Module for the same program has one
+	}
+	e.timer = time.AfterFunc(serveEarlyDelay, func() { e.send(c, src, p) })
+	return func() {
+		earlies.CompareAndDelete(k, e)
+		e.stop()
+	}
+}
+
+// send begins the compile, unless it was claimed or stopped. A server
+// that is not running is started by build, not here: a key that hits
+// needs none.
+func (e *earlyCompile) send(c *Cache, src Source, p plan) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.done {
+		return
+	}
+	req, err := c.newServeRequest(src, p, kcache.Digest{})
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	e.pending, _ = (&compileserver.Client{}).Begin(ctx, req)
+}
+
+// stop drops the compile if it was sent and not claimed.
+func (e *earlyCompile) stop() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.timer.Stop()
+	e.done = true
+	if e.pending != nil {
+		e.pending.Abandon()
+		e.pending = nil
+	}
+}
+
+// claimEarly takes the early compile of src, if one was sent.
+func (c *Cache) claimEarly(src Source, p plan) *compileserver.Pending {
+	v, ok := earlies.LoadAndDelete(earlyKey{c, earlyID(src, p)})
+	if !ok {
+		return nil
+	}
+	e := v.(*earlyCompile)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.timer.Stop()
+	e.done = true
+	pending := e.pending
+	e.pending = nil
+	return pending
 }

@@ -339,7 +339,7 @@ func TestServeSameImage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		served, err := c.serveBuild(context.Background(), os.Getenv(ServeEnv), src, p, key.Digest())
+		served, err := c.serveBuild(context.Background(), os.Getenv(ServeEnv), nil, src, p, key.Digest())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,4 +371,36 @@ func TestServeFallback(t *testing.T) {
 		t.Errorf("outcome %v", m.Outcome)
 	}
 	runHeavy(t, ctx, m, 3, 3)
+}
+
+// TestServeEarlyCCCL: a CCCL kernel's key takes longer than
+// serveEarlyDelay, so Module sends its compile to a running server before
+// the key is known; the server answers from that compile once the key's
+// files are found unchanged since before it began, and the kernel is
+// right. (The first kernel starts the server: with none running, nothing
+// is sent early.)
+func TestServeEarlyCCCL(t *testing.T) {
+	gpu := requireGPU(t)
+	cl := useTestServer(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "value.cuh"), "#define VALUE 1\n")
+	time.Sleep(2100 * time.Millisecond) // past the settle margin of value.cuh's change time
+	c := newServeCache(t, gpu, filepath.Join(dir, "cache"))
+	for idx := range 2 {
+		src, block, items := cubKernelSource(t, dir, idx)
+		m, err := c.Module(context.Background(), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Outcome != kcache.OutcomeBuilt {
+			t.Fatalf("kernel %d: outcome %v, want built", idx, m.Outcome)
+		}
+		runCUBKernel(t, gpu, m, block, items, 1)
+		m.Release()
+	}
+	st := serverStats(t, cl)
+	t.Logf("server: early %d, redone %d, abandoned %d, compiled %d", st.Early, st.EarlyRedone, st.EarlyAbandoned, st.Compiled)
+	if st.Compiled != 2 || st.Early != 1 {
+		t.Errorf("server compiled %d (%d early), want 2 (1 early)", st.Compiled, st.Early)
+	}
 }
