@@ -28,8 +28,12 @@ client() { # family idx label
   echo "$3 family=$1 process_ms=$(( (t1-t0)/1000000 )) $line"
   rm -rf $d
 }
-idle() { # wait until no worker is busy (the pool's warm-up compiles)
-  for _ in $(seq 100); do $B/kcache serve --json | grep -q '"busy":true' || return; sleep 0.1; done
+idle() { # wait until the server compiled $1 (default 1) and no worker is busy (warm-ups)
+  for _ in $(seq 300); do
+    local j=$($B/kcache serve --json)
+    echo "$j" | grep -q '"busy":true' || [ "$(echo "$j" | grep -o '"compiled":[0-9]*' | cut -d: -f2)" -lt ${1:-1} ] 2>/dev/null || return
+    sleep 0.1
+  done
 }
 stop() { $B/kcache serve --stop 2>/dev/null; for _ in $(seq 50); do [ -S $XDG_RUNTIME_DIR/kcache/serve.sock ] || break; sleep 0.1; done; sleep 0.3; }
 many() { # label family first-idx: 8 clients at once
@@ -55,7 +59,8 @@ if [[ $PHASES == *families* ]]; then
   export KCACHE_SERVE=$B/kcache
   for f in $FAMS; do
     stop
-    client $f 10 cold-server
+    client $f 10 cold-server   # compiles itself; the server it starts compiles the same as a warm-up
+    idle
     for i in 11 12 13 14; do client $f $i warm-server; done
     idle; $B/kcache serve --json
   done

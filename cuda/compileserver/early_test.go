@@ -131,3 +131,26 @@ func TestEarlyThroughPool(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// TestWarmUpOutlivesClient: a warm-up compile runs to its end after its
+// client hung up (it compiles itself and wants only the PCH made); an
+// ordinary compile is abandoned.
+func TestWarmUpOutlivesClient(t *testing.T) {
+	srv, cl, _ := startInProcess(t, Options{})
+	for _, warm := range []bool{false, true} {
+		r := request("SLEEP")
+		r.WarmUp = warm
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		if _, err := cl.Compile(ctx, r); err == nil {
+			t.Fatalf("warm-up %v: answered before the client left", warm)
+		}
+		cancel()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for st := srv.Stats(); st.Compiled != 1 || st.Failed != 1; st = srv.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v: want the warm-up compiled and the other abandoned", st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

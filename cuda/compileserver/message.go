@@ -46,6 +46,10 @@ type Request struct {
 	// compiles. The server answers only once they came and every file is
 	// as the key says and unchanged since before the request arrived.
 	FilesLater bool
+	// WarmUp says that the client compiles itself and will not read the
+	// reply: the server compiles to make its precompiled headers, to the
+	// end even if the client hangs up.
+	WarmUp bool
 }
 
 // Header is an in-memory header: the source's #include "Name" finds
@@ -204,6 +208,7 @@ func encodeRequest(r *Request) []byte {
 	e.files(r.Files)
 	e.uint(uint64(max(r.MaxWait, 0)))
 	e.bool(r.FilesLater)
+	e.bool(r.WarmUp)
 	return e.b
 }
 
@@ -281,6 +286,7 @@ func decodeRequest(p []byte) (*Request, error) {
 	r.Files = d.files()
 	r.MaxWait = time.Duration(min(d.Uvarint(), uint64(time.Hour)))
 	r.FilesLater = d.bool()
+	r.WarmUp = d.bool()
 	return r, d.done()
 }
 

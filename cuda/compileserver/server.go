@@ -329,10 +329,11 @@ func (s *Server) compile(c net.Conn, payload []byte) *Reply {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	j := &job{req: req, queued: time.Now(), ctx: ctx, done: make(chan *Reply, 1)}
-	if req.FilesLater {
+	switch {
+	case req.FilesLater:
 		j.files = make(chan keyFiles, 1)
 		go readFiles(c, j.files, cancel)
-	} else {
+	case !req.WarmUp: // a warm-up runs to its end: its client left on purpose
 		go watchHangup(c, cancel)
 	}
 	select {
