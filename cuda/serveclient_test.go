@@ -30,6 +30,7 @@ func runServeChild(socket string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer comp.Close() // its PCH files in /tmp
 	srv, err := compileserver.Listen(compileserver.Options{Socket: socket, Env: ServeKeyEnv()}, comp)
 	if errors.Is(err, compileserver.ErrRunning) {
 		return 0

@@ -18,12 +18,21 @@
 //
 // The server listens on a Unix socket in the user's runtime directory (see
 // SocketPath), mode 0600, and refuses connections from other users by
-// their peer credentials (SO_PEERCRED). It compiles one request at a time:
-// NVRTC's PCH heap is one per process, and the server changes its working
-// directory to the client's for each compile, so relative -I options and
-// program paths resolve as they would in the client. Requests beyond a
-// bounded queue, or that wait past the client's bound, are answered busy,
-// and the client compiles itself.
+// their peer credentials (SO_PEERCRED). NVRTC's PCH heap is one per
+// process and NVRTC serialises the compiles that use it, so `kcache serve`
+// compiles in a Pool of worker processes (its own binary, `serve
+// --worker`), each with its own NVRTC and PCH, each compile in the
+// client's working directory, so relative -I options and program paths
+// resolve as they would in the client; a request goes to a worker that
+// holds its headers' PCH. (A Server over any other Compiler compiles in
+// its own process and changes its working directory per compile.)
+// Requests beyond a bounded queue, or that wait past the client's bound,
+// are answered busy, and the client compiles itself.
+//
+// A client may send its compile before it knows its key
+// (Request.FilesLater, Client.Begin): the server compiles while the
+// client scans its headers, and answers once the key's files came and
+// were found unchanged since before the compile began.
 //
 // It knows no kcache key and no tier either: a request carries the
 // compile and the files to check, and the answer is the compiler's output,

@@ -22,8 +22,10 @@ import (
 
 // Compiler compiles one request. The server calls it from up to
 // Options.Workers goroutines at once, all in the client's working
-// directory, after checking the request's files; it returns a Reply with StatusOK or StatusCompileError, or an
-// error for anything else (the client then compiles itself).
+// directory (a Pool moves its workers there itself), after checking the
+// request's files (for a request with FilesLater, after the compile); it
+// returns a Reply with StatusOK or StatusCompileError, or an error for
+// anything else (the client then compiles itself).
 type Compiler interface {
 	// Identity names the compiler the way a client's Request.Compiler
 	// does: the server compiles only requests that name the same one.
@@ -64,7 +66,7 @@ type Options struct {
 	Queue int
 	// Workers is how many compiles run at once; 0 means 1. Compiles run
 	// concurrently only while they share a working directory (the
-	// process has one).
+	// process has one). Over a Pool it is the pool's size.
 	Workers int
 	// Env is the server's own environment as it enters a key (NAME=VALUE,
 	// the variables that change the compiler's output): a request whose
