@@ -65,7 +65,7 @@ const defaultWorkerMaxRSS = 2 << 30
 func newServeCmd() *cobra.Command {
 	o := &serveOptions{}
 	cmd := &cobra.Command{
-		Use: "serve [--idle-timeout D] [--workers N] [--pch-heap-limit BYTES] [--socket PATH] [--log FILE] | --stop | --status [--json]",
+		Use: "serve [--idle-timeout D] [--workers N] [--worker-max-rss BYTES] [--pch-heap-limit BYTES] [--socket PATH] [--log FILE] | --stop | --status [--json]",
 		Example: `  kcache serve --idle-timeout 30m   # run in the foreground
   KCACHE_SERVE=auto ./my-cuda-app     # started on demand by the first cold miss
   kcache serve --status --json
