@@ -2,6 +2,7 @@ package compileserver
 
 import (
 	"context"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,12 +29,16 @@ func finish(t *testing.T, p *Pending, files ...File) *Reply {
 	return r
 }
 
-// settled writes a header and waits until its change time is behind the
-// server's (narrowed) settle margin.
+// settled writes a header, has the server check it (as an earlier
+// request would) and waits until its change time is behind the server's
+// (narrowed) settle margin.
 func settled(t *testing.T, srv *Server, path, content string) File {
 	t.Helper()
 	f := header(t, path, content)
 	srv.files.settle = time.Millisecond
+	if why := srv.files.check([]File{f}); why != "" {
+		t.Fatal(why)
+	}
 	time.Sleep(5 * time.Millisecond)
 	return f
 }
@@ -44,8 +49,11 @@ func TestEarlyCompile(t *testing.T) {
 	srv, cl, _ := startInProcess(t, Options{})
 	dir := shortTemp(t)
 	h := settled(t, srv, filepath.Join(dir, "h.cuh"), "v1")
+	absent := File{Path: filepath.Join(dir, "absent.h"), Kind: FileAbsent}
+	srv.files.check([]File{absent})
+	time.Sleep(5 * time.Millisecond)
 	p := begin(t, cl, "k")
-	r := finish(t, p, h, File{Path: filepath.Join(dir, "absent.h"), Kind: FileAbsent})
+	r := finish(t, p, h, absent)
 	if r.Status != StatusOK || !strings.Contains(string(r.Code), "code=k ") || !strings.Contains(string(r.Code), "pch=true") {
 		t.Fatalf("reply %v %q %q", r.Status, r.Message, r.Code)
 	}
@@ -89,6 +97,8 @@ func TestEarlyAbsentPlaceTouched(t *testing.T) {
 	dir := shortTemp(t)
 	h := settled(t, srv, filepath.Join(dir, "h.cuh"), "v1")
 	absent := File{Path: filepath.Join(dir, "sub", "gone.h"), Kind: FileAbsent}
+	srv.files.check([]File{absent})
+	time.Sleep(5 * time.Millisecond)
 	p := begin(t, cl, "k")
 	time.Sleep(20 * time.Millisecond)
 	header(t, filepath.Join(dir, "gone.h"), "x") // sub does not exist: dir is the nearest directory
@@ -152,5 +162,42 @@ func TestWarmUpOutlivesClient(t *testing.T) {
 			t.Fatalf("stats %+v: want the warm-up compiled and the other abandoned", st)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestEarlyUnseenOrReplaced: a file the server had not seen before the
+// compile began, or that is another file now (a link switched to a tree
+// of older files, as a toolkit switch does), is compiled again, though
+// its change time is old and its content the key's.
+func TestEarlyUnseenOrReplaced(t *testing.T) {
+	srv, cl, _ := startInProcess(t, Options{})
+	srv.files.settle = time.Millisecond
+	dir := shortTemp(t)
+	unseen := header(t, filepath.Join(dir, "unseen.h"), "u")
+	time.Sleep(5 * time.Millisecond)
+	if r := finish(t, begin(t, cl, "a"), unseen); r.Status != StatusOK {
+		t.Fatalf("unseen: %v %q", r.Status, r.Message)
+	}
+	if st := srv.Stats(); st.EarlyRedone != 1 || st.Early != 0 {
+		t.Fatalf("a file first seen after the compile began: stats %+v, want it compiled again", st)
+	}
+	for _, v := range []string{"one", "two"} {
+		os.Mkdir(filepath.Join(dir, v), 0o755)
+		header(t, filepath.Join(dir, v, "h.cuh"), "content of "+v)
+	}
+	link := filepath.Join(dir, "cur")
+	os.Symlink("one", link)
+	h := settled(t, srv, filepath.Join(link, "h.cuh"), "content of one")
+	p := begin(t, cl, "b")
+	time.Sleep(20 * time.Millisecond)
+	os.Remove(link)
+	os.Symlink("two", link)
+	now := File{Path: h.Path, Digest: sha256.Sum256([]byte("content of two"))}
+	r := finish(t, p, now)
+	if r.Status != StatusOK || !strings.Contains(string(r.Code), "h.cuh=content of two") {
+		t.Fatalf("after the switch: %v %q, want a compile from the new tree", r.Status, r.Code)
+	}
+	if st := srv.Stats(); st.EarlyRedone != 2 {
+		t.Errorf("stats %+v: want the switched file compiled again", st)
 	}
 }

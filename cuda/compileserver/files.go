@@ -37,6 +37,9 @@ type fileState struct {
 	ino, dev           uint64
 	digest             [32]byte
 	settled            bool // changed longer than settle before it was hashed
+	// seen is when this identity was first seen at the path: checkSince
+	// trusts only what it saw before a compile began.
+	seen time.Time
 }
 
 func newFileChecker() fileChecker {
@@ -64,6 +67,7 @@ func (fc *fileChecker) checkOne(f File) string {
 		if _, err := os.Stat(f.Path); !errors.Is(err, fs.ErrNotExist) {
 			return f.Path + " exists now, or cannot be checked"
 		}
+		fc.noteDir(nearestDir(f.Path))
 		return ""
 	}
 	d, err := fc.digest(f.Path)
@@ -79,6 +83,7 @@ func (fc *fileChecker) checkOne(f File) string {
 // digest returns the SHA-256 of the file at path, from memory when its
 // stat identity is the one hashed and it had settled then.
 func (fc *fileChecker) digest(path string) ([32]byte, error) {
+	seen := fc.now()
 	fi, err := os.Stat(path)
 	if err != nil {
 		return [32]byte{}, fmt.Errorf("compileserver: %w", err)
@@ -103,6 +108,10 @@ func (fc *fileChecker) digest(path string) ([32]byte, error) {
 	copy(st.digest[:], h.Sum(nil))
 	latest := max(st.mtime, st.ctime)
 	st.settled = hashed.UnixNano()-latest > int64(settle)
+	st.seen = seen
+	if ok && old.sameFile(st) {
+		st.seen = old.seen
+	}
 	fc.mu.Lock()
 	fc.known[path] = st
 	fc.mu.Unlock()
@@ -126,14 +135,15 @@ func statOf(fi fs.FileInfo) fileState {
 // start, before the client knew its key (Request.FilesLater): that compile
 // read the files as they were then, which the digests alone cannot tell.
 // It returns why a file differs from the key (stale), or fresh when one
-// may have changed after start: its change time (which no one can set
-// back) is not at least settle older than start (a margin for the coarse
-// clocks that stamp it), or, for a place that must be absent, the change
-// time of the nearest directory above it that exists (an entry made and
-// removed changes it). With neither, every file held its key's content
-// throughout the compile.
+// may have been another at start. A file is trusted only if this checker
+// saw it, by the same stat identity (device, inode, size, times), before
+// start (in the checks of earlier requests), and its change time (which
+// no one can set back) is at least settle older than start: a file
+// replaced (a new inode: a renamed tree, a switched link) or written in
+// place since is fresh. A place that must be absent is trusted by the same
+// rule applied to the nearest directory above it that exists, whose times
+// change when an entry is made or removed there.
 func (fc *fileChecker) checkSince(files []File, start time.Time) (why string, fresh bool) {
-	before := start.Add(-fc.settle).UnixNano()
 	for _, f := range files {
 		if why := fc.checkOne(f); why != "" {
 			return why, false
@@ -142,24 +152,49 @@ func (fc *fileChecker) checkSince(files []File, start time.Time) (why string, fr
 		case FileDay:
 			fresh = fresh || start.Format("Jan _2 2006") != f.Path
 		case FileAbsent:
-			fresh = fresh || changedSince(nearestDir(f.Path), before)
+			dir := nearestDir(f.Path)
+			fresh = fresh || !fc.stableSince(dirKey(dir), dir, start)
 		default:
-			fresh = fresh || changedSince(f.Path, before)
+			fresh = fresh || !fc.stableSince(f.Path, f.Path, start)
 		}
 	}
 	return "", fresh
 }
 
-// changedSince reports whether path changed at or after the time t (Unix
-// nanoseconds), or cannot be told.
-func changedSince(path string, t int64) bool {
+// stableSince reports whether path is what this checker saw, under key,
+// before start, and unchanged since settle before start.
+func (fc *fileChecker) stableSince(key, path string, start time.Time) bool {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return true
+		return false
 	}
 	st := statOf(fi)
-	return max(st.mtime, st.ctime) >= t
+	fc.mu.Lock()
+	old, ok := fc.known[key]
+	fc.mu.Unlock()
+	return ok && old.sameFile(st) && old.seen.Before(start) &&
+		max(st.mtime, st.ctime) < start.Add(-fc.settle).UnixNano()
 }
+
+// noteDir records the identity of a directory, for stableSince.
+func (fc *fileChecker) noteDir(dir string) {
+	seen := fc.now()
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return
+	}
+	st := statOf(fi)
+	st.seen = seen
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	if old, ok := fc.known[dirKey(dir)]; ok && old.sameFile(st) {
+		return
+	}
+	fc.known[dirKey(dir)] = st
+}
+
+// dirKey is a directory's key in fileChecker.known, apart from files'.
+func dirKey(dir string) string { return "dir:" + dir }
 
 // nearestDir is the nearest directory above path that exists.
 func nearestDir(path string) string {
