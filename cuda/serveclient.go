@@ -7,9 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/cuda/compileserver"
@@ -301,23 +301,19 @@ type earlyCompile struct {
 // earlies holds the early compiles of the Module calls in progress.
 var earlies sync.Map // earlyKey → *earlyCompile
 
+// earlyKey names one Module call's compile: its cache, and the memory of
+// its source and of its options (the plan Module made, which build is
+// handed). Cheap to make, as a hit needs: no copy of the source.
 type earlyKey struct {
-	c  *Cache
-	id string // earlyID
+	c       *Cache
+	code    *byte
+	n       int
+	options *string
+	nopts   int
 }
 
-// earlyID names a compile by everything the server is sent of it.
-func earlyID(src Source, p plan) string {
-	var b strings.Builder
-	for _, s := range append([]string{programName(src), string(src.Code)}, p.options...) {
-		b.WriteString(s)
-		b.WriteByte(0)
-	}
-	for _, h := range src.Headers {
-		fmt.Fprintf(&b, "%s\x00%s\x00", h.Name, h.Content)
-	}
-	b.WriteString(strings.Join(src.NameExpressions, "\x00"))
-	return b.String()
+func earlyKeyOf(c *Cache, src Source, p plan) earlyKey {
+	return earlyKey{c, unsafe.SliceData(src.Code), len(src.Code), unsafe.SliceData(p.options), len(p.options)}
 }
 
 // beginEarly arranges for src's compile to be sent to the server, where
@@ -330,7 +326,7 @@ func (c *Cache) beginEarly(src Source, p plan) func() {
 	if mode := os.Getenv(ServeEnv); mode == "" || mode == "off" {
 		return func() {}
 	}
-	k := earlyKey{c, earlyID(src, p)}
+	k := earlyKeyOf(c, src, p)
 	e := &earlyCompile{}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -376,7 +372,7 @@ func (e *earlyCompile) stop() {
 
 // claimEarly takes the early compile of src, if one was sent.
 func (c *Cache) claimEarly(src Source, p plan) *compileserver.Pending {
-	v, ok := earlies.LoadAndDelete(earlyKey{c, earlyID(src, p)})
+	v, ok := earlies.LoadAndDelete(earlyKeyOf(c, src, p))
 	if !ok {
 		return nil
 	}
