@@ -74,8 +74,9 @@ func newServeCmd() *cobra.Command {
 		Long: `Run the per-user compile server. A process whose CUDA build misses every tier
 of the cache sends the compile to it (where KCACHE_SERVE says so: auto, connect,
 or the path of a kcache binary); the server checks every header the key was
-computed from, compiles with NVRTC's automatic precompiled headers, and keeps
-them warm for the next client. It listens on a socket in $XDG_RUNTIME_DIR (or a
+computed from, compiles with NVRTC's automatic precompiled headers in one of its
+--workers processes (each with its own NVRTC and PCH), and keeps them warm for
+the next client. It listens on a socket in $XDG_RUNTIME_DIR (or a
 private directory in /tmp), serves only its own user, and exits after the idle
 timeout. --stop stops the running server; --status (or --json) shows it.
 See docs/serve.md.`,
