@@ -281,3 +281,16 @@ func TestRouteOf(t *testing.T) {
 		t.Error("another search path routes together")
 	}
 }
+
+// TestPoolMaxRSS: a worker over the memory bound after a compile is
+// replaced: the next compile runs in a new process (whose PCH the pool's
+// warm-up of the emptied slot may have made already).
+func TestPoolMaxRSS(t *testing.T) {
+	_, pool, cl := startPool(t, 1)
+	pool.opts.MaxRSS = 1 // every process is over it
+	first := compile(t, cl, request("a"))
+	second := compile(t, cl, request("b"))
+	if pidOf(t, first) == pidOf(t, second) {
+		t.Errorf("both compiles by %d: want a new worker for the second", pidOf(t, first))
+	}
+}

@@ -403,7 +403,11 @@ func (s *Server) run(ctx context.Context, j *job) *Reply {
 		return &Reply{Status: StatusBusy, Message: fmt.Sprintf("waited %v in the queue", waited.Round(time.Millisecond))}
 	}
 	if j.ctx.Err() != nil {
-		s.failed.Add(1)
+		if req.FilesLater {
+			s.earlyAbandoned.Add(1) // its key hit while it waited
+		} else {
+			s.failed.Add(1)
+		}
 		return &Reply{Status: StatusFailed, Message: "the client left"}
 	}
 	if req.FilesLater {
