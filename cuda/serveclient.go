@@ -184,7 +184,12 @@ func (c *Cache) serveRequest(ctx context.Context, src Source, p plan, digest kca
 			return nil, err
 		}
 		for _, d := range trace {
-			req.Files = append(req.Files, serveFile(d))
+			// An assumption about NVRTC's own macros is no file: the
+			// server's NVRTC, with the same options, answers as the
+			// client's, which checks it before storing.
+			if d.Rule != deps.RuleNotPredefined {
+				req.Files = append(req.Files, serveFile(d))
+			}
 		}
 	}
 	return req, nil
