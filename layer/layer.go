@@ -21,6 +21,7 @@ import (
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
 	"github.com/kcache/kcache/disk"
+	"github.com/kcache/kcache/internal/layerstore"
 )
 
 // commitDelay is how long after its build a program that has not been
@@ -38,6 +39,11 @@ var theLayer *layer
 type layer struct {
 	bins  *kcache.Cache
 	locks kcache.Locker // the disk tier's build locks, probed by unblock
+	disk  *disk.Store   // the disk tier, which awaitWorker reads without counting
+
+	queue     layerstore.Queue // build orders for the background worker
+	buildEnv  []string         // what of the environment an order carries
+	buildWait time.Duration    // how long a process waits for another's build
 	log   *slog.Logger
 	debug bool
 	env   []kcache.EnvVar
@@ -86,6 +92,11 @@ func open(environ []string, stderr io.Writer) (*layer, error) {
 	return &layer{
 		bins:  bins,
 		locks: st,
+		disk:  st,
+
+		queue:     layerstore.NewQueue(cfg.Dir),
+		buildEnv:  layerstore.BuildEnv(environ),
+		buildWait: cfg.BuildWait,
 		log:   log,
 		debug: cfg.Debug,
 		env:   compilerEnv.Select(environ),
