@@ -46,9 +46,9 @@ var (
 
 // program is what the Go half knows of one application program.
 type program struct {
-	src C.cl_program   // the driver's source program; the handle owns it
+	src C.cl_program  // the driver's source program; the handle owns it
 	w   *C.kc_program // the application's handle; nil for a linked program
-	pid int          // the process that built it: a forked child stores nothing of its parent's
+	pid int           // the process that built it: a forked child stores nothing of its parent's
 
 	mu      sync.Mutex   // guards the fields below; held while the program's binary is read, never across an API call
 	done    bool         // a build went through the cache: later builds pass through
@@ -70,7 +70,7 @@ type slot struct {
 	dev       C.cl_device_id
 	index     int // the device's position in the program's device list
 	key       *kcache.Key
-	cwd       string // the working directory of the build, for its order
+	cwd       string          // the working directory of the build, for its order
 	pending   *kcache.Pending // the build lock, until the binary is stored
 	hit       bool            // the entry came from the cache
 	log       string          // the compiler's log for this device

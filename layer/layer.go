@@ -44,12 +44,12 @@ type layer struct {
 	queue     layerstore.Queue // build orders for the background worker
 	buildEnv  []string         // what of the environment an order carries
 	buildWait time.Duration    // how long a process waits for another's build
-	log   *slog.Logger
-	debug bool
-	env   []kcache.EnvVar
-	ids   identities
-	scan  scanner
-	delay time.Duration
+	log       *slog.Logger
+	debug     bool
+	env       []kcache.EnvVar
+	ids       identities
+	scan      scanner
+	delay     time.Duration
 
 	mu    sync.Mutex // guards progs, due and linked; never held across a driver call, nor taken under a program's mu
 	progs map[*C.kc_program]*program
@@ -97,12 +97,12 @@ func open(environ []string, stderr io.Writer) (*layer, error) {
 		queue:     layerstore.NewQueue(cfg.Dir),
 		buildEnv:  layerstore.BuildEnv(environ),
 		buildWait: cfg.BuildWait,
-		log:   log,
-		debug: cfg.Debug,
-		env:   compilerEnv.Select(environ),
-		scan:  depsScanner{s: deps.NewScanner(log, scanOpts...), trace: cfg.Trace, log: log},
-		delay: commitDelay,
-		progs: map[*C.kc_program]*program{},
+		log:       log,
+		debug:     cfg.Debug,
+		env:       compilerEnv.Select(environ),
+		scan:      depsScanner{s: deps.NewScanner(log, scanOpts...), trace: cfg.Trace, log: log},
+		delay:     commitDelay,
+		progs:     map[*C.kc_program]*program{},
 	}, nil
 }
 
