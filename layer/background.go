@@ -92,6 +92,7 @@ func (l *layer) order(p *program) {
 			continue
 		}
 		pending.Drop("left to the background worker")
+		l.mine.Store(o.Key, true)
 		l.log.Debug("kcache layer: ordered", "key", o.Key)
 		ordered = true
 	}

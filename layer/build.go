@@ -258,8 +258,12 @@ func (l *layer) heldElsewhere(ctx context.Context, key *kcache.Key) bool {
 // that does not decode is removed and looked up again as a miss.
 func (l *layer) lookupSlot(ctx context.Context, s *slot) {
 	r, pending, _ := l.bins.Lookup(ctx, s.key)
-	if pending != nil && l.queue.Queued(r.Digest) {
-		// Another process built it and left it to the worker.
+	if _, own := l.mine.Load(r.Digest); pending != nil && !own && l.queue.Queued(r.Digest) {
+		// Another process built it and left it to the worker, which
+		// takes a build and the binary's read: seconds, which this
+		// process would spend building it again too. A key this process
+		// ordered itself (a program built twice) it builds again at once:
+		// the worker's read is what its order was written to avoid.
 		if e, ok := l.awaitWorker(ctx, s.key); ok {
 			pending.Drop("stored by the background worker")
 			r, pending = kcache.Result{Binary: e.Binary, Outcome: kcache.OutcomeWaited, Digest: r.Digest, BuildTime: e.BuildTime}, nil

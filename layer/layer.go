@@ -59,6 +59,9 @@ type layer struct {
 	linked map[C.cl_program]map[C.cl_device_id]string
 
 	warned sync.Map // warnings already given, by kind
+	// mine holds the key digests this process ordered: it builds such a
+	// key again itself rather than wait for the worker (awaitWorker).
+	mine sync.Map
 }
 
 // open makes the layer from the environment. It fails when there is no

@@ -10,12 +10,11 @@
 # that wait ("bg", ms): the warm runs must find the entries, and the time
 # is work the machine did after the application had exited.
 # Usage: bench/layer/apps.sh [clpeak] [pyopencl] [hashcat] [opencv] [ffmpeg] [clfft] [clblast] [gegl]
-# Needs ./libkcache-layer.so (make layer) and ./kcache beside it (built here
-# if missing), the worker the layer starts.
+# Needs ./libkcache-layer.so and ./kcache beside it, the worker the layer
+# starts (make layer builds both).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 lib=$PWD/libkcache-layer.so
-[ -x kcache ] || go build -o kcache ./cmd/kcache
 kcache=$PWD/kcache
 repeat=${REPEAT:-3}
 cold_repeat=${COLD_REPEAT:-1}
