@@ -46,6 +46,15 @@ const workerPoll = 50 * time.Millisecond
 // pass between starts of a worker when none runs.
 const workerRestart = time.Second
 
+// workerDelay is how long after its first order a process that is still
+// running starts the worker; one that exits sooner starts it at exit. The
+// worker is at the lowest priority, but its start (PoCL's initialisation)
+// and its compiles still share the caches and memory of a small machine
+// with the application; most applications that build at start and exit
+// within seconds (the benchmark's) never run beside it. A process waiting
+// for an order's entry starts it at once.
+const workerDelay = 10 * time.Second
+
 // background reports whether the program's binaries are stored through
 // build orders: a build (not a compile, whose object is read cheaply, nor a
 // link, which the worker cannot redo from one source) for PoCL devices
@@ -97,21 +106,50 @@ func (l *layer) order(p *program) {
 		ordered = true
 	}
 	if ordered {
+		l.scheduleWorker()
+	}
+}
+
+// scheduleWorker starts the worker workerDelay from now, or at exit
+// (startScheduled), whichever comes first. The timer only starts a
+// process, which is safe at any time, exit included: it calls no driver.
+func (l *layer) scheduleWorker() {
+	l.startMu.Lock()
+	defer l.startMu.Unlock()
+	l.toStart = true
+	if l.startTimer == nil {
+		l.startTimer = time.AfterFunc(workerDelay, l.startScheduled)
+	}
+}
+
+// startScheduled starts the worker if orders were written since it last
+// started one.
+func (l *layer) startScheduled() {
+	l.startMu.Lock()
+	start := l.toStart
+	l.toStart = false
+	if l.startTimer != nil {
+		l.startTimer.Stop()
+		l.startTimer = nil
+	}
+	l.startMu.Unlock()
+	if start {
 		l.startWorker()
 	}
 }
 
 // startWorker starts the background worker unless one holds the queue's
 // lock: a running worker looks at the queue again after it lets the lock
-// go, so an order written before this check is drained either way.
-func (l *layer) startWorker() {
+// go, so an order written before this check is drained either way. It
+// reports false when no worker runs nor could be started.
+func (l *layer) startWorker() bool {
 	if l.queue.Busy() {
-		return
+		return true
 	}
 	bin, err := workerPath()
 	if err != nil {
 		l.warn("no background worker; ordered programs are not stored", "err", err)
-		return
+		return false
 	}
 	cmd := exec.Command(bin, "layer-worker")
 	cmd.Env = workerEnviron(os.Environ())
@@ -121,10 +159,11 @@ func (l *layer) startWorker() {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		l.warn("starting the background worker", "err", err)
-		return
+		return false
 	}
 	l.log.Debug("kcache layer: started the background worker", "pid", cmd.Process.Pid, "path", bin)
 	go cmd.Wait() // reaped while the application lives; init reaps it after
+	return true
 }
 
 // workerEnviron is the worker's environment: the application's, without
@@ -178,7 +217,9 @@ func (l *layer) awaitWorker(ctx context.Context, key *kcache.Key) (kcache.Entry,
 		}
 		if time.Since(started) >= workerRestart && !l.queue.Busy() {
 			// The worker that took the order died, or never started.
-			l.startWorker()
+			if !l.startWorker() {
+				return kcache.Entry{}, false
+			}
 			started = time.Now()
 		}
 		select {

@@ -480,11 +480,12 @@ func (l *layer) release(ctx context.Context, w *C.kc_program) {
 	p.mu.Unlock()
 }
 
-// exit gives up the binaries still pending and merges the process's
-// counters, when the process exits. It never calls the driver: exit
-// handlers run after the driver's compiler may have been torn down. The
-// build locks go, and the next process that builds the same programs
-// stores them.
+// exit orders the PoCL builds still pending (abandon), gives up the
+// others, starts the worker if anything was ordered, and merges the
+// process's counters, when the process exits. It never calls the driver:
+// exit handlers run after the driver's compiler may have been torn down.
+// The build locks go; the worker, or the next process that builds the
+// same programs, stores them.
 func (l *layer) exit(ctx context.Context) {
 	l.mu.Lock()
 	due := l.due
@@ -493,6 +494,7 @@ func (l *layer) exit(ctx context.Context) {
 	for _, p := range due {
 		l.abandon(p)
 	}
+	l.startScheduled()
 	ctx, cancel := context.WithTimeout(ctx, closeTimeout)
 	defer cancel()
 	if err := l.bins.Close(ctx); err != nil {

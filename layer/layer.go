@@ -62,6 +62,10 @@ type layer struct {
 	// mine holds the key digests this process ordered: it builds such a
 	// key again itself rather than wait for the worker (awaitWorker).
 	mine sync.Map
+
+	startMu    sync.Mutex  // guards toStart and startTimer
+	toStart    bool        // orders written since the worker was last started
+	startTimer *time.Timer // starts the worker workerDelay after an order
 }
 
 // open makes the layer from the environment. It fails when there is no
