@@ -34,8 +34,8 @@ import (
 // (CLBlast and clFFT keep binaries of their own) is stored in process as
 // before: the read that follows is cheap.
 
-// envWorker names the kcache command that runs the background worker,
-// when it is neither beside the layer's library nor on PATH.
+// envWorker names the kcache command that runs the background worker; it
+// comes before kcache beside the layer's library, and kcache on PATH.
 const envWorker = "KCACHE_LAYER_WORKER"
 
 // workerPoll is how often a process waiting for the worker's store looks

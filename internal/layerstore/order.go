@@ -124,9 +124,11 @@ var (
 )
 
 // IsBuildVar reports whether an order carries the variable name; the
-// layer list OPENCL_LAYERS never: the worker must not load the layer.
+// layer list OPENCL_LAYERS never: the worker must not load the layer; nor
+// the remote tier's settings, its secret above all: the worker stores in
+// the disk tier only, and an order is a file.
 func IsBuildVar(name string) bool {
-	if name == "OPENCL_LAYERS" {
+	if name == "OPENCL_LAYERS" || strings.HasPrefix(name, "KCACHE_REMOTE") {
 		return false
 	}
 	if buildVars[name] {

@@ -106,7 +106,7 @@ func TestWorkerEnv(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("WorkerEnv = %q, want %q", got, want)
 	}
-	if env := BuildEnv([]string{"OPENCL_LAYERS=/l.so", "POCL_X=1", "LANG=C", "HOME=/h"}); !reflect.DeepEqual(env, []string{"POCL_X=1", "HOME=/h"}) {
+	if env := BuildEnv([]string{"OPENCL_LAYERS=/l.so", "POCL_X=1", "LANG=C", "HOME=/h", "KCACHE_REMOTE_SECRET=s", "KCACHE_DIR=/c"}); !reflect.DeepEqual(env, []string{"POCL_X=1", "HOME=/h", "KCACHE_DIR=/c"}) {
 		t.Errorf("BuildEnv = %q", env)
 	}
 }
