@@ -93,6 +93,7 @@ func (l *layer) order(p *program) {
 			Dir:     s.cwd,
 			Env:     l.buildEnv,
 			Device:  l.ids.of(s.dev).cl,
+			Log:     s.log,
 			PID:     os.Getpid(),
 		}
 		if err := l.queue.Put(o); err != nil {

@@ -355,5 +355,7 @@ func buildRecord(dev opencl.Device, o layerstore.Order) (rec layerstore.Record, 
 	if len(bins) != 1 || len(bins[0]) == 0 {
 		return rec, build, read, fmt.Errorf("%w: no binary", errDropped)
 	}
-	return layerstore.Record{Log: prog.BuildLog(dev), Binary: bins[0]}, build, read, nil
+	// The ordering process's log, not this build's, which names this
+	// process's scratch files (Order.Log).
+	return layerstore.Record{Log: o.Log, Binary: bins[0]}, build, read, nil
 }

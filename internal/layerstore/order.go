@@ -41,6 +41,12 @@ type Order struct {
 	Env []string
 	// Device is the identity of the device, as the driver reported it.
 	Device keyparts.OpenCLDevice
+	// Log is the driver's build log in the ordering process, which the
+	// entry replays on a hit: the worker's own log of the same build names
+	// its own scratch files (PoCL's warnings give the path of the source
+	// file it wrote). It is what the application saw; the binary is what
+	// the worker built and keyed itself.
+	Log string
 	// PID is the process that wrote the order, for the worker's log.
 	PID int
 }

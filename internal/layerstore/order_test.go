@@ -23,6 +23,7 @@ func testOrder() Order {
 		Dir:     "/work/app",
 		Env:     []string{"POCL_KERNEL_CACHE=0", "KCACHE_DIR=/c", "HOME=/home/u"},
 		Device:  keyparts.OpenCLDevice{PlatformName: "Portable Computing Language", Name: "cpu-haswell"},
+		Log:     "warning: /tmp/pocl/tempfile.cl:1:2: unused\n",
 		PID:     42,
 	}
 }
