@@ -144,6 +144,9 @@ func (l *layer) startScheduled() {
 // go, so an order written before this check is drained either way. It
 // reports false when no worker runs nor could be started.
 func (l *layer) startWorker() bool {
+	if orders, err := l.queue.List(); err == nil && len(orders) == 0 {
+		return true // drained already, by a worker another process started
+	}
 	if l.queue.Busy() {
 		return true
 	}

@@ -108,6 +108,13 @@ func openWorkerLog(q layerstore.Queue) *os.File {
 // wrote an order while this one held the lock started no worker, relying
 // on that look.
 func drainOrders(ctx context.Context, q layerstore.Queue, cfg kcache.Config) error {
+	// A worker started after the queue was drained (by a process that
+	// exits after another's worker took its orders) leaves without
+	// writing anything: its log and lock files would appear in a cache
+	// directory that may be being removed.
+	if left, err := q.List(); err != nil || len(left) == 0 {
+		return err
+	}
 	lowerPriority()
 	if err := os.MkdirAll(q.Dir(), 0o700); err != nil {
 		return err
