@@ -12,8 +12,9 @@ build:
 	CGO_ENABLED=0 $(GO) build -o kcache ./cmd/kcache
 
 # layer builds the OpenCL layer, libkcache-layer.so, for unmodified
-# applications: OPENCL_LAYERS=$(CURDIR)/libkcache-layer.so app
-layer:
+# applications: OPENCL_LAYERS=$(CURDIR)/libkcache-layer.so app; and kcache
+# beside it, the background worker it starts (docs/layer.md).
+layer: build
 	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -o libkcache-layer.so ./layer
 
 demo: setup build

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,12 +13,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/kcache/kcache/internal/layerstore"
 )
 
-// libPath is the layer, built once for the tests as users build it.
+// libPath is the layer, built once for the tests as users build it, and
+// workerPath the kcache command, its background worker.
 var (
-	libPath  string
-	buildErr error
+	libPath   string
+	workerBin string
+	buildErr  error
 )
 
 func TestMain(m *testing.M) {
@@ -27,9 +33,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	libPath = filepath.Join(dir, "libkcache-layer.so")
-	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-buildmode=c-shared", "-o", libPath, ".").CombinedOutput()
+	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	out, err := exec.Command(goCmd, "build", "-buildmode=c-shared", "-o", libPath, ".").CombinedOutput()
 	if err != nil {
 		buildErr = fmt.Errorf("building the layer: %w\n%s", err, out)
+	}
+	workerBin = filepath.Join(dir, "kcache")
+	if out, err := exec.Command(goCmd, "build", "-o", workerBin, "../cmd/kcache").CombinedOutput(); err != nil && buildErr == nil {
+		buildErr = fmt.Errorf("building the kcache command (the layer's worker): %w\n%s", err, out)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -113,7 +124,8 @@ func env(t *testing.T, cache string) []string {
 	if cache != "" {
 		// Ten copies compiling at once on two cores can take minutes:
 		// waiters must not give up and compile too.
-		out = append(out, "OPENCL_LAYERS="+libPath, "KCACHE_DIR="+cache, "KCACHE_DEBUG=1", "KCACHE_BUILD_WAIT=30m")
+		out = append(out, "OPENCL_LAYERS="+libPath, "KCACHE_DIR="+cache, "KCACHE_DEBUG=1", "KCACHE_BUILD_WAIT=30m",
+			envWorker+"="+workerBin)
 	}
 	return out
 }
@@ -122,8 +134,42 @@ func (a app) run(t *testing.T, dir, cache string) run {
 	return a.runEnv(dir, append(env(t, cache), a.extraEnv...))
 }
 
-// runEnv runs the application in dir with the environment environ.
+// runEnv runs the application in dir with the environment environ, and
+// then waits for the background worker to store what the run ordered, so
+// that the next run finds it.
 func (a app) runEnv(dir string, environ []string) run {
+	r := a.runOnly(dir, environ)
+	if cache := envValue(environ, "KCACHE_DIR"); cache != "" && r.err == nil {
+		r.err = waitWorker(cache)
+	}
+	return r
+}
+
+// workerWait bounds the wait for the background worker after a run: it
+// builds each ordered program again, two cores shared with the test.
+const workerWait = 10 * time.Minute
+
+// waitWorker waits until the cache's queue of build orders is empty and no
+// worker runs.
+func waitWorker(cache string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), workerWait)
+	defer cancel()
+	return layerstore.NewQueue(cache).Wait(ctx)
+}
+
+// envValue returns the value of name in environ, "" if absent.
+func envValue(environ []string, name string) string {
+	v := ""
+	for _, kv := range environ {
+		if val, ok := strings.CutPrefix(kv, name+"="); ok {
+			v = val
+		}
+	}
+	return v
+}
+
+// runOnly runs the application in dir with the environment environ.
+func (a app) runOnly(dir string, environ []string) run {
 	cmd := exec.Command(a.argv[0], a.argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = environ

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
+	"github.com/kcache/kcache/internal/layerstore"
 )
 
 // step is a call that turns a source program into a binary the layer
@@ -39,14 +40,15 @@ type step struct {
 }
 
 var (
-	buildStep   = step{format: "opencl-c/layer-record", kind: C.KC_CACHED_EXECUTABLE, run: buildProgram, finish: true, delayed: true}
-	compileStep = step{format: "opencl-c/layer-record/compiled-object", kind: C.KC_CACHED_OBJECT, run: compileProgram}
+	buildStep   = step{format: layerstore.FormatBuild, kind: C.KC_CACHED_EXECUTABLE, run: buildProgram, finish: true, delayed: true}
+	compileStep = step{format: layerstore.FormatCompiled, kind: C.KC_CACHED_OBJECT, run: compileProgram}
 )
 
 // program is what the Go half knows of one application program.
 type program struct {
-	src C.cl_program // the driver's source program; the handle owns it
-	pid int          // the process that built it: a forked child stores nothing of its parent's
+	src C.cl_program  // the driver's source program; the handle owns it
+	w   *C.kc_program // the application's handle; nil for a linked program
+	pid int           // the process that built it: a forked child stores nothing of its parent's
 
 	mu      sync.Mutex   // guards the fields below; held while the program's binary is read, never across an API call
 	done    bool         // a build went through the cache: later builds pass through
@@ -58,6 +60,9 @@ type program struct {
 	// ownRef: the layer holds a reference to real (a linked program, which
 	// has no handle of the layer's), released once its binaries are stored.
 	ownRef bool
+	// bg: built for PoCL devices, so stored through build orders unless
+	// the application reads the binary itself (background).
+	bg bool
 }
 
 // slot is one device's entry of a program.
@@ -65,6 +70,7 @@ type slot struct {
 	dev       C.cl_device_id
 	index     int // the device's position in the program's device list
 	key       *kcache.Key
+	cwd       string          // the working directory of the build, for its order
 	pending   *kcache.Pending // the build lock, until the binary is stored
 	hit       bool            // the entry came from the cache
 	log       string          // the compiler's log for this device
@@ -83,7 +89,7 @@ func (l *layer) state(w *C.kc_program) *program {
 	defer l.mu.Unlock()
 	p, ok := l.progs[w]
 	if !ok {
-		p = &program{src: C.kc_source(w), pid: os.Getpid()}
+		p = &program{src: C.kc_source(w), w: w, pid: os.Getpid()}
 		l.progs[w] = p
 	}
 	return p
@@ -181,12 +187,8 @@ func (l *layer) lookup(ctx context.Context, src C.cl_program, st step, devs []C.
 	slots := make([]*slot, len(all))
 	for i, d := range all {
 		id := l.ids.of(d)
-		slots[i] = &slot{dev: d, index: i, unchanged: unchanged, key: &kcache.Key{
-			Device:   id.dev,
-			Compiler: id.comp,
-			Image:    kcache.Image{Format: st.format, Source: code, Headers: headers},
-			Options:  kcache.BuildOptions{Compile: opts, Env: l.env},
-		}}
+		slots[i] = &slot{dev: d, index: i, unchanged: unchanged, cwd: cwd,
+			key: layerstore.Key(id.dev, id.comp, st.format, code, headers, opts, l.env)}
 	}
 	l.lookupSlots(ctx, slots)
 	return slots, nil
@@ -256,20 +258,31 @@ func (l *layer) heldElsewhere(ctx context.Context, key *kcache.Key) bool {
 // that does not decode is removed and looked up again as a miss.
 func (l *layer) lookupSlot(ctx context.Context, s *slot) {
 	r, pending, _ := l.bins.Lookup(ctx, s.key)
+	if _, own := l.mine.Load(r.Digest); pending != nil && !own && l.queue.Queued(r.Digest) {
+		// Another process built it and left it to the worker, which
+		// takes a build and the binary's read: seconds, which this
+		// process would spend building it again too. A key this process
+		// ordered itself (a program built twice) it builds again at once:
+		// the worker's read is what its order was written to avoid.
+		if e, ok := l.awaitWorker(ctx, s.key); ok {
+			pending.Drop("stored by the background worker")
+			r, pending = kcache.Result{Binary: e.Binary, Outcome: kcache.OutcomeWaited, Digest: r.Digest, BuildTime: e.BuildTime}, nil
+		}
+	}
 	if pending != nil {
 		s.pending = pending
 		l.log.Debug("kcache layer: miss", "key", r.Digest)
 		return
 	}
-	rec, err := decodeRecord(r.Binary)
+	rec, err := layerstore.DecodeRecord(r.Binary)
 	if err != nil {
 		l.warn("a damaged cache entry; rebuilding it", "key", r.Digest, "err", err)
 		l.forget(ctx, []*slot{s})
 		return
 	}
-	s.hit, s.log, s.stored, s.buildTime = true, rec.log, len(rec.binary), r.BuildTime
-	s.bin = rec.binary
-	l.log.Debug("kcache layer: hit", "key", r.Digest, "outcome", r.Outcome, "bytes", len(rec.binary))
+	s.hit, s.log, s.stored, s.buildTime = true, rec.Log, len(rec.Binary), r.BuildTime
+	s.bin = rec.Binary
+	l.log.Debug("kcache layer: hit", "key", r.Digest, "outcome", r.Outcome, "bytes", len(rec.Binary))
 }
 
 // forget removes the slots' entries and looks them up again, so that the
@@ -320,8 +333,9 @@ func (l *layer) built(ctx context.Context, p *program, st step, slots []*slot, t
 			s.pending = nil
 		}
 	}
+	bg := st.format == buildStep.format && l.onPoCL(slots)
 	p.mu.Lock()
-	p.done, p.slots, p.real, p.builtAt = true, slots, p.src, time.Now()
+	p.done, p.slots, p.real, p.builtAt, p.bg = true, slots, p.src, time.Now(), bg
 	p.mu.Unlock()
 	switch {
 	case !st.delayed:
@@ -372,6 +386,10 @@ func (l *layer) store(ctx context.Context, p *program) {
 	if p.dead || p.pid != os.Getpid() || !slices.ContainsFunc(p.slots, func(s *slot) bool { return s.pending != nil }) {
 		return
 	}
+	if l.background(p) {
+		l.order(p)
+		return
+	}
 	start := time.Now()
 	bins, err := binaries(p.real, len(p.slots))
 	read := time.Since(start)
@@ -390,7 +408,7 @@ func (l *layer) store(ctx context.Context, p *program) {
 			pending.Abort(errors.Join(err, errors.New("no binary for the device")))
 			continue
 		}
-		pending.Commit(ctx, record{log: s.log, binary: bins[s.index]}.encode(), s.buildTime)
+		pending.Commit(ctx, layerstore.Record{Log: s.log, Binary: bins[s.index]}.Encode(), s.buildTime)
 		s.stored = len(bins[s.index])
 	}
 	if p.ownRef {
@@ -404,7 +422,9 @@ func (l *layer) store(ctx context.Context, p *program) {
 func (l *layer) upgrade(ctx context.Context, p *program) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.dead || p.pid != os.Getpid() || len(p.slots) == 0 {
+	if p.dead || p.pid != os.Getpid() || len(p.slots) == 0 || l.background(p) {
+		// A binary never read here is not read at release either: on
+		// PoCL that read is the compile the worker does.
 		return
 	}
 	bins, err := binaries(p.real, len(p.slots))
@@ -416,7 +436,7 @@ func (l *layer) upgrade(ctx context.Context, p *program) {
 		if s.pending != nil || s.stored == 0 || len(bin) <= s.stored {
 			continue
 		}
-		if err := l.bins.Put(ctx, s.key, kcache.Entry{Binary: record{log: s.log, binary: bin}.encode(), BuildTime: s.buildTime}); err != nil {
+		if err := l.bins.Put(ctx, s.key, kcache.Entry{Binary: layerstore.Record{Log: s.log, Binary: bin}.Encode(), BuildTime: s.buildTime}); err != nil {
 			l.warn("storing a completed binary", "err", err)
 			continue
 		}
@@ -460,19 +480,21 @@ func (l *layer) release(ctx context.Context, w *C.kc_program) {
 	p.mu.Unlock()
 }
 
-// exit gives up the binaries still pending and merges the process's
-// counters, when the process exits. It never calls the driver: exit
-// handlers run after the driver's compiler may have been torn down. The
-// build locks go, and the next process that builds the same programs
-// stores them.
+// exit orders the PoCL builds still pending (abandon), gives up the
+// others, starts the worker if anything was ordered, and merges the
+// process's counters, when the process exits. It never calls the driver:
+// exit handlers run after the driver's compiler may have been torn down.
+// The build locks go; the worker, or the next process that builds the
+// same programs, stores them.
 func (l *layer) exit(ctx context.Context) {
 	l.mu.Lock()
 	due := l.due
 	l.due = nil
 	l.mu.Unlock()
 	for _, p := range due {
-		abandon(p)
+		l.abandon(p)
 	}
+	l.startScheduled()
 	ctx, cancel := context.WithTimeout(ctx, closeTimeout)
 	defer cancel()
 	if err := l.bins.Close(ctx); err != nil {
@@ -488,10 +510,14 @@ const closeTimeout = 5 * time.Second
 // errExited aborts the pending entries of programs at exit.
 var errExited = errors.New("kcache layer: the process exited before the program's binary was stored")
 
-// abandon gives up storing a program at exit.
-func abandon(p *program) {
+// abandon gives up storing a program at exit, or leaves it to the
+// background worker: a PoCL build is ordered, which calls no driver.
+func (l *layer) abandon(p *program) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.bg && p.pid == os.Getpid() {
+		l.order(p)
+	}
 	for _, s := range p.slots {
 		if s.pending != nil {
 			s.pending.Abort(errExited)

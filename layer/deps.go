@@ -5,7 +5,7 @@ import (
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
-	"github.com/kcache/kcache/internal/keyparts"
+	"github.com/kcache/kcache/internal/layerstore"
 )
 
 // scanner finds the files a program's source depends on, for the key. With
@@ -16,13 +16,8 @@ type scanner interface {
 	headers(ctx context.Context, src []byte, options, cwd, platform string) (headers []kcache.Header, unchanged func() bool, err error)
 }
 
-// depsScanner finds them with the project's scanner, the way PoCL's
-// compiler does: the driver is given text, not a path, and searches the
-// application's working directory first, then the -I directories, and no
-// directory of its own. For another driver, whose search order is not
-// known, every file an include could name is keyed. What the scanner
-// cannot model exactly (deps.ErrUncacheable) is built by the driver and
-// not stored.
+// depsScanner finds them with the project's scanner, by the rules the
+// background worker keys by too (layerstore.Headers).
 type depsScanner struct {
 	s     *deps.Scanner
 	trace bool
@@ -30,12 +25,7 @@ type depsScanner struct {
 }
 
 func (d depsScanner) headers(ctx context.Context, src []byte, options, cwd, platform string) ([]kcache.Header, func() bool, error) {
-	in, err := keyparts.OpenCLScan(src, options, platform)
-	if err != nil {
-		return nil, nil, err
-	}
-	in.WorkDir = cwd
-	headers, trace, err := d.s.Scan(ctx, in)
+	headers, unchanged, trace, err := layerstore.Headers(ctx, d.s, src, options, cwd, platform)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -44,5 +34,5 @@ func (d depsScanner) headers(ctx context.Context, src []byte, options, cwd, plat
 			d.log.Debug("kcache dependency", "dependency", dep)
 		}
 	}
-	return headers, func() bool { return d.s.Unchanged(in) }, nil
+	return headers, unchanged, nil
 }

@@ -1,7 +1,7 @@
 package main
 
 /*
-#cgo LDFLAGS: -lpthread
+#cgo LDFLAGS: -lpthread -ldl
 #include <stdlib.h>
 #include "layer.h"
 */

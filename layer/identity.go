@@ -19,12 +19,13 @@ import (
 type identity struct {
 	dev  kcache.Device
 	comp kcache.Compiler
+	cl   keyparts.OpenCLDevice // what the driver reported, for build orders
 }
 
 func deviceIdentity(d C.cl_device_id) identity {
 	p := devicePlatform(d)
 	var id identity
-	id.dev, id.comp = keyparts.OpenCLDevice{
+	id.cl = keyparts.OpenCLDevice{
 		PlatformName:    platformString(p, C.CL_PLATFORM_NAME),
 		PlatformVendor:  platformString(p, C.CL_PLATFORM_VENDOR),
 		PlatformVersion: platformString(p, C.CL_PLATFORM_VERSION),
@@ -32,7 +33,8 @@ func deviceIdentity(d C.cl_device_id) identity {
 		Version:         deviceString(d, C.CL_DEVICE_VERSION),
 		DriverVersion:   deviceString(d, C.CL_DRIVER_VERSION),
 		OpenCLCVersion:  deviceString(d, C.CL_DEVICE_OPENCL_C_VERSION),
-	}.Identity()
+	}
+	id.dev, id.comp = id.cl.Identity()
 	return id
 }
 

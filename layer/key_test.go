@@ -30,6 +30,9 @@ func TestKeyMatchesBinding(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s through the layer: %v\n%s", a.name, err, out)
 	}
+	if err := waitWorker(cache); err != nil {
+		t.Fatal(err)
+	}
 	keys := storedKeys(t, cache)
 	if len(keys) != a.programs {
 		t.Fatalf("%d entries stored, want %d", len(keys), a.programs)

@@ -3,9 +3,11 @@
 // layer, or hands a build to the Go half. Nothing here holds a lock across a
 // call into the driver or Go, so a fork at any moment leaves no lock held
 // in the child.
+#define _GNU_SOURCE // dladdr
 #include "layer.h"
 #include "_cgo_export.h"
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +69,19 @@ void kc_use_source(kc_program *w) {
 	__atomic_store_n(&w->real, w->source, __ATOMIC_RELEASE);
 	__atomic_store_n(&w->cached, KC_SOURCE, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&w->mu);
+}
+
+// kc_app_read reports whether the application has queried the binaries of
+// w's programs: on PoCL the first such query compiles generic work-group
+// functions and fixes the binary, so that a later read is cheap.
+int kc_app_read(kc_program *w) { return __atomic_load_n(&w->app_read, __ATOMIC_ACQUIRE); }
+
+const char *kc_self_path(void) {
+	Dl_info info;
+	if (dladdr((void *)kc_self_path, &info) == 0) {
+		return NULL;
+	}
+	return info.dli_fname;
 }
 
 static cl_program kc_translate(cl_program p) {
@@ -363,6 +378,10 @@ static cl_int CL_API_CALL kc_clGetProgramInfo(cl_program p, cl_program_info para
 	case CL_PROGRAM_IL:
 		// A program made from a binary has no source; the application's has.
 		return kc_target->clGetProgramInfo(w->source, param, size, value, size_ret);
+	case CL_PROGRAM_BINARY_SIZES:
+	case CL_PROGRAM_BINARIES:
+		__atomic_store_n(&w->app_read, 1, __ATOMIC_RELEASE);
+		return kc_program_info(kc_real(w), param, size, value, size_ret);
 	default:
 		return kc_program_info(kc_real(w), param, size, value, size_ret);
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
 	"github.com/kcache/kcache/disk"
+	"github.com/kcache/kcache/internal/layerstore"
 )
 
 // commitDelay is how long after its build a program that has not been
@@ -38,12 +39,17 @@ var theLayer *layer
 type layer struct {
 	bins  *kcache.Cache
 	locks kcache.Locker // the disk tier's build locks, probed by unblock
-	log   *slog.Logger
-	debug bool
-	env   []kcache.EnvVar
-	ids   identities
-	scan  scanner
-	delay time.Duration
+	disk  *disk.Store   // the disk tier, which awaitWorker reads without counting
+
+	queue     layerstore.Queue // build orders for the background worker
+	buildEnv  []string         // what of the environment an order carries
+	buildWait time.Duration    // how long a process waits for another's build
+	log       *slog.Logger
+	debug     bool
+	env       []kcache.EnvVar
+	ids       identities
+	scan      scanner
+	delay     time.Duration
 
 	mu    sync.Mutex // guards progs, due and linked; never held across a driver call, nor taken under a program's mu
 	progs map[*C.kc_program]*program
@@ -53,6 +59,13 @@ type layer struct {
 	linked map[C.cl_program]map[C.cl_device_id]string
 
 	warned sync.Map // warnings already given, by kind
+	// mine holds the key digests this process ordered: it builds such a
+	// key again itself rather than wait for the worker (awaitWorker).
+	mine sync.Map
+
+	startMu    sync.Mutex  // guards toStart and startTimer
+	toStart    bool        // orders written since the worker was last started
+	startTimer *time.Timer // starts the worker workerDelay after an order
 }
 
 // open makes the layer from the environment. It fails when there is no
@@ -86,12 +99,17 @@ func open(environ []string, stderr io.Writer) (*layer, error) {
 	return &layer{
 		bins:  bins,
 		locks: st,
-		log:   log,
-		debug: cfg.Debug,
-		env:   compilerEnv.Select(environ),
-		scan:  depsScanner{s: deps.NewScanner(log, scanOpts...), trace: cfg.Trace, log: log},
-		delay: commitDelay,
-		progs: map[*C.kc_program]*program{},
+		disk:  st,
+
+		queue:     layerstore.NewQueue(cfg.Dir),
+		buildEnv:  layerstore.BuildEnv(environ),
+		buildWait: cfg.BuildWait,
+		log:       log,
+		debug:     cfg.Debug,
+		env:       compilerEnv.Select(environ),
+		scan:      depsScanner{s: deps.NewScanner(log, scanOpts...), trace: cfg.Trace, log: log},
+		delay:     commitDelay,
+		progs:     map[*C.kc_program]*program{},
 	}, nil
 }
 

@@ -30,6 +30,7 @@ typedef struct kc_program {
 	int nowned;
 	int refs;             // the application's reference count (atomic)
 	int cached;           // real was made from a cached binary: KC_CACHED_* (atomic)
+	int app_read;         // the application queried the program's binaries (atomic)
 	struct kc_program *prev, *next; // the list of live handles (kc_live_mu)
 } kc_program;
 
@@ -44,6 +45,10 @@ cl_program kc_real(kc_program *w);
 cl_program kc_source(kc_program *w);
 void kc_adopt(kc_program *w, cl_program b, int cached);
 void kc_use_source(kc_program *w);
+int kc_app_read(kc_program *w);
+
+// kc_self_path returns the path of the layer's own library, or NULL.
+const char *kc_self_path(void);
 
 // The programs whose binaries the Go half has still to store (its commit
 // points are the application's own calls: see layer.c's kc_sync).

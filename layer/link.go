@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/internal/layerstore"
 )
 
 // linkStep is clLinkProgram of compiled objects that came through the
@@ -23,7 +24,7 @@ import (
 // options: an input's key holds its source, every header, its compile
 // options, the device, the compiler and its environment, so the link's
 // key changes whenever anything the linked program is made from changes.
-var linkStep = step{format: "opencl-c/layer-record/linked", kind: C.KC_CACHED_EXECUTABLE, finish: true, delayed: true}
+var linkStep = step{format: layerstore.FormatLinked, kind: C.KC_CACHED_EXECUTABLE, finish: true, delayed: true}
 
 //export kcGoLink
 func kcGoLink(ctx C.cl_context, nd C.cl_uint, devs *C.cl_device_id, options *C.char, np C.cl_uint, ps *C.cl_program,

@@ -14,13 +14,20 @@
 // driver's program behind it, which is the program made from source, or
 // after a cache hit a program made from the cached binary (see layer.c).
 //
+// On PoCL, where reading a program's binary is a compile, the layer does
+// not read it in the application's process: it writes a build order and
+// starts the background worker, `kcache layer-worker`, which builds and
+// stores the program in a process of its own (background.go,
+// internal/layerstore, docs/layer.md).
+//
 // It knows no application: every call it does not intercept goes to the
 // driver untouched, and when in doubt it calls through. It uses no binding
 // of package opencl (it calls the driver through the loader's dispatch
 // table, in C). Within the module it imports the root package, deps,
 // disk (its one binary tier), internal/keyparts and internal/binread: the
 // rules package opencl keys and reads programs by, so that the layer and
-// the binding agree on every key.
+// the binding agree on every key; and internal/layerstore, what it shares
+// with its worker.
 package main
 
 // main is never run: the package is a shared library.

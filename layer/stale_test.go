@@ -97,6 +97,13 @@ func runScale(t *testing.T, host, dir, pocl, cache string) string {
 	if err != nil {
 		t.Fatalf("scale (cache %q): %v\n%s", cache, err, out)
 	}
+	if cache != "" {
+		// What the run ordered is stored (or dropped) before anything
+		// changes: a stale entry must be caught at lookup, not missed.
+		if err := waitWorker(cache); err != nil {
+			t.Fatal(err)
+		}
+	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	for _, l := range lines {
 		if strings.HasPrefix(l, "scale ") {

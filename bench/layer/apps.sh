@@ -3,13 +3,21 @@
 # by side in one run: with no cache at all, cold and warm through the kcache
 # layer, cold and warm through PoCL's own kernel cache, and cold and warm
 # through both (the layer with PoCL's cache left on). Warm runs are repeated
-# (REPEAT, default 3), interleaved, and their median is reported.
+# (REPEAT, default 3), interleaved, and their median is reported; so are cold
+# runs with COLD_REPEAT (default 1), each on empty caches. After each
+# cold run through the layer the script waits for the layer's background
+# worker (kcache layer-worker) to store what the run ordered, and reports
+# that wait ("bg", ms): the warm runs must find the entries, and the time
+# is work the machine did after the application had exited.
 # Usage: bench/layer/apps.sh [clpeak] [pyopencl] [hashcat] [opencv] [ffmpeg] [clfft] [clblast] [gegl]
-# Needs ./libkcache-layer.so (make layer).
+# Needs ./libkcache-layer.so and ./kcache beside it, the worker the layer
+# starts (make layer builds both).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 lib=$PWD/libkcache-layer.so
+kcache=$PWD/kcache
 repeat=${REPEAT:-3}
+cold_repeat=${COLD_REPEAT:-1}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp layer/testdata/sums.py layer/testdata/umat.py "$work/"
@@ -38,6 +46,15 @@ first_result() {
 	echo $(((end - start) / 1000000))
 }
 
+# bg_wait waits for the background worker of the cache $1 and prints how
+# long that took, in ms.
+bg_wait() {
+	local start
+	start=$(date +%s%N)
+	KCACHE_DIR=$1 "$kcache" layer-worker --wait 30m
+	echo $((($(date +%s%N) - start) / 1000000))
+}
+
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 run_app() {
@@ -48,11 +65,24 @@ run_app() {
 	# included), so that only the cache under test carries builds over.
 	fresh() { rm -rf "$home"; mkdir -p "$home"; echo "HOME=$home XDG_CACHE_HOME=$home/c XDG_DATA_HOME=$home/d PYOPENCL_NO_CACHE=1 POCL_CACHE_DIR=$home/pocl"; }
 	local kc=$work/kcache-$name pocl=$work/pocl-$name kc2=$work/kcache2-$name pocl2=$work/pocl2-$name
-	rm -rf "$kc" "$pocl" "$kc2" "$pocl2"
-	none=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=0 "$@")
-	cold=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=0 KCACHE_DIR="$kc" OPENCL_LAYERS="$lib" "$@")
-	pcold=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=1 POCL_CACHE_DIR="$pocl" "$@")
-	bcold=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=1 POCL_CACHE_DIR="$pocl2" KCACHE_DIR="$kc2" OPENCL_LAYERS="$lib" "$@")
+	local n=() c=() g=() pc=() bc=() bg2=()
+	# Cold runs, COLD_REPEAT times (default 1), interleaved, each on empty
+	# caches; the warm runs use the caches of the last.
+	for _ in $(seq "$cold_repeat"); do
+		rm -rf "$kc" "$pocl" "$kc2" "$pocl2"
+		n+=("$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=0 "$@")")
+		c+=("$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=0 KCACHE_DIR="$kc" OPENCL_LAYERS="$lib" "$@")")
+		g+=("$(bg_wait "$kc")")
+		pc+=("$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=1 POCL_CACHE_DIR="$pocl" "$@")")
+		bc+=("$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=1 POCL_CACHE_DIR="$pocl2" KCACHE_DIR="$kc2" OPENCL_LAYERS="$lib" "$@")")
+		bg2+=("$(bg_wait "$kc2")")
+	done
+	none=$(median "${n[@]}")
+	cold=$(median "${c[@]}")
+	bg=$(median "${g[@]}")
+	pcold=$(median "${pc[@]}")
+	bcold=$(median "${bc[@]}")
+	bbg=$(median "${bg2[@]}")
 	local w=() p=() b=()
 	for _ in $(seq "$repeat"); do
 		w+=("$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=0 KCACHE_DIR="$kc" OPENCL_LAYERS="$lib" "$@")")
@@ -62,12 +92,13 @@ run_app() {
 	warm=$(median "${w[@]}")
 	pwarm=$(median "${p[@]}")
 	bwarm=$(median "${b[@]}")
-	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %sx |\n' "$name" "$none" "$cold" "$warm" "$pcold" "$pwarm" "$bcold" "$bwarm" \
-		"$(awk -v a="$pwarm" -v b="$warm" 'BEGIN { printf "%.1f", a / b }')"
+	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+	printf '| %s | %s | %s (%s) | %s | %s | %s | %s (%s) | %s | %sx | %sx | %sx |\n' "$name" "$none" "$cold" "$bg" "$warm" "$pcold" "$pwarm" "$bcold" "$bbg" "$bwarm" \
+		"$(ratio "$pwarm" "$warm")" "$(ratio "$pcold" "$bcold")" "$(ratio "$pwarm" "$bwarm")"
 }
 
-echo "| application | no cache (ms) | layer cold | layer warm | PoCL cache cold | PoCL cache warm | both cold | both warm | PoCL warm / layer warm |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| application | no cache (ms) | layer cold (bg) | layer warm | PoCL cache cold | PoCL cache warm | both cold (bg) | both warm | PoCL warm / layer warm | PoCL cold / both cold | PoCL warm / both warm |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 apps=("$@")
 [ ${#apps[@]} -gt 0 ] || apps=(clpeak pyopencl hashcat)
 for a in "${apps[@]}"; do

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/kcache/kcache/internal/layerstore"
+)
+
+// TestOrderEnv: an order's process gets PoCL's kernel cache as the
+// application had it (on when it did not say, PoCL's default, which the
+// command would otherwise turn off), and with it off a PoCL directory of
+// its own, never the application's private one.
+func TestOrderEnv(t *testing.T) {
+	base := []string{"PATH=/bin", "POCL_KERNEL_CACHE=0", "POCL_CACHE_DIR=/dev/shm/kcache-pocl-1", "KCACHE_DIR=/elsewhere"}
+	for _, c := range []struct {
+		name  string
+		order []string
+		want  []string
+	}{
+		{"unset", []string{"KCACHE_DIR=/c", "HOME=/h"}, []string{"PATH=/bin", "KCACHE_DIR=/c", "HOME=/h", "POCL_KERNEL_CACHE=1"}},
+		{"on", []string{"KCACHE_DIR=/c", "POCL_KERNEL_CACHE=1", "POCL_CACHE_DIR=/p"}, []string{"PATH=/bin", "KCACHE_DIR=/c", "POCL_KERNEL_CACHE=1", "POCL_CACHE_DIR=/p"}},
+		{"off", []string{"KCACHE_DIR=/c", "POCL_KERNEL_CACHE=0", "POCL_CACHE_DIR=/tmp/kcache-pocl-0/42"}, []string{"PATH=/bin", "KCACHE_DIR=/c", "POCL_KERNEL_CACHE=0"}},
+	} {
+		got := orderEnv(slices.Clone(base), layerstore.Order{Env: c.order})
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: orderEnv = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
