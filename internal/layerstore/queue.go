@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -15,9 +16,13 @@ import (
 	"github.com/kcache/kcache"
 )
 
-// Queue is the build orders of one cache directory, in its directory
-// layer-orders (beside the disk tier's version directory, which never
-// sees it), and the lock its one worker holds while it drains them.
+// Queue is one user's build orders for one cache directory, in its
+// directory layer-orders-UID (beside the disk tier's version directory,
+// which never sees it), and the lock its one worker holds while it drains
+// them. Each user has a queue of their own, mode 0700, even in a cache
+// shared by a group: an order carries its process's environment and
+// working directory, and a worker builds in them, so a worker must never
+// take another user's orders.
 //
 // An order's file is named after its key's digest: processes that order
 // the same build write one file, and the worker builds it once. Files are
@@ -30,7 +35,7 @@ type Queue struct {
 
 // Names in the queue's directory.
 const (
-	queueDirName = "layer-orders"
+	queueDirName = "layer-orders-" // and the user's id
 	orderSuffix  = ".order"
 	lockFileName = "worker.lock"
 	tempPrefix   = ".tmp-"
@@ -41,7 +46,9 @@ const (
 const staleTemp = time.Hour
 
 // NewQueue returns the queue of the cache directory root.
-func NewQueue(root string) Queue { return Queue{dir: filepath.Join(root, queueDirName)} }
+func NewQueue(root string) Queue {
+	return Queue{dir: filepath.Join(root, queueDirName+strconv.Itoa(os.Getuid()))}
+}
 
 // Dir returns the queue's directory.
 func (q Queue) Dir() string { return q.dir }
