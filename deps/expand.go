@@ -43,15 +43,12 @@ type expander struct {
 	table  *macroTable
 	choice map[string]int // index into the name's options
 	steps  *int           // shared by every variant of one include
-	// suspicious says whether a name nobody defined could still be a
-	// macro the compiler knows (a built-in, or one from a header the
-	// scan did not find).
+	// suspicious says whether a name could be a macro the compiler
+	// knows (a built-in, or one from a header the scan did not find):
+	// asked of a name nobody defined, and of one whose value before the
+	// scanned files' definitions of it still holds where none of them is
+	// certain (see macroTable.options).
 	suspicious func(name string) bool
-	// priorUnknown, when not nil, says whether the value a name had
-	// before the scanned files' definitions of it, where none of them is
-	// certain, could be a macro the compiler knows (see
-	// macroTable.options); nil takes it as none.
-	priorUnknown func(name string) bool
 }
 
 // expandVariants expands ts under every combination of candidate
@@ -59,7 +56,7 @@ type expander struct {
 // would reject is dropped: on that path the build fails and nothing is
 // cached. It returns errUnknowable if any variant depends on a macro it
 // cannot see, or if there are too many variants.
-func (t *macroTable) expandVariants(ts []token, suspicious, priorUnknown func(string) bool) ([][]token, error) {
+func (t *macroTable) expandVariants(ts []token, suspicious func(string) bool) ([][]token, error) {
 	var out [][]token
 	steps := 0
 	queue := []map[string]int{{}}
@@ -69,7 +66,7 @@ func (t *macroTable) expandVariants(ts []token, suspicious, priorUnknown func(st
 		}
 		choice := queue[0]
 		queue = queue[1:]
-		x := &expander{table: t, choice: choice, steps: &steps, suspicious: suspicious, priorUnknown: priorUnknown}
+		x := &expander{table: t, choice: choice, steps: &steps, suspicious: suspicious}
 		res, err := x.expand(slices.Clone(ts))
 		var nc needChoice
 		switch {
@@ -103,10 +100,7 @@ func sameTokens(a, b []token) bool {
 // it is not a macro here.
 func (x *expander) lookup(name string) (*macro, error) {
 	opts, known, prior := x.table.options(name)
-	switch {
-	case !known && x.suspicious(name):
-		return nil, errUnknowable
-	case prior && x.priorUnknown != nil && x.priorUnknown(name):
+	if (!known || prior) && x.suspicious(name) {
 		return nil, errUnknowable
 	}
 	if !known {

@@ -34,7 +34,7 @@ func expandedNames(opts, text string) ([]string, error) {
 		return []string{last.name}, nil
 	}
 	reserved := func(name string) bool { return strings.HasPrefix(name, "__") }
-	variants, err := t.expandVariants(last.operand, reserved, nil)
+	variants, err := t.expandVariants(last.operand, reserved)
 	if err != nil {
 		return nil, err
 	}

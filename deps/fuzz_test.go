@@ -49,7 +49,7 @@ func FuzzDirectives(f *testing.F) {
 					}
 					continue
 				}
-				variants, err := table.expandVariants(d.operand, func(n string) bool { return strings.HasPrefix(n, "__") }, nil)
+				variants, err := table.expandVariants(d.operand, func(n string) bool { return strings.HasPrefix(n, "__") })
 				if err != nil && err != errUnknowable {
 					t.Fatalf("expansion error %v", err)
 				}

@@ -350,8 +350,9 @@ func (t *macroTable) options(name string) (opts []*macro, known, prior bool) {
 		t.consulted(name)
 	}
 	c := t.defs[name]
+	dominated := c != nil && t.dominated(c)
 	var builtin *candidates
-	if t.fallback != nil && (c == nil || !t.dominated(c)) {
+	if t.fallback != nil && !dominated {
 		builtin = t.fallback().defs[name]
 	}
 	switch {
@@ -362,7 +363,7 @@ func (t *macroTable) options(name string) (opts []*macro, known, prior bool) {
 	}
 	opts = c.defs
 	switch {
-	case t.dominated(c):
+	case dominated:
 		if c.undef {
 			opts = append(slices.Clip(opts), nil)
 		}

@@ -144,7 +144,7 @@ func (sc *scan) condition(expr, includerDir string, depth int) error {
 		// A name in a test's operand is like one in a computed
 		// include's; the test itself is an operator, no macro.
 		var vs [][]token
-		vs, err = sc.table.expandVariants(op, func(name string) bool { return !isHasInclude(name) && sc.unknown(name) }, sc.unknown)
+		vs, err = sc.table.expandVariants(op, func(name string) bool { return !isHasInclude(name) && sc.unknown(name) })
 		if err != nil {
 			break
 		}

@@ -234,7 +234,7 @@ func (sc *scan) directive(d directive, includerDir string, depth int) error {
 // names none, or cannot be known (the source is then refused).
 func (sc *scan) expand(operand []token) ([]headerRef, bool) {
 	sc.table.fallback = sc.builtinMacros
-	variants, err := sc.table.expandVariants(operand, sc.unknown, sc.unknown)
+	variants, err := sc.table.expandVariants(operand, sc.unknown)
 	if err != nil {
 		// Widening to the search directories is not enough: the
 		// name may hold "..", or be absolute.
