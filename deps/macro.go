@@ -379,6 +379,7 @@ func (t *macroTable) options(name string) (opts []*macro, known, prior bool) {
 // their paths and digests. A table is never written once built, so scans
 // share it.
 type builtinTable struct {
+	load  sync.Mutex // held while the files are read and the table found or built
 	mu    sync.Mutex
 	key   string      // guarded by mu
 	table *macroTable // guarded by mu

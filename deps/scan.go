@@ -345,20 +345,32 @@ var predefinedPrefixes = []string{"CL_", "cl_", "FP_FAST_FMA", "POCL_"}
 // include first needs them. The table is kept by the Scanner under the
 // files' identities: the compiler's headers hold thousands of macros, and
 // rebuilding the table would cost every first scan of such a source some
-// milliseconds.
+// milliseconds. Each file's stat is observed, so a warm check sees an
+// edited built-in header.
 func (sc *scan) builtinMacros() *macroTable {
-	if sc.builtins != nil {
-		return sc.builtins
+	if sc.builtins == nil {
+		sc.builtins = sc.s.builtinMacros(sc.in.Builtins, sc.stat)
 	}
+	return sc.builtins
+}
+
+// builtinMacros returns the macro table of the built-in headers at paths,
+// stat'd through stat, from the Scanner's copy when the files are those it
+// was built from.
+func (s *Scanner) builtinMacros(paths []string, stat func(string) (fs.FileInfo, error)) *macroTable {
+	// One at a time: a scan that comes while LearnBuiltins reads the
+	// files waits for its table instead of lexing them a second time.
+	s.builtins.load.Lock()
+	defer s.builtins.load.Unlock()
 	var files []*fileEntry
 	var ids strings.Builder
 	trusted := true
-	for _, p := range sc.in.Builtins {
-		fi, err := sc.stat(p)
+	for _, p := range paths {
+		fi, err := stat(p)
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		e, err := sc.s.files.get(sc.s.fs, p, fi, TrigraphsOff)
+		e, err := s.files.get(s.fs, p, fi, TrigraphsOff)
 		if err != nil {
 			continue
 		}
@@ -366,7 +378,7 @@ func (sc *scan) builtinMacros() *macroTable {
 		fmt.Fprintf(&ids, "%s\x00%x\x00", p, e.digest)
 		trusted = trusted && e.settled
 	}
-	sc.builtins = sc.s.builtins.get(ids.String(), trusted, func() *macroTable {
+	return s.builtins.get(ids.String(), trusted, func() *macroTable {
 		t := newMacroTable()
 		for _, e := range files {
 			for _, d := range e.directives {
@@ -377,7 +389,18 @@ func (sc *scan) builtinMacros() *macroTable {
 		}
 		return t
 	})
-	return sc.builtins
+}
+
+// LearnBuiltins reads the built-in headers at paths (what callers pass
+// as Input.Builtins) and keeps their macro table, so that the first scan
+// that needs it, a source's first #ifndef, finds it ready instead of
+// lexing the compiler's headers (PoCL's and clang's opencl-c.h: 100 ms on
+// a loaded machine) while its application waits. Callers run it on a
+// goroutine of their own when they start; a scan that needs the table
+// meanwhile waits for it. It changes nothing a key holds: scans still
+// observe every built-in header themselves.
+func (s *Scanner) LearnBuiltins(paths []string) {
+	s.builtinMacros(paths, s.fs.stat)
 }
 
 // include resolves one header name as the compiler searches for it. Every

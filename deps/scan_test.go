@@ -251,6 +251,36 @@ func TestScanBuiltins(t *testing.T) {
 	}
 }
 
+// TestLearnBuiltins checks that a Scanner that learnt the built-in headers
+// ahead of its first scan reads none of them in that scan, finds what a
+// Scanner that did not finds, and still follows an edit of one of them.
+func TestLearnBuiltins(t *testing.T) {
+	root := tree(t, map[string]string{"builtin.h": "#define log _cl_log\n", "log.h": "", "_cl_log.h": "", "_cl_exp.h": ""})
+	builtins := []string{filepath.Join(root, "builtin.h")}
+	in := Input{Source: []byte(strMacros + "#ifndef G\n#define G\n#endif\n#include XS(log.h)\n"), WorkDir: root, SearchWorkDir: true, Builtins: builtins}
+	_, cold := mustScan(t, NewScanner(nil), in)
+
+	s := NewScanner(nil)
+	c := counting(s)
+	s.LearnBuiltins(builtins)
+	if got := c.reads.Load(); got != 1 {
+		t.Fatalf("LearnBuiltins read %d files, want the one built-in header", got)
+	}
+	_, tr := mustScan(t, s, in)
+	if got := c.reads.Load(); got != 3 {
+		t.Errorf("the scan read %d files after LearnBuiltins, want the two headers it includes", got-1)
+	}
+	if !slices.Equal(found(root, tr), found(root, cold)) {
+		t.Errorf("trace %q after LearnBuiltins, want %q", found(root, tr), found(root, cold))
+	}
+
+	write(t, builtins[0], "#define log _cl_exp\n")
+	_, tr = mustScan(t, s, in)
+	if want := "computed-include _cl_exp.h _cl_exp.h"; !slices.Contains(found(root, tr), want) {
+		t.Errorf("after the built-in header's edit, trace %q lacks %q", found(root, tr), want)
+	}
+}
+
 func TestScanForcedNextEmbedHasInclude(t *testing.T) {
 	root := tree(t, map[string]string{
 		"wd/pre.h": "",

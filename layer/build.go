@@ -408,7 +408,7 @@ func (l *layer) store(ctx context.Context, p *program) {
 			pending.Abort(errors.Join(err, errors.New("no binary for the device")))
 			continue
 		}
-		pending.Commit(ctx, layerstore.Record{Log: s.log, Binary: bins[s.index]}.Encode(), s.buildTime)
+		l.writes.commit(ctx, pending, layerstore.Record{Log: s.log, Binary: bins[s.index]}.Encode(), s.buildTime)
 		s.stored = len(bins[s.index])
 	}
 	if p.ownRef {
@@ -431,6 +431,9 @@ func (l *layer) upgrade(ctx context.Context, p *program) {
 	if err != nil {
 		return
 	}
+	// A grown binary must land after the first write of its key, not be
+	// overwritten by it.
+	l.writes.wait(ctx)
 	for _, s := range p.slots {
 		bin := bins[s.index]
 		if s.pending != nil || s.stored == 0 || len(bin) <= s.stored {
@@ -481,8 +484,9 @@ func (l *layer) release(ctx context.Context, w *C.kc_program) {
 }
 
 // exit orders the PoCL builds still pending (abandon), gives up the
-// others, starts the worker if anything was ordered, and merges the
-// process's counters, when the process exits. It never calls the driver:
+// others, starts the worker if anything was ordered, waits for the entries
+// being written, and merges the process's counters, when the process
+// exits. It never calls the driver:
 // exit handlers run after the driver's compiler may have been torn down.
 // The build locks go; the worker, or the next process that builds the
 // same programs, stores them.
@@ -497,6 +501,9 @@ func (l *layer) exit(ctx context.Context) {
 	l.startScheduled()
 	ctx, cancel := context.WithTimeout(ctx, closeTimeout)
 	defer cancel()
+	if !l.writes.wait(ctx) {
+		l.log.Debug("kcache layer: entries still being written at exit are lost")
+	}
 	if err := l.bins.Close(ctx); err != nil {
 		l.log.Debug("kcache layer: closing the cache at exit", "err", err)
 	}

@@ -9,6 +9,10 @@
 # worker (kcache layer-worker) to store what the run ordered, and reports
 # that wait ("bg", ms): the warm runs must find the entries, and the time
 # is work the machine did after the application had exited.
+# With COLD_PAIRS=N the script instead runs N interleaved pairs of cold runs,
+# PoCL's cache alone then the layer with PoCL's cache on ("both"), each on
+# empty caches, and prints every pair, both medians and their ratio: the
+# comparison the recommended configuration must win, settled by many pairs.
 # Usage: bench/layer/apps.sh [clpeak] [pyopencl] [hashcat] [opencv] [ffmpeg] [clfft] [clblast] [gegl]
 # Needs ./libkcache-layer.so and ./kcache beside it, the worker the layer
 # starts (make layer builds both).
@@ -97,8 +101,36 @@ run_app() {
 		"$(ratio "$pwarm" "$warm")" "$(ratio "$pcold" "$bcold")" "$(ratio "$pwarm" "$bwarm")"
 }
 
+# run_pairs times COLD_PAIRS interleaved cold pairs: PoCL's cache alone, then
+# both, each on empty caches, the worker waited for after each "both" run.
+run_pairs() {
+	local name=$1 marker=$2
+	shift 2
+	local home=$work/home-$name
+	fresh() { rm -rf "$home"; mkdir -p "$home"; echo "HOME=$home XDG_CACHE_HOME=$home/c XDG_DATA_HOME=$home/d PYOPENCL_NO_CACHE=1 POCL_CACHE_DIR=$home/pocl"; }
+	local pocl=$work/pocl-$name kc2=$work/kcache2-$name pocl2=$work/pocl2-$name
+	local pc=() bc=() pairs=()
+	for _ in $(seq "$COLD_PAIRS"); do
+		rm -rf "$pocl" "$kc2" "$pocl2"
+		local a b
+		a=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=1 POCL_CACHE_DIR="$pocl" "$@")
+		b=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=1 POCL_CACHE_DIR="$pocl2" KCACHE_DIR="$kc2" OPENCL_LAYERS="$lib" "$@")
+		bg_wait "$kc2" >/dev/null
+		pc+=("$a") bc+=("$b") pairs+=("$a/$b")
+	done
+	local pm bm
+	pm=$(median "${pc[@]}") bm=$(median "${bc[@]}")
+	printf '| %s | %s | %s | %s | %s |\n' "$name" "$pm" "$bm" "$(awk -v a="$pm" -v b="$bm" 'BEGIN { printf "%.2fx", a / b }')" "${pairs[*]}"
+}
+
+if [ -n "${COLD_PAIRS:-}" ]; then
+	run_app() { run_pairs "$@"; }
+	echo "| application | PoCL cache cold (median ms) | both cold | PoCL cold / both cold | pairs, PoCL/both (ms) |"
+	echo "| --- | --- | --- | --- | --- |"
+else
 echo "| application | no cache (ms) | layer cold (bg) | layer warm | PoCL cache cold | PoCL cache warm | both cold (bg) | both warm | PoCL warm / layer warm | PoCL cold / both cold | PoCL warm / both warm |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+fi
 apps=("$@")
 [ ${#apps[@]} -gt 0 ] || apps=(clpeak pyopencl hashcat)
 for a in "${apps[@]}"; do
