@@ -117,9 +117,6 @@ func NewCache(cl *Context, bins *kcache.Cache, opts CacheOptions) *Cache {
 		Disabled:  !cfg.InMemory,
 		Release:   c.releaseProgram,
 	})
-	// The compiler's headers' macros, which a source's first #ifndef
-	// needs, are read beside the caller's start, not on its first build.
-	go c.headers.LearnBuiltins(keyparts.OpenCLBuiltins())
 	// Device identities take a dozen runtime queries and a read of the
 	// process's memory map: pay that with the context, not on the first
 	// program.
