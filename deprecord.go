@@ -62,10 +62,8 @@ var recordTemplate = sync.OnceValue(func() (t struct {
 func preparedRecordKey(id Digest) *Prepared {
 	t := recordTemplate()
 	enc := slices.Clone(t.enc)
-	src := enc[t.idAt : t.idAt+len(id)] // the key's source shares the encoding's bytes
-	copy(src, id[:])
-	k := &Key{Compiler: Compiler{Name: recordCompiler}, Image: Image{Format: recordCompiler, Source: src}}
-	p := &Prepared{key: k, enc: enc, digests: t.digests}
+	copy(enc[t.idAt:], id[:])
+	p := &Prepared{key: recordKey(id), enc: enc, digests: t.digests}
 	// The component's digest as componentInto computes it, from one
 	// buffer on the stack: the image of a record key is some 60 bytes.
 	var buf [128]byte
