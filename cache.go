@@ -167,7 +167,9 @@ func (c *Cache) getIn(ctx context.Context, p *Prepared, tiers []Tier, countMiss 
 		c.stats.tier(t.Kind).hits.Add(1)
 		c.stats.saved(e.BuildTime, time.Since(start))
 		c.fill(ctx, key, e, c.tiers[:i])
-		c.debug("hit", "tier", t.Kind, "key", digest)
+		if c.cfg.Debug { // checked here: the arguments allocate on every hit
+			c.debug("hit", "tier", t.Kind, "key", digest)
+		}
 		return Result{Binary: e.Binary, Outcome: t.Kind, Digest: digest, BuildTime: e.BuildTime}, nil
 	}
 	return Result{Digest: digest}, fmt.Errorf("kcache: %s: %w", digest, ErrMiss)

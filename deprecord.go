@@ -2,8 +2,11 @@ package kcache
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 )
 
 // A Cache also keeps the dependency records of package deps (a scan's
@@ -28,12 +31,64 @@ func recordKey(id Digest) *Key {
 	}
 }
 
+// recordTemplate is the record key of the zero id, prepared, and where
+// the id's bytes lie in its encoding. Every record key differs from it
+// only there: its device, compiler, specialization and options are the
+// same, so only its image's digest and the key's own need computing
+// (preparedRecordKey). A new process looks up a record for each source
+// it builds, with caches cold: three digests fewer there.
+var recordTemplate = sync.OnceValue(func() (t struct {
+	enc     []byte
+	digests Digests
+	image   [2]int // the image component's bounds in enc
+	idAt    int    // where the id's bytes start in enc
+}) {
+	k := recordKey(Digest{})
+	var bounds [5]int
+	t.enc, bounds = k.canonical().encode()
+	t.digests = k.Prepare().digests
+	t.image = [2]int{bounds[1], bounds[2]}
+	// The image is its format (a length and the bytes), then its source,
+	// the id (a length, one byte for 32, and the bytes).
+	e := encoder{}
+	e.str(k.Image.Format)
+	e.uvarint(uint64(len(Digest{})))
+	t.idAt = bounds[1] + len(e.buf)
+	return t
+})
+
+// preparedRecordKey returns recordKey(id).Prepare(), computing only what
+// depends on id.
+func preparedRecordKey(id Digest) *Prepared {
+	t := recordTemplate()
+	enc := slices.Clone(t.enc)
+	copy(enc[t.idAt:], id[:])
+	p := &Prepared{key: recordKey(id), enc: enc, digests: t.digests}
+	// The component's digest as componentInto computes it, from one
+	// buffer on the stack: the image of a record key is some 60 bytes.
+	var buf [128]byte
+	e := encoder{buf: buf[:0]}
+	e.str(tagImage)
+	e.uvarint(FormatVersion)
+	e.buf = append(e.buf, enc[t.image[0]:t.image[1]]...)
+	p.digests.Image = sha256.Sum256(e.buf)
+	p.digests.Key = p.digests.sumKey()
+	return p
+}
+
 // LoadRecord returns the dependency record stored under id in the
 // cache's local tiers (it implements deps.RecordStore). It returns an
 // error wrapping ErrMiss when none has it.
 func (c *Cache) LoadRecord(ctx context.Context, id Digest) ([]byte, error) {
-	for _, t := range c.recordTiers() {
-		if e, err := t.Store.Get(ctx, recordKey(id)); err == nil {
+	var p *Prepared
+	for _, t := range c.tiers {
+		if !keepsRecords(t) {
+			continue
+		}
+		if p == nil {
+			p = preparedRecordKey(id)
+		}
+		if e, err := getFrom(ctx, t.Store, p); err == nil {
 			return e.Binary, nil
 		}
 	}
@@ -61,11 +116,17 @@ func (c *Cache) StoreRecord(ctx context.Context, id Digest, record []byte) error
 func (c *Cache) recordTiers() []Tier {
 	var out []Tier
 	for _, t := range c.tiers {
-		if _, shared := t.Store.(Locker); shared && t.Kind == OutcomeDisk {
+		if keepsRecords(t) {
 			out = append(out, t)
 		}
 	}
 	return out
+}
+
+// keepsRecords reports whether tier t keeps dependency records.
+func keepsRecords(t Tier) bool {
+	_, shared := t.Store.(Locker)
+	return shared && t.Kind == OutcomeDisk
 }
 
 // IsDependencyRecord reports whether k is the key of a dependency record,

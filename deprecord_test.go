@@ -1,7 +1,9 @@
 package kcache
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"testing"
 )
@@ -53,4 +55,44 @@ func TestDependencyRecordsWithoutLocalTier(t *testing.T) {
 	if _, err := c.LoadRecord(ctx, Digest{1}); !errors.Is(err, ErrMiss) || remote.puts != 0 {
 		t.Errorf("LoadRecord: %v, remote puts %d; want a miss and none", err, remote.puts)
 	}
+}
+
+// TestPreparedRecordKey: the record key prepared from the template is
+// the key Prepare makes, encoding and every digest, for any id.
+func TestPreparedRecordKey(t *testing.T) {
+	ids := []Digest{{}, {1, 2, 3}}
+	var ones Digest
+	for i := range ones {
+		ones[i] = 0xff
+	}
+	ids = append(ids, ones)
+	for i := range 200 {
+		ids = append(ids, sha256.Sum256([]byte{byte(i), byte(i >> 8)}))
+	}
+	for _, id := range ids {
+		got, want := preparedRecordKey(id), recordKey(id).Prepare()
+		if got.Digests() != want.Digests() || !bytes.Equal(got.Encoding(), want.Encoding()) {
+			t.Fatalf("id %x: prepared %+v %x, want %+v %x", id, got.Digests(), got.Encoding(), want.Digests(), want.Encoding())
+		}
+		if enc, _ := got.Key().MarshalBinary(); !bytes.Equal(enc, want.Encoding()) {
+			t.Fatalf("id %x: the prepared key is not its own encoding's", id)
+		}
+	}
+}
+
+// BenchmarkPrepareRecordKey compares the template with a full Prepare.
+func BenchmarkPrepareRecordKey(b *testing.B) {
+	id := Digest{1, 2, 3}
+	b.Run("template", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			preparedRecordKey(id)
+		}
+	})
+	b.Run("prepare", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			recordKey(id).Prepare()
+		}
+	})
 }

@@ -42,17 +42,21 @@ func (k *Key) Prepare() *Prepared {
 	for i, part := range parts {
 		componentInto(h, scratch, part.tag, enc[bounds[i]:bounds[i+1]], part.out)
 	}
-	// The whole key's digest is over the component digests, each
-	// length-prefixed, after its tag and the format version.
+	p.digests.Key = p.digests.sumKey()
+	return p
+}
+
+// sumKey returns the whole key's digest: over the component digests,
+// each length-prefixed, after its tag and the format version.
+func (d *Digests) sumKey() Digest {
 	var buf [128 + 4*(sha256.Size+1)]byte
 	e := encoder{buf: buf[:0]}
 	e.str(tagKey)
 	e.uvarint(FormatVersion)
-	for _, part := range parts {
-		e.bytes(part.out[:])
+	for _, c := range [...]*Digest{&d.Device, &d.Image, &d.Spec, &d.Options} {
+		e.bytes(c[:])
 	}
-	p.digests.Key = sha256.Sum256(e.buf)
-	return p
+	return sha256.Sum256(e.buf)
 }
 
 // componentInto writes into out the digest of one component's encoding:

@@ -5,9 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/deps"
 	"github.com/kcache/kcache/disk"
 )
 
@@ -58,6 +61,88 @@ func BenchmarkWarmLookup(b *testing.B) {
 }
 
 func byteSize(n int) string { return strconv.Itoa(n>>10) + "KiB" }
+
+// countingRecords counts the dependency records a scanner loaded.
+type countingRecords struct {
+	*kcache.Cache
+	loaded atomic.Int64
+}
+
+func (r *countingRecords) LoadRecord(ctx context.Context, id kcache.Digest) ([]byte, error) {
+	rec, err := r.Cache.LoadRecord(ctx, id)
+	if err == nil {
+		r.loaded.Add(1)
+	}
+	return rec, err
+}
+
+// BenchmarkFirstLookup measures the CPU side of the first request for a
+// source in a new process, less what a new process pays only once (code
+// and files touched for the first time): a new Cache and Scanner for each
+// request, so the scanner loads the source's dependency record from the
+// disk tier and checks it by stat, the key is built and prepared anew,
+// and the entry is read from the disk tier and decoded. WarmLookup is the
+// same request in a process that made it before. It needs no GPU.
+func BenchmarkFirstLookup(b *testing.B) {
+	dir := b.TempDir()
+	inc := filepath.Join(dir, "inc")
+	os.MkdirAll(inc, 0o755)
+	os.WriteFile(filepath.Join(inc, "common.cuh"), []byte("#pragma once\n#define X 1\n"), 0o644)
+	// A record stores only stats that were settled (deps.tooNew): let the
+	// header's times age past the window before its first scan.
+	time.Sleep(100 * time.Millisecond)
+	src := Source{Code: []byte("#include \"common.cuh\"\n__global__ void k() {}\n"), Path: "k.cu",
+		Options: []string{"-std=c++17", "-I" + inc}, NameExpressions: []string{"k"}}
+	cfg, _ := kcache.LoadConfig(func(cf *kcache.Config) { cf.Dir = filepath.Join(dir, "cache"); cf.Persistent = true })
+	st, err := disk.Open(disk.FromConfig(cfg))
+	if err != nil {
+		b.Fatal(err)
+	}
+	bins := kcache.New(cfg, nil, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st})
+	records := &countingRecords{Cache: bins}
+	newCache := func() *Cache {
+		c := fakeCache(b, nil)
+		c.bins, c.scanner = bins, deps.NewScanner(nil, deps.WithRecords(records))
+		return c
+	}
+	c := newCache()
+	p, err := c.plan(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key, err := c.key(context.Background(), src, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	im := &image{format: FormatCUBIN, code: make([]byte, 16<<10), lowered: map[string]string{"k": "_Z1kv"}}
+	if err := bins.Put(context.Background(), key, kcache.Entry{Binary: im.encode()}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		c := newCache()
+		b.StartTimer()
+		p, err := c.plan(src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		prep, err := c.prepared(context.Background(), src, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := bins.GetLocal(context.Background(), prep)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := decodeImage(r.Binary); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n := records.loaded.Load(); n < int64(b.N) {
+		b.Fatalf("%d of %d first lookups loaded the dependency record", n, b.N)
+	}
+}
 
 // BenchmarkLoadToLaunch compares, side by side in one process, a module
 // from kcache's disk tier (the object tier off, so every iteration reads

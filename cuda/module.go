@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
@@ -60,35 +61,70 @@ func (c *Context) LoadModule(image []byte, opts map[JITOption]int) (*Module, err
 	if isPTX(image) && image[len(image)-1] != 0 {
 		image = append(bytes.Clone(image), 0) // PTX is read as a C string
 	}
-	infoLog := make([]byte, jitLogBufferBytes)
-	errLog := make([]byte, jitLogBufferBytes)
-	keys := []int32{jitWallTime, jitInfoLog, jitInfoLogSize, jitErrorLog, jitErrorLogSize}
-	vals := []uintptr{0, uintptr(unsafe.Pointer(&infoLog[0])), uintptr(len(infoLog)), uintptr(unsafe.Pointer(&errLog[0])), uintptr(len(errLog))}
-	for k, v := range opts {
-		keys = append(keys, int32(k))
-		vals = append(vals, uintptr(v))
-	}
+	a := loadArgsPool.Get().(*loadArgs)
+	defer loadArgsPool.Put(a)
+	a.set(opts)
 	// The driver writes the logs through the addresses in vals, which the
 	// garbage collector cannot see there: pin the buffers for the call.
 	var pin runtime.Pinner
-	pin.Pin(&infoLog[0])
-	pin.Pin(&errLog[0])
+	pin.Pin(a)
 	defer pin.Unpin()
 	m := &Module{ctx: c}
 	err := c.call("cuModuleLoadDataEx", func() Result {
-		return cuModuleLoadDataEx(&m.h, unsafe.Pointer(&image[0]), uint32(len(keys)), &keys[0], &vals[0])
+		return cuModuleLoadDataEx(&m.h, unsafe.Pointer(&image[0]), uint32(len(a.keys)), &a.keys[0], &a.vals[0])
 	})
 	runtime.KeepAlive(image)
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) {
-			e.Log = strings.TrimSpace(goString(&errLog[0]))
+			e.Log = strings.TrimSpace(logText(a.errLog[:], a.vals[4]))
 		}
 		return nil, err
 	}
-	m.InfoLog = strings.TrimSpace(goString(&infoLog[0]))
-	m.JITMillis = math.Float32frombits(uint32(vals[0]))
+	m.InfoLog = strings.TrimSpace(logText(a.infoLog[:], a.vals[2]))
+	m.JITMillis = math.Float32frombits(uint32(a.vals[0]))
 	return m, nil
+}
+
+// loadArgs is what one LoadModule hands the driver: the JIT options and
+// the buffers for its logs. Loads take them from a pool: allocating and
+// zeroing two log buffers on every load was three quarters of what a warm
+// hit of a small module allocated (bench/RESULTS-cuda.md, issue 18), for
+// logs that a CUBIN's load leaves empty.
+type loadArgs struct {
+	infoLog, errLog [jitLogBufferBytes]byte
+	keys            []int32
+	vals            []uintptr
+}
+
+var loadArgsPool = sync.Pool{New: func() any { return new(loadArgs) }}
+
+// set fills a's options for a load with the caller's opts: the wall time
+// first, then the logs (the indexes LoadModule reads back), then opts.
+// A buffer from the pool may hold an earlier load's log: each starts
+// empty, and logText reads no further than the driver says it wrote.
+func (a *loadArgs) set(opts map[JITOption]int) {
+	a.infoLog[0], a.errLog[0] = 0, 0
+	a.keys = append(a.keys[:0], jitWallTime, jitInfoLog, jitInfoLogSize, jitErrorLog, jitErrorLogSize)
+	a.vals = append(a.vals[:0], 0, uintptr(unsafe.Pointer(&a.infoLog[0])), jitLogBufferBytes, uintptr(unsafe.Pointer(&a.errLog[0])), jitLogBufferBytes)
+	for k, v := range opts {
+		a.keys = append(a.keys, int32(k))
+		a.vals = append(a.vals, uintptr(v))
+	}
+}
+
+// logText returns the log the driver wrote into buf: up to its first NUL,
+// and no more than filled bytes where the driver reports a length (it
+// writes the bytes it used into a log's size option). Bytes past those
+// are left from an earlier load.
+func logText(buf []byte, filled uintptr) string {
+	if filled > 0 && filled < uintptr(len(buf)) {
+		buf = buf[:filled]
+	}
+	if i := bytes.IndexByte(buf, 0); i >= 0 {
+		buf = buf[:i]
+	}
+	return string(buf)
 }
 
 // isPTX reports whether image is PTX text rather than an ELF CUBIN or a
