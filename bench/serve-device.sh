@@ -25,7 +25,7 @@ nproc; nvidia-smi --query-gpu=name --format=csv,noheader
 
 client() { # family idx label
   local d=$(mktemp -d /tmp/kcb.XXXX) t0=$(date +%s%N)
-  local out=$(KCACHE_SERVE_BENCH_FAMILY=$1 KCACHE_SERVE_BENCH=$2 KCACHE_SERVE_BENCH_DIR=$d timeout 90 $V/cuda.test -test.run '^TestServeBenchClient$' -test.count=1 2>&1)
+  local out=$(KCACHE_SERVE_BENCH_T0=$t0 KCACHE_SERVE_BENCH_FAMILY=$1 KCACHE_SERVE_BENCH=$2 KCACHE_SERVE_BENCH_DIR=$d timeout 90 $V/cuda.test -test.run '^TestServeBenchClient$' -test.count=1 2>&1)
   local t1=$(date +%s%N)
   local line=$(echo "$out" | grep BENCH | tr "\n" " ")
   [ -z "$line" ] || echo "$out" | grep -q '^ok\|^PASS' || line="$line FAILED $(echo "$out" | grep -v BENCH | tail -4 | tr '\n' ' ' | cut -c1-400)"
@@ -55,15 +55,11 @@ fi
 
 if [[ $PHASES == *phases* ]]; then
   echo "== phases: NVRTC with PCH in one process, no server (TestServePhases)"
+  cat /sys/kernel/mm/transparent_hugepage/enabled; df -h /tmp | tail -1
   T=$(mktemp -d /tmp/kctime.XXXX)
-  for f in $FAMS; do
+  for f in ${PHASE_FAMS:-$FAMS}; do
     KCACHE_SERVE_PHASES=$f KCACHE_SERVE_PHASES_TIME=$T/time-$f.csv timeout 120 $V/cuda.test -test.run '^TestServePhases$' -test.count=1 2>&1 | grep -E "PHASE|FAIL|Error|error" | cut -c1-400
     echo "-- NVRTC -time of $f (a PCH'd compile, then one without PCH)"; cat $T/time-$f.csv 2>/dev/null
-  done
-  for f in ${PHASE_FAMS:-block4 libcu}; do # the same on one thread; then with glibc's malloc keeping its memory
-    KCACHE_SERVE_PHASES_LOCK=1 KCACHE_SERVE_PHASES_BASE=500 KCACHE_SERVE_PHASES=$f timeout 120 $V/cuda.test -test.run '^TestServePhases$' -test.count=1 2>&1 | grep -E "PHASE|FAIL" | sed 's/^/locked /' | cut -c1-400
-    MALLOC_ARENA_MAX=1 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967296 MALLOC_TOP_PAD_=268435456 \
-    KCACHE_SERVE_PHASES_LOCK=1 KCACHE_SERVE_PHASES_BASE=600 KCACHE_SERVE_PHASES=$f timeout 120 $V/cuda.test -test.run '^TestServePhases$' -test.count=1 2>&1 | grep -E "PHASE|FAIL" | sed 's/^/malloc /' | cut -c1-400
   done
   (cd $T && tar czf $OUT/phases.tgz .)
   echo "-- the server's check of a CCCL-sized key, in parallel chunks and one file after another"

@@ -123,12 +123,16 @@ func TestServeBenchClient(t *testing.T) {
 	if err != nil {
 		t.Skip("run by bench/serve-device.sh")
 	}
+	at := processClock()
+	entered := at()
 	gpu := requireGPU(t)
 	family := os.Getenv("KCACHE_SERVE_BENCH_FAMILY")
 	hdr := os.Getenv("KCACHE_SERVE_BENCH_HDR")
 	logs := &syncBuffer{}
+	gpuAt := at()
 	c := newBenchCache(t, gpu, filepath.Join(os.Getenv("KCACHE_SERVE_BENCH_DIR"), "cache"), logs)
 	src, check := benchSource(t, gpu, family, hdr, idx)
+	cacheAt := at()
 	start := time.Now()
 	benchStart.Store(start.UnixNano())
 	if os.Getenv("KCACHE_SERVE_BENCH_KEYONLY") != "" {
@@ -150,13 +154,26 @@ func TestServeBenchClient(t *testing.T) {
 	if m.Outcome != kcache.OutcomeBuilt {
 		t.Fatalf("outcome %v, want built (a cold miss)", m.Outcome)
 	}
+	moduleAt := at()
 	check(m)
+	checkedAt := at()
 	served := os.Getenv(ServeEnv) != "" && !strings.Contains(logs.String(), "not through the compile server")
 	why := ""
 	if i := strings.Index(logs.String(), "reason="); i >= 0 && !served && os.Getenv(ServeEnv) != "" {
 		why = strings.SplitN(logs.String()[i:], "\n", 2)[0]
 	}
 	fmt.Printf("BENCH family=%s kernel=%d serve=%q served=%v module_ms=%.1f %s %s\n", family, idx, os.Getenv(ServeEnv), served, ms(took), servedPhases(logs.String()), why)
+	fmt.Printf("BENCH-PROCESS entered_at_ms=%.1f gpu_at_ms=%.1f cache_at_ms=%.1f module_end_at_ms=%.1f checked_at_ms=%.1f\n",
+		entered, gpuAt, cacheAt, moduleAt, checkedAt)
+}
+
+// processClock returns a clock of milliseconds since the script started
+// this process ($KCACHE_SERVE_BENCH_T0, Unix nanoseconds): where a
+// client's time goes outside Module (its start, CUDA's initialisation, the
+// launch, and, from the script's total, its exit).
+func processClock() func() float64 {
+	t0, _ := strconv.ParseInt(os.Getenv("KCACHE_SERVE_BENCH_T0"), 10, 64)
+	return func() float64 { return ms(time.Since(time.Unix(0, t0))) }
 }
 
 // servedPhases picks out of the client's log where its time went in a
@@ -355,6 +372,14 @@ func TestServePhases(t *testing.T) {
 			phaseCompile(t, gpu, family, p, idx, "-pch", "-pch-messages=true")
 		}
 	}
+	// The floor of a PCH'd compile over these headers: a kernel that
+	// uses none of them (the PCH's load and the rest of NVRTC's fixed
+	// work).
+	for i := range 2 {
+		trivial := Source{Code: []byte(leadingLines(src.Code) + fmt.Sprintf("extern \"C\" __global__ void k(int* out) { out[0] = VALUE + %d; }\n", i)),
+			Path: fmt.Sprintf("trivial%d.cu", phaseBase+i), Options: src.Options}
+		phaseCompileSource(t, family, trivial, p, "-pch", "-pch-messages=true")
+	}
 	if f := os.Getenv("KCACHE_SERVE_PHASES_TIME"); f != "" {
 		phaseCompile(t, gpu, family, p, phaseBase+15, "-pch", "-time="+f)
 		phaseCompile(t, gpu, family, p, phaseBase+17, "-time="+f)
@@ -377,6 +402,24 @@ var phaseBase = func() int {
 // prints how long each step took, and returns the image.
 func phaseCompile(t *testing.T, gpu *Context, family string, p plan, idx int, extra ...string) []byte {
 	src, _ := benchSource(t, gpu, family, os.Getenv("KCACHE_SERVE_BENCH_HDR"), idx)
+	return phaseCompileSource(t, family, src, p, extra...)
+}
+
+// leadingLines is the preprocessor lines that open code: the headers
+// NVRTC's automatic PCH holds.
+func leadingLines(code []byte) string {
+	var b strings.Builder
+	for line := range strings.Lines(string(code)) {
+		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
+			break
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// phaseCompileSource is phaseCompile of src.
+func phaseCompileSource(t *testing.T, family string, src Source, p plan, extra ...string) []byte {
 	var before, after syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 	start := time.Now()
@@ -387,7 +430,7 @@ func phaseCompile(t *testing.T, gpu *Context, family string, p plan, idx int, ex
 	defer prog.Destroy()
 	created := time.Now()
 	if err := prog.Compile(append(slices.Clone(p.options), extra...)); err != nil {
-		t.Errorf("kernel %d with %q: %v", idx, extra, err) // an option this NVRTC lacks
+		t.Errorf("%s with %q: %v", programName(src), extra, err) // an option this NVRTC lacks
 		return nil
 	}
 	compiled := time.Now()
@@ -407,8 +450,8 @@ func phaseCompile(t *testing.T, gpu *Context, family string, p plan, idx int, ex
 	cpu := func(r syscall.Rusage) time.Duration {
 		return time.Duration(r.Utime.Nano() + r.Stime.Nano())
 	}
-	fmt.Printf("PHASE family=%s kernel=%d opts=%q create_ms=%.1f compile_ms=%.1f cubin_ms=%.1f bytes=%d pch=%s minflt=%d majflt=%d cpu_ms=%.1f sys_ms=%.1f\n", family, idx,
-		strings.Join(extra, " "), ms(created.Sub(start)), ms(compiled.Sub(created)), ms(time.Since(compiled)), len(code), pch,
+	fmt.Printf("PHASE family=%s kernel=%s opts=%q create_ms=%.1f compile_ms=%.1f cubin_ms=%.1f bytes=%d pch=%s minflt=%d majflt=%d cpu_ms=%.1f sys_ms=%.1f\n", family,
+		strings.TrimSuffix(programName(src), ".cu"), strings.Join(extra, " "), ms(created.Sub(start)), ms(compiled.Sub(created)), ms(time.Since(compiled)), len(code), pch,
 		after.Minflt-before.Minflt, after.Majflt-before.Majflt, ms(cpu(after)-cpu(before)), ms(time.Duration(after.Stime.Nano()-before.Stime.Nano())))
 	return code
 }
