@@ -1,6 +1,7 @@
 package compileserver
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -50,7 +51,7 @@ func newFileChecker() fileChecker {
 
 // check returns why a file differs from what the request asserts, or "".
 func (fc *fileChecker) check(files []File) string {
-	why, _ := eachFile(files, func(f File) (string, bool) { return fc.checkOne(f), false })
+	why, _ := eachFile(files, func(f File) (string, string) { return fc.checkOne(f), "" })
 	return why
 }
 
@@ -70,24 +71,22 @@ const (
 // eachFile runs one on every file, chunks of them on goroutines of their
 // own, and returns a reason one gave (the first in the files' order among
 // those checked: once one is found, the chunks not begun are skipped), or
-// "" and whether any said fresh.
-func eachFile(files []File, one func(File) (why string, fresh bool)) (string, bool) {
+// "" and one of the places any said fresh.
+func eachFile(files []File, one func(File) (why, fresh string)) (string, string) {
 	chunks := (len(files) + checkChunk - 1) / checkChunk
-	whys := make([]string, chunks)
+	whys, freshes := make([]string, chunks), make([]string, chunks)
 	var next atomic.Int64
-	var failed, fresh atomic.Bool
+	var failed atomic.Bool
 	run := func() {
 		for c := int(next.Add(1)) - 1; c < chunks && !failed.Load(); c = int(next.Add(1)) - 1 {
 			for _, f := range files[c*checkChunk : min((c+1)*checkChunk, len(files))] {
-				why, fr := one(f)
+				why, fresh := one(f)
 				if why != "" {
 					whys[c] = why
 					failed.Store(true)
 					break
 				}
-				if fr {
-					fresh.Store(true)
-				}
+				freshes[c] = cmp.Or(freshes[c], fresh)
 			}
 		}
 	}
@@ -97,12 +96,10 @@ func eachFile(files []File, one func(File) (why string, fresh bool)) (string, bo
 	}
 	run()
 	wg.Wait()
-	for _, why := range whys {
-		if why != "" {
-			return why, false
-		}
+	if why := cmp.Or(whys...); why != "" {
+		return why, ""
 	}
-	return "", fresh.Load()
+	return "", cmp.Or(freshes...)
 }
 
 func (fc *fileChecker) checkOne(f File) string {
@@ -183,28 +180,36 @@ func statOf(fi fs.FileInfo) fileState {
 // checkSince checks files as check does, for a compile that began at
 // start, before the client knew its key (Request.FilesLater): that compile
 // read the files as they were then, which the digests alone cannot tell.
-// It returns why a file differs from the key (stale), or fresh when one
-// may have been another at start. A file is trusted only if this checker
-// saw it, by the same stat identity (device, inode, size, times), before
+// It returns why a file differs from the key (stale), or, in fresh, a
+// file or directory that may have been another at start (for the log).
+// A file is trusted only if this checker saw it, by the same stat
+// identity (device, inode, size, times), before
 // start (in the checks of earlier requests), and its change time (which
 // no one can set back) is at least settle older than start: a file
 // replaced (a new inode: a renamed tree, a switched link) or written in
 // place since is fresh. A place that must be absent is trusted by the same
 // rule applied to the nearest directory above it that exists, whose times
 // change when an entry is made or removed there.
-func (fc *fileChecker) checkSince(files []File, start time.Time) (why string, fresh bool) {
-	return eachFile(files, func(f File) (string, bool) {
+func (fc *fileChecker) checkSince(files []File, start time.Time) (why, fresh string) {
+	return eachFile(files, func(f File) (string, string) {
 		if why := fc.checkOne(f); why != "" {
-			return why, false
+			return why, ""
 		}
 		switch f.Kind {
 		case FileDay:
-			return "", start.Format("Jan _2 2006") != f.Path
+			if start.Format("Jan _2 2006") != f.Path {
+				return "", "the day"
+			}
 		case FileAbsent:
-			dir := nearestDir(f.Path)
-			return "", !fc.stableSince(dirKey(dir), dir, start)
+			if dir := nearestDir(f.Path); !fc.stableSince(dirKey(dir), dir, start) {
+				return "", dir
+			}
+		default:
+			if !fc.stableSince(f.Path, f.Path, start) {
+				return "", f.Path
+			}
 		}
-		return "", !fc.stableSince(f.Path, f.Path, start)
+		return "", ""
 	})
 }
 

@@ -485,7 +485,7 @@ func (s *Server) runEarly(ctx context.Context, j *job) *Reply {
 	case why != "":
 		s.stale.Add(1)
 		return &Reply{Status: StatusStale, Message: why}
-	case fresh:
+	case fresh != "":
 		s.earlyRedone.Add(1)
 		return s.runChecked(ctx, j)
 	}
