@@ -98,14 +98,14 @@ fi
 if [[ $PHASES == *eight* ]]; then
   echo "== 8 clients at once, 8 new block4 kernels"
   unset KCACHE_SERVE
-  many plain8 block4 40
+  many plain8 block4 311 # block4: tiles 11-18, each set of 8 with its own offset
   export KCACHE_SERVE=$V/kcache
   stop
-  client block4 50 eight-warmup; idle
-  many warm8 block4 51
+  client block4 410 eight-warmup; idle
+  many warm8 block4 411
   idle; $V/kcache serve --json
   stop
-  many cold8 block4 60
+  many cold8 block4 511
   idle; $V/kcache serve --json
   stop
 fi
