@@ -316,7 +316,7 @@ func ServeKeyEnv() []string {
 // of an earlier process took 1-2 ms on the H100 (bench/RESULTS-cuda.md,
 // "Hit path"), and the compiler's files it waits for 1.5-3.3 ms, so a hit
 // does not begin a compile; a key scanned afresh (a kernel never built)
-// took 116-290 ms on CCCL kernels, which the compile then overlaps. Every
+// took 90-300 ms on CCCL kernels, which the compile then overlaps. Every
 // millisecond of it is on a cold miss's path (it was 25 ms); a hit slower
 // than it costs the server a compile it abandons, not the client.
 const serveEarlyDelay = 10 * time.Millisecond

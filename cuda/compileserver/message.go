@@ -138,6 +138,7 @@ const (
 
 var pchNames = [...]string{"none", "created", "used"}
 
+// String names the use, for logs.
 func (u PCHUse) String() string {
 	if int(u) < len(pchNames) {
 		return pchNames[u]
