@@ -8,9 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,13 +123,18 @@ func TestServeBenchClient(t *testing.T) {
 	if err != nil {
 		t.Skip("run by bench/serve-device.sh")
 	}
+	at := processClock()
+	entered := at()
 	gpu := requireGPU(t)
 	family := os.Getenv("KCACHE_SERVE_BENCH_FAMILY")
 	hdr := os.Getenv("KCACHE_SERVE_BENCH_HDR")
 	logs := &syncBuffer{}
+	gpuAt := at()
 	c := newBenchCache(t, gpu, filepath.Join(os.Getenv("KCACHE_SERVE_BENCH_DIR"), "cache"), logs)
 	src, check := benchSource(t, gpu, family, hdr, idx)
+	cacheAt := at()
 	start := time.Now()
+	benchStart.Store(start.UnixNano())
 	if os.Getenv("KCACHE_SERVE_BENCH_KEYONLY") != "" {
 		key, err := c.Key(context.Background(), src)
 		if err != nil {
@@ -145,24 +154,77 @@ func TestServeBenchClient(t *testing.T) {
 	if m.Outcome != kcache.OutcomeBuilt {
 		t.Fatalf("outcome %v, want built (a cold miss)", m.Outcome)
 	}
+	moduleAt := at()
 	check(m)
+	checkedAt := at()
 	served := os.Getenv(ServeEnv) != "" && !strings.Contains(logs.String(), "not through the compile server")
 	why := ""
 	if i := strings.Index(logs.String(), "reason="); i >= 0 && !served && os.Getenv(ServeEnv) != "" {
 		why = strings.SplitN(logs.String()[i:], "\n", 2)[0]
 	}
-	server := ""
-	if i := strings.Index(logs.String(), "server_compile_ms="); i >= 0 {
-		server = strings.Fields(logs.String()[i:])[0]
-	}
-	fmt.Printf("BENCH family=%s kernel=%d serve=%q served=%v module_ms=%.1f %s %s\n", family, idx, os.Getenv(ServeEnv), served, ms(took), server, why)
+	fmt.Printf("BENCH family=%s kernel=%d serve=%q served=%v module_ms=%.1f %s %s\n", family, idx, os.Getenv(ServeEnv), served, ms(took), servedPhases(logs.String()), why)
+	fmt.Printf("BENCH-PROCESS entered_at_ms=%.1f gpu_at_ms=%.1f cache_at_ms=%.1f module_end_at_ms=%.1f checked_at_ms=%.1f\n",
+		entered, gpuAt, cacheAt, moduleAt, checkedAt)
 }
+
+// processClock returns a clock of milliseconds since the script started
+// this process ($KCACHE_SERVE_BENCH_T0, Unix nanoseconds): where a
+// client's time goes outside Module (its start, CUDA's initialisation, the
+// launch, and, from the script's total, its exit).
+func processClock() func() float64 {
+	t0, _ := strconv.ParseInt(os.Getenv("KCACHE_SERVE_BENCH_T0"), 10, 64)
+	return func() float64 { return ms(time.Since(time.Unix(0, t0))) }
+}
+
+// servedPhases picks out of the client's log where its time went in a
+// compile the server made: when the compile was sent ahead of the key
+// (early_at_ms, from Module's start), when the reply was in (served_at_ms),
+// when the image was stored (stored_at_ms; then it is loaded), and the
+// fields of the reply's line (the request's making, the wait, the
+// server's compile, the probe of predefined macros).
+func servedPhases(log string) string {
+	var out []string
+	for line := range strings.Lines(log) {
+		at := ""
+		for _, f := range strings.Fields(line) {
+			if strings.HasPrefix(f, "t_ms=") {
+				at = strings.TrimPrefix(f, "t_ms=")
+			}
+		}
+		switch {
+		case strings.Contains(line, "ahead of its key"):
+			out = append(out, "early_at_ms="+at)
+		case strings.Contains(line, `msg="kcache: built"`):
+			out = append(out, "stored_at_ms="+at)
+		case strings.Contains(line, "compiled by the compile server"):
+			out = append(out, "served_at_ms="+at)
+			for _, f := range strings.Fields(line) {
+				for _, k := range []string{"server_compile_ms=", "request_ms=", "wait_ms=", "probe_ms=", "pch="} {
+					if strings.HasPrefix(f, k) {
+						out = append(out, f)
+					}
+				}
+			}
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// benchStart is when the benchmark client called Module: its log's times
+// are from it (t_ms).
+var benchStart atomic.Int64 // UnixNano
 
 // benchSource is kernel idx of family, and the check of its result.
 func benchSource(t *testing.T, gpu *Context, family, hdr string, idx int) (Source, func(*CachedModule)) {
 	if family == "block4" {
-		src, block, items := cubKernelSource(t, hdr, idx)
-		return src, func(m *CachedModule) { runCUBKernel(t, gpu, m, block, items, 1) }
+		// Kernel idx is cubKernel idx%100 (its tile), its sum offset by
+		// idx/100: kernels of one tile and another offset are as large as
+		// each other, and new to NVRTC, its back end's cache included.
+		src, block, items := cubKernelSource(t, hdr, idx%100)
+		salt := idx / 100
+		src.Code = bytes.Replace(src.Code, []byte("s + VALUE;"), fmt.Appendf(nil, "s + VALUE + %d;", salt), 1)
+		src.Path = fmt.Sprintf("cub%d.cu", idx)
+		return src, func(m *CachedModule) { runCUBKernel(t, gpu, m, block, items, 1+salt) }
 	}
 	f, ok := benchFamilies[family]
 	if !ok {
@@ -217,7 +279,13 @@ func newBenchCache(t *testing.T, gpu *Context, dir string, logs *syncBuffer) *Ca
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				return slog.Float64("t_ms", ms(time.Since(time.Unix(0, benchStart.Load()))))
+			}
+			return a
+		}}))
 	c, err := NewCache(gpu, kcache.New(cfg, logger, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st}), CacheOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -245,3 +313,145 @@ func (s *syncBuffer) String() string {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// TestServePhases measures, in one process and without the server, where
+// the time of the benchmark's compiles goes (bench/serve-device.sh, phase
+// "phases"; family $KCACHE_SERVE_PHASES): what a new process pays before
+// its first compile (the key, the check of NVRTC's predefined macros, its
+// first module load), then NVRTC with automatic PCH as a server's worker
+// runs it (the same options, -pch -pch-messages=true): the kernel that
+// makes the PCH, then new kernels of the same headers, each split into the
+// program's creation, nvrtcCompileProgram and nvrtcGetCUBIN; with
+// $KCACHE_SERVE_PHASES_TIME set, NVRTC's own split of a PCH'd and an
+// unPCH'd compile (-time) is appended to that file.
+func TestServePhases(t *testing.T) {
+	family := os.Getenv("KCACHE_SERVE_PHASES")
+	if family == "" {
+		t.Skip("run by bench/serve-device.sh")
+	}
+	gpu := requireGPU(t)
+	if os.Getenv("KCACHE_SERVE_PHASES_LOCK") != "" {
+		// As a worker whose compiles all run on one thread (one malloc
+		// arena) would.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	ctx := context.Background()
+	c := newServeCache(t, gpu, t.TempDir())
+	src, _ := benchSource(t, gpu, family, os.Getenv("KCACHE_SERVE_BENCH_HDR"), phaseBase+10)
+	p, err := c.plan(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	phase := func(name string, f func() error) {
+		start := time.Now()
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		fmt.Printf("PHASE family=%s %s_ms=%.1f\n", family, name, ms(time.Since(start)))
+	}
+	phase("key", func() error { _, err := c.key(ctx, src, p); return err })
+	names, _ := c.assumptions(ctx, src, p)
+	fmt.Printf("PHASE family=%s assumptions=%d\n", family, len(names))
+	phase("probe", func() error { return c.checkAssumptions(ctx, src, p) })
+	var images [][]byte
+	for idx := phaseBase + 10; idx < phaseBase+15; idx++ {
+		images = append(images, phaseCompile(t, gpu, family, p, idx, "-pch", "-pch-messages=true"))
+	}
+	for i, im := range images[:2] {
+		phase(fmt.Sprintf("load%d", i), func() error {
+			m, err := gpu.LoadModule(im, nil)
+			if err == nil {
+				m.Unload()
+			}
+			return err
+		})
+	}
+	if family == "block4" { // the issue's in-process figures were of such small tiles
+		for idx := phaseBase; idx < phaseBase+3; idx++ {
+			phaseCompile(t, gpu, family, p, idx, "-pch", "-pch-messages=true")
+		}
+	}
+	// The floor of a PCH'd compile over these headers: a kernel that
+	// uses none of them (the PCH's load and the rest of NVRTC's fixed
+	// work).
+	for i := range 2 {
+		trivial := Source{Code: []byte(leadingLines(src.Code) + fmt.Sprintf("extern \"C\" __global__ void k(int* out) { out[0] = VALUE + %d; }\n", i)),
+			Path: fmt.Sprintf("trivial%d.cu", phaseBase+i), Options: src.Options}
+		phaseCompileSource(t, family, trivial, p, "-pch", "-pch-messages=true")
+	}
+	if f := os.Getenv("KCACHE_SERVE_PHASES_TIME"); f != "" {
+		phaseCompile(t, gpu, family, p, phaseBase+15, "-pch", "-time="+f)
+		phaseCompile(t, gpu, family, p, phaseBase+17, "-time="+f)
+		phaseCompile(t, gpu, family, p, phaseBase+16, "-pch", "-fdevice-time-trace="+f+".trace16.json")
+	}
+}
+
+// phaseBase numbers TestServePhases' kernels apart from the benchmark
+// clients' (and each run's apart from another's, with
+// $KCACHE_SERVE_PHASES_BASE), so that none finds its back end's output in
+// NVRTC's cache (~/.nv/ComputeCache) from another.
+var phaseBase = func() int {
+	if n, err := strconv.Atoi(os.Getenv("KCACHE_SERVE_PHASES_BASE")); err == nil {
+		return n
+	}
+	return 800
+}()
+
+// phaseCompile compiles kernel idx of family with p's options and extra,
+// prints how long each step took, and returns the image.
+func phaseCompile(t *testing.T, gpu *Context, family string, p plan, idx int, extra ...string) []byte {
+	src, _ := benchSource(t, gpu, family, os.Getenv("KCACHE_SERVE_BENCH_HDR"), idx)
+	return phaseCompileSource(t, family, src, p, extra...)
+}
+
+// leadingLines is the preprocessor lines that open code: the headers
+// NVRTC's automatic PCH holds.
+func leadingLines(code []byte) string {
+	var b strings.Builder
+	for line := range strings.Lines(string(code)) {
+		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
+			break
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// phaseCompileSource is phaseCompile of src.
+func phaseCompileSource(t *testing.T, family string, src Source, p plan, extra ...string) []byte {
+	var before, after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	start := time.Now()
+	prog, err := NewProgram(src.Code, programName(src), src.Headers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Destroy()
+	created := time.Now()
+	if err := prog.Compile(append(slices.Clone(p.options), extra...)); err != nil {
+		t.Errorf("%s with %q: %v", programName(src), extra, err) // an option this NVRTC lacks
+		return nil
+	}
+	compiled := time.Now()
+	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	code, err := prog.CUBIN()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, _ := prog.Log()
+	pch := "none"
+	switch {
+	case strings.Contains(log, "creating precompiled header"):
+		pch = "created"
+	case strings.Contains(log, "using precompiled header"):
+		pch = "used"
+	}
+	cpu := func(r syscall.Rusage) time.Duration {
+		return time.Duration(r.Utime.Nano() + r.Stime.Nano())
+	}
+	fmt.Printf("PHASE family=%s kernel=%s opts=%q create_ms=%.1f compile_ms=%.1f cubin_ms=%.1f bytes=%d pch=%s minflt=%d majflt=%d cpu_ms=%.1f sys_ms=%.1f\n", family,
+		strings.TrimSuffix(programName(src), ".cu"), strings.Join(extra, " "), ms(created.Sub(start)), ms(compiled.Sub(created)), ms(time.Since(compiled)), len(code), pch,
+		after.Minflt-before.Minflt, after.Majflt-before.Majflt, ms(cpu(after)-cpu(before)), ms(time.Duration(after.Stime.Nano()-before.Stime.Nano())))
+	return code
+}

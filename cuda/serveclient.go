@@ -92,6 +92,8 @@ func (c *Cache) build(ctx context.Context, src Source, p plan, digest kcache.Dig
 // serveBuild asks the server for the image of src: from the compile it
 // began early (not nil), or from a new one.
 func (c *Cache) serveBuild(ctx context.Context, mode string, early *compileserver.Pending, src Source, p plan, digest kcache.Digest) (*image, error) {
+	start := time.Now()
+	probed := c.probeAhead(ctx, src, p)
 	req, err := c.serveRequest(ctx, src, p, digest)
 	if err != nil {
 		if early != nil {
@@ -99,25 +101,48 @@ func (c *Cache) serveBuild(ctx context.Context, mode string, early *compileserve
 		}
 		return nil, err
 	}
+	requested := time.Now()
 	if early != nil {
 		reply, err := early.Finish(ctx, digest, req.Files)
 		if err != nil {
 			return nil, err
 		}
-		c.logServed(src, reply, true)
+		c.logServed(src, reply, true, start, requested, probed())
 		return imageOf(reply, p, src.NameExpressions)
 	}
 	im, err := serveImage(ctx, mode, req, p, src.NameExpressions)
 	if err == nil {
 		c.bins.Logger().Debug("kcache: compiled by the compile server", "program", programName(src), "early", false)
+		probed()
 	}
 	return im, err
 }
 
-// logServed records what the server did for an early compile.
-func (c *Cache) logServed(src Source, reply *compileserver.Reply, early bool) {
+// probeAhead runs, while the server compiles, the check that the store
+// makes after the compile of NVRTC's predefined macros (checkAssumptions):
+// it compiles a small program with this process's NVRTC, whose first
+// compile in a process costs more than the rest of the store, and its
+// answer, kept for the process, depends on the options alone. The
+// function it returns waits for it and says how long it ran, so that the
+// store finds the answer made (waiting costs nothing: the server's compile
+// takes longer), and does not probe a second time.
+func (c *Cache) probeAhead(ctx context.Context, src Source, p plan) func() time.Duration {
+	done := make(chan time.Duration, 1)
+	go func() {
+		start := time.Now()
+		c.checkAssumptions(ctx, src, p) // its answer is kept; the store reads it
+		done <- time.Since(start)
+	}()
+	return sync.OnceValue(func() time.Duration { return <-done })
+}
+
+// logServed records what the server did for an early compile, and where
+// the client's time went: building the request (its files), then waiting
+// for the reply.
+func (c *Cache) logServed(src Source, reply *compileserver.Reply, early bool, start, requested time.Time, probe time.Duration) {
 	c.bins.Logger().Debug("kcache: compiled by the compile server", "program", programName(src), "early", early,
-		"status", reply.Status, "server_compile_ms", reply.Compile.Milliseconds(), "pch", reply.PCH)
+		"status", reply.Status, "server_compile_ms", reply.Compile.Milliseconds(), "pch", reply.PCH,
+		"request_ms", msSince(start, requested), "wait_ms", msSince(requested, time.Now()), "probe_ms", float64(probe.Microseconds())/1000)
 }
 
 // serveImage sends req to the server, starting one where mode allows, and
@@ -289,10 +314,12 @@ func ServeKeyEnv() []string {
 // serveEarlyDelay is how long Module waits for its key before it sends
 // the compile to the server ahead of it. A key from the dependency record
 // of an earlier process took 1-2 ms on the H100 (bench/RESULTS-cuda.md,
-// "Hit path"), so a hit does not begin a compile; a key scanned afresh (a
-// kernel never built) took 116-250 ms on CCCL kernels, which the compile
-// then overlaps.
-const serveEarlyDelay = 25 * time.Millisecond
+// "Hit path"), and the compiler's files it waits for 1.5-3.3 ms, so a hit
+// does not begin a compile; a key scanned afresh (a kernel never built)
+// took 90-300 ms on CCCL kernels, which the compile then overlaps. Every
+// millisecond of it is on a cold miss's path (it was 25 ms); a hit slower
+// than it costs the server a compile it abandons, not the client.
+const serveEarlyDelay = 10 * time.Millisecond
 
 // earlyCompile is a compile of one Module call sent to the server before
 // its key was known.
@@ -302,6 +329,10 @@ type earlyCompile struct {
 	pending *compileserver.Pending // guarded by mu; set once sent
 	done    bool                   // guarded by mu: claimed or stopped
 }
+
+// identityAhead starts finding ServeIdentity in the first Module call of
+// a process that may use the server.
+var identityAhead sync.Once
 
 // earlies holds the early compiles of the Module calls in progress.
 var earlies sync.Map // earlyKey → *earlyCompile
@@ -331,6 +362,9 @@ func (c *Cache) beginEarly(src Source, p plan) func() {
 	if mode := os.Getenv(ServeEnv); mode == "" || mode == "off" {
 		return func() {}
 	}
+	// The request names this process's NVRTC: found now, the compile is
+	// sent as soon as the delay is over.
+	identityAhead.Do(func() { go ServeIdentity() })
 	k := earlyKeyOf(c, src, p)
 	e := &earlyCompile{}
 	e.mu.Lock()
@@ -361,6 +395,9 @@ func (e *earlyCompile) send(c *Cache, src Source, p plan) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	e.pending, _ = (&compileserver.Client{}).Begin(ctx, req)
+	if e.pending != nil {
+		c.bins.Logger().Debug("kcache: compile sent to the compile server ahead of its key", "program", programName(src))
+	}
 }
 
 // stop drops the compile if it was sent and not claimed.

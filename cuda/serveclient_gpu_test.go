@@ -15,6 +15,7 @@ import (
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/cuda/compileserver"
+	"github.com/kcache/kcache/deps"
 	"github.com/kcache/kcache/disk"
 )
 
@@ -391,8 +392,12 @@ func TestServeEarlyCCCL(t *testing.T) {
 	cl := useTestServer(t)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "value.cuh"), "#define VALUE 1\n")
-	time.Sleep(2100 * time.Millisecond) // past the settle margin of value.cuh's change time
-	c := newServeCache(t, gpu, filepath.Join(dir, "cache"))
+	// The cache lives elsewhere: the key names absent places in dir (the
+	// headers CCCL probes for, searched on every -I), so the server
+	// trusts an early compile only when dir too has not changed within
+	// its settle margin, and creating the cache in it would change it.
+	c := newServeCache(t, gpu, t.TempDir())
+	time.Sleep(2100 * time.Millisecond) // past the settle margin of dir's and value.cuh's change times
 	for idx := range 2 {
 		src, block, items := cubKernelSource(t, dir, idx)
 		m, err := c.Module(context.Background(), src)
@@ -406,8 +411,32 @@ func TestServeEarlyCCCL(t *testing.T) {
 		m.Release()
 	}
 	st := waitCompiled(t, cl, 0, 2)
-	t.Logf("server: early %d, redone %d, abandoned %d, compiled %d", st.Early, st.EarlyRedone, st.EarlyAbandoned, st.Compiled)
+	t.Logf("server: early %d, redone %d, abandoned %d, compiled %d; the key names %d absent places in %s",
+		st.Early, st.EarlyRedone, st.EarlyAbandoned, st.Compiled, absentUnder(t, c, dir), dir)
 	if st.Compiled != 2 || st.Early != 1 {
 		t.Errorf("server compiled %d (%d early), want 2: the first kernel's warm-up, the second early", st.Compiled, st.Early)
 	}
+}
+
+// absentUnder counts the places under dir that the key of cubKernel 1
+// (with -I dir) asserts absent.
+func absentUnder(t *testing.T, c *Cache, dir string) int {
+	src, _, _ := cubKernelSource(t, dir, 1)
+	p, err := c.plan(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, in := range scanInputs(src, p) {
+		_, trace, err := c.scanner.Scan(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range trace {
+			if d.Rule == deps.RuleAbsent && strings.HasPrefix(d.Path, dir+string(filepath.Separator)) {
+				n++
+			}
+		}
+	}
+	return n
 }

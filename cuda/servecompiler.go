@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/kcache/kcache/cuda/compileserver"
 )
@@ -106,6 +108,7 @@ func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request, p
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	start, faults := time.Now(), minorFaults()
 	headers := make([]Header, len(r.Headers))
 	for i, h := range r.Headers {
 		headers[i] = Header{Name: h.Name, Content: h.Content}
@@ -124,7 +127,9 @@ func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request, p
 	if pch {
 		opts = append(opts, "-pch", "-pch-messages=true")
 	}
+	created := time.Now()
 	err = prog.Compile(opts)
+	compiled := time.Now()
 	var ce *CompileError
 	if errors.As(err, &ce) {
 		return &compileserver.Reply{Status: compileserver.StatusCompileError, Log: ce.Log}, nil
@@ -148,8 +153,34 @@ func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request, p
 	} else {
 		reply.Code, err = prog.PTX()
 	}
+	s.logPhases(r.Name, start, created, compiled, minorFaults()-faults, reply)
 	return reply, err
 }
+
+// logPhases records, at debug level, where one compile's time went: the
+// program's creation, NVRTC's compile, and what followed it (the PCH
+// status, the log, the lowered names and the image).
+func (s *ServeCompiler) logPhases(name string, start, created, compiled time.Time, faults int64, reply *compileserver.Reply) {
+	if s.Logger == nil {
+		return
+	}
+	s.Logger.Debug("kcache serve: NVRTC phases", "program", name, "pch", reply.PCH,
+		"create_ms", msSince(start, created), "compile_ms", msSince(created, compiled),
+		"output_ms", msSince(compiled, time.Now()), "bytes", len(reply.Code), "minor_faults", faults)
+}
+
+// minorFaults is the process's count of minor page faults so far: memory
+// NVRTC touches afresh, each a page the kernel zeroes or maps.
+func minorFaults() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Minflt
+}
+
+// msSince is the time from a to b in milliseconds, for logs.
+func msSince(a, b time.Time) float64 { return float64(b.Sub(a).Microseconds()) / 1000 }
 
 // pchUse says what NVRTC's automatic PCH did for prog, and grows the heap
 // for the next compile where it was too small. NVRTC reports creation

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/cuda"
 	"github.com/kcache/kcache/cuda/compileserver"
 	"github.com/spf13/cobra"
@@ -177,16 +178,21 @@ func runServeWorker(ctx context.Context, o *serveOptions) error {
 	return compileserver.ServeWorker(ctx, os.NewFile(3, "requests"), os.NewFile(4, "replies"), comp)
 }
 
-// serveLogger logs to the file named, or to stderr.
+// serveLogger logs to the file named, or to stderr; with KCACHE_DEBUG
+// set, also where each compile's time went.
 func serveLogger(path string) (*slog.Logger, func(), error) {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if debug, _ := strconv.ParseBool(os.Getenv(kcache.EnvDebug)); debug {
+		opts.Level = slog.LevelDebug
+	}
 	if path == "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, nil)), func() {}, nil
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), func() {}, nil
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, nil, err
 	}
-	return slog.New(slog.NewTextHandler(f, nil)), func() { f.Close() }, nil
+	return slog.New(slog.NewTextHandler(f, opts)), func() { f.Close() }, nil
 }
 
 func runServeStop(ctx context.Context, io *streams, o *serveOptions) error {

@@ -138,7 +138,13 @@ func (c *Client) Start(ctx context.Context, bin string, args ...string) error {
 		case <-ctx.Done():
 			return fmt.Errorf("compileserver: waiting for the server: %w", ctx.Err())
 		case err := <-exited:
-			// It may have lost the race to another server: that one answers.
+			if err == nil {
+				// It lost the race to another server (it exits 0 when
+				// another holds the lock), which may not listen yet:
+				// wait for that one to answer.
+				exited = nil
+				continue
+			}
 			if _, serr := (&Client{Socket: path}).Status(ctx); serr == nil {
 				return nil
 			}

@@ -1,6 +1,7 @@
 package compileserver
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -8,7 +9,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -48,12 +51,55 @@ func newFileChecker() fileChecker {
 
 // check returns why a file differs from what the request asserts, or "".
 func (fc *fileChecker) check(files []File) string {
-	for _, f := range files {
-		if why := fc.checkOne(f); why != "" {
-			return why
+	why, _ := eachFile(files, func(f File) (string, string) { return fc.checkOne(f), "" })
+	return why
+}
+
+// Bounds of eachFile: a CCCL kernel's key names 360-780 files and places
+// that must stay absent, each a stat or more, which the server checks on
+// the way to its answer; run one after another they took milliseconds.
+const (
+	// checkChunk is how many files one goroutine takes at a time: enough
+	// that handing out work costs nothing beside the stats.
+	checkChunk = 64
+	// checkWorkers bounds the goroutines of one check, as the dependency
+	// scanner's check of its memo does: past 16, stats only contend for
+	// the same kernel locks.
+	checkWorkers = 16
+)
+
+// eachFile runs one on every file, chunks of them on goroutines of their
+// own, and returns a reason one gave (the first in the files' order among
+// those checked: once one is found, the chunks not begun are skipped), or
+// "" and one of the places any said fresh.
+func eachFile(files []File, one func(File) (why, fresh string)) (string, string) {
+	chunks := (len(files) + checkChunk - 1) / checkChunk
+	whys, freshes := make([]string, chunks), make([]string, chunks)
+	var next atomic.Int64
+	var failed atomic.Bool
+	run := func() {
+		for c := int(next.Add(1)) - 1; c < chunks && !failed.Load(); c = int(next.Add(1)) - 1 {
+			for _, f := range files[c*checkChunk : min((c+1)*checkChunk, len(files))] {
+				why, fresh := one(f)
+				if why != "" {
+					whys[c] = why
+					failed.Store(true)
+					break
+				}
+				freshes[c] = cmp.Or(freshes[c], fresh)
+			}
 		}
 	}
-	return ""
+	var wg sync.WaitGroup
+	for range min(checkWorkers, 2*runtime.GOMAXPROCS(0), chunks) - 1 {
+		wg.Go(run)
+	}
+	run()
+	wg.Wait()
+	if why := cmp.Or(whys...); why != "" {
+		return why, ""
+	}
+	return "", cmp.Or(freshes...)
 }
 
 func (fc *fileChecker) checkOne(f File) string {
@@ -134,31 +180,37 @@ func statOf(fi fs.FileInfo) fileState {
 // checkSince checks files as check does, for a compile that began at
 // start, before the client knew its key (Request.FilesLater): that compile
 // read the files as they were then, which the digests alone cannot tell.
-// It returns why a file differs from the key (stale), or fresh when one
-// may have been another at start. A file is trusted only if this checker
-// saw it, by the same stat identity (device, inode, size, times), before
+// It returns why a file differs from the key (stale), or, in fresh, a
+// file or directory that may have been another at start (for the log).
+// A file is trusted only if this checker saw it, by the same stat
+// identity (device, inode, size, times), before
 // start (in the checks of earlier requests), and its change time (which
 // no one can set back) is at least settle older than start: a file
 // replaced (a new inode: a renamed tree, a switched link) or written in
 // place since is fresh. A place that must be absent is trusted by the same
 // rule applied to the nearest directory above it that exists, whose times
 // change when an entry is made or removed there.
-func (fc *fileChecker) checkSince(files []File, start time.Time) (why string, fresh bool) {
-	for _, f := range files {
+func (fc *fileChecker) checkSince(files []File, start time.Time) (why, fresh string) {
+	return eachFile(files, func(f File) (string, string) {
 		if why := fc.checkOne(f); why != "" {
-			return why, false
+			return why, ""
 		}
 		switch f.Kind {
 		case FileDay:
-			fresh = fresh || start.Format("Jan _2 2006") != f.Path
+			if start.Format("Jan _2 2006") != f.Path {
+				return "", "the day"
+			}
 		case FileAbsent:
-			dir := nearestDir(f.Path)
-			fresh = fresh || !fc.stableSince(dirKey(dir), dir, start)
+			if dir := nearestDir(f.Path); !fc.stableSince(dirKey(dir), dir, start) {
+				return "", dir
+			}
 		default:
-			fresh = fresh || !fc.stableSince(f.Path, f.Path, start)
+			if !fc.stableSince(f.Path, f.Path, start) {
+				return "", f.Path
+			}
 		}
-	}
-	return "", fresh
+		return "", ""
+	})
 }
 
 // stableSince reports whether path is what this checker saw, under key,

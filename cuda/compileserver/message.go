@@ -136,6 +136,16 @@ const (
 	PCHUsed
 )
 
+var pchNames = [...]string{"none", "created", "used"}
+
+// String names the use, for logs.
+func (u PCHUse) String() string {
+	if int(u) < len(pchNames) {
+		return pchNames[u]
+	}
+	return fmt.Sprintf("pch(%d)", uint8(u))
+}
+
 // Stats is the server's state, for `kcache serve --json` and `kcache stats`.
 type Stats struct {
 	PID          int           `json:"pid"`

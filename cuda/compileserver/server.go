@@ -195,6 +195,9 @@ func listenPrivate(path string) (*net.UnixListener, error) {
 	return ln, nil
 }
 
+// msBetween is the time from a to b in milliseconds, for logs.
+func msBetween(a, b time.Time) float64 { return float64(b.Sub(a).Microseconds()) / 1000 }
+
 func cmpDuration(d, def time.Duration) time.Duration {
 	if d == 0 {
 		return def
@@ -430,15 +433,19 @@ func (s *Server) runChecked(ctx context.Context, j *job) *Reply {
 // again: a file that changed while the compiler read it may be in the
 // image, so the compile is answered stale, never handed back.
 func (s *Server) finish(ctx context.Context, j *job, pch, changed bool) *Reply {
+	began := time.Now()
 	reply, took, err := s.compileIn(ctx, j, pch)
 	if err != nil {
 		s.failed.Add(1)
 		return &Reply{Status: StatusFailed, Message: err.Error()}
 	}
+	compiled := time.Now()
 	if why := s.files.check(j.req.Files); why != "" {
 		s.stale.Add(1)
 		return &Reply{Status: StatusStale, Message: "during the compile: " + why}
 	}
+	s.opts.Logger.Debug("kcache serve: compile", "program", j.req.Name, "queued_ms", msBetween(j.queued, began),
+		"compile_ms", msBetween(began, compiled), "check_after_ms", msBetween(compiled, time.Now()), "files", len(j.req.Files))
 	return s.answer(j.req, reply, took, changed)
 }
 
@@ -451,7 +458,9 @@ func (s *Server) finish(ctx context.Context, j *job, pch, changed bool) *Reply {
 // without PCH.
 func (s *Server) runEarly(ctx context.Context, j *job) *Reply {
 	pch := s.pchEarly(j.req)
+	began := time.Now()
 	reply, took, err := s.compileIn(ctx, j, pch)
+	compiled := time.Now()
 	var kf keyFiles
 	var ok bool
 	select {
@@ -467,12 +476,16 @@ func (s *Server) runEarly(ctx context.Context, j *job) *Reply {
 	req := *j.req
 	req.Key, req.Files = kf.key, kf.files
 	j.req = &req
+	filed := time.Now()
 	why, fresh := s.files.checkSince(j.req.Files, j.queued)
+	s.opts.Logger.Debug("kcache serve: early compile", "program", req.Name, "queued_ms", msBetween(j.queued, began),
+		"compile_ms", msBetween(began, compiled), "files_wait_ms", msBetween(compiled, filed),
+		"check_ms", msBetween(filed, time.Now()), "files", len(req.Files), "fresh", fresh)
 	switch {
 	case why != "":
 		s.stale.Add(1)
 		return &Reply{Status: StatusStale, Message: why}
-	case fresh:
+	case fresh != "":
 		s.earlyRedone.Add(1)
 		return s.runChecked(ctx, j)
 	}
