@@ -86,9 +86,12 @@ func TestPreparedIsKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prep, err := c.prepared(context.Background(), src, p)
+		prep, confirm, err := c.prepared(context.Background(), src, p, true)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if !confirm() {
+			t.Fatalf("%s: a key with no record to check was not confirmed", step)
 		}
 		if want := mustKey(t, c, src); prep.Digests().Key != want {
 			t.Fatalf("%s: prepared key %s, Key %s", step, prep.Digests().Key, want)
@@ -132,11 +135,11 @@ func TestPreparedReused(t *testing.T) {
 	c := fakeCache(t, nil)
 	src := Source{Code: []byte("__global__ void k() {}\n"), Options: []string{"-no-source-include"}}
 	p, _ := c.plan(src)
-	a, err := c.prepared(context.Background(), src, p)
+	a, _, err := c.prepared(context.Background(), src, p, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := c.prepared(context.Background(), src, p)
+	b, _, err := c.prepared(context.Background(), src, p, true)
 	if err != nil || a != b {
 		t.Fatalf("second call: %p, %v; want the first's %p", b, err, a)
 	}
@@ -152,7 +155,7 @@ func TestPreparedReused(t *testing.T) {
 				code := []string{"__global__ void a() {}\n", "__global__ void b() {}\n", "__global__ void c() {}\n"}[(g+i)%3]
 				s := Source{Code: []byte(code)}
 				p, _ := c.plan(s)
-				prep, err := c.prepared(context.Background(), s, p)
+				prep, _, err := c.prepared(context.Background(), s, p, true)
 				if err != nil {
 					t.Error(err)
 					return
