@@ -195,10 +195,16 @@ func (c *Cache) key(ctx context.Context, src Source, p plan) (*kcache.Key, error
 
 // prepared returns src's key, prepared: the one remembered for src where
 // the scan finds the headers it was computed from (keymemo.go), else a
-// new one. With early, the headers may come from a dependency record
-// whose stats are still running (scannedEarly): nothing found with the key
-// may be used before confirm returns true.
-func (c *Cache) prepared(ctx context.Context, src Source, p plan, early bool) (*kcache.Prepared, deps.Confirm, error) {
+// new one.
+func (c *Cache) prepared(ctx context.Context, src Source, p plan) (*kcache.Prepared, error) {
+	prep, _, err := c.preparedKey(ctx, src, p, false)
+	return prep, err
+}
+
+// preparedKey is prepared, except that with early the headers may come
+// from a dependency record whose stats are still running (scannedEarly):
+// nothing found with the key may be used before confirm returns true.
+func (c *Cache) preparedKey(ctx context.Context, src Source, p plan, early bool) (*kcache.Prepared, deps.Confirm, error) {
 	e, h := c.keys.lookup(src)
 	scanned, confirm, err := c.scannedEarly(ctx, src, p, early)
 	if err != nil {
@@ -271,7 +277,7 @@ var errStaleRecord = errors.New("cuda: dependency record stale")
 func (c *Cache) module(ctx context.Context, src Source, p plan, early bool) (_ *CachedModule, held bool, _ error) {
 	// Prepared once: the object tier needs the digest, and the binary
 	// tiers the digests and the encoding.
-	prep, confirm, err := c.prepared(ctx, src, p, early)
+	prep, confirm, err := c.preparedKey(ctx, src, p, early)
 	if errors.Is(err, deps.ErrUncacheable) {
 		m, err := c.moduleUncached(ctx, src, p, err)
 		return m, true, err

@@ -46,7 +46,10 @@ func TestScannedEarlyEveryInput(t *testing.T) {
 	settle()
 	src := Source{Code: []byte("#include \"a.h\"\n"), Options: []string{"-I" + user},
 		Headers: []Header{{Name: "mem.h", Content: []byte("#include \"b.h\"\n")}}}
-	p := plan{options: src.Options}
+	p, err := recordsCache(t, cache).plan(src) // as Key and Module plan it
+	if err != nil {
+		t.Fatal(err)
+	}
 	want, err := recordsCache(t, cache).scanned(context.Background(), nil, src, p) // stores both records
 	if err != nil || len(want) != 2 {
 		t.Fatalf("scanned %v, %v; want a.h and b.h", want, err)
@@ -54,6 +57,14 @@ func TestScannedEarlyEveryInput(t *testing.T) {
 	got, confirm, err := recordsCache(t, cache).scannedEarly(context.Background(), src, p, true)
 	if err != nil || !slices.Equal(got, want) || !confirm() {
 		t.Fatalf("early: %v, %v; want %v confirmed", got, err, want)
+	}
+	early := recordsCache(t, cache)
+	prep, confirm, err := early.preparedKey(context.Background(), src, p, true)
+	if err != nil || !confirm() {
+		t.Fatalf("early key: %v, confirmed %v", err, confirm != nil && confirm())
+	}
+	if key, err := early.Key(context.Background(), src); err != nil || prep.Digests().Key != key.Digest() {
+		t.Fatalf("early key %s, Key %v (%v)", prep.Digests().Key, key, err)
 	}
 	write("b.h", "#define B 2\n") // only the header in memory includes it
 	settle()

@@ -86,12 +86,9 @@ func TestPreparedIsKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prep, confirm, err := c.prepared(context.Background(), src, p, true)
+		prep, err := c.prepared(context.Background(), src, p)
 		if err != nil {
 			t.Fatal(err)
-		}
-		if !confirm() {
-			t.Fatalf("%s: a key with no record to check was not confirmed", step)
 		}
 		if want := mustKey(t, c, src); prep.Digests().Key != want {
 			t.Fatalf("%s: prepared key %s, Key %s", step, prep.Digests().Key, want)
@@ -135,11 +132,11 @@ func TestPreparedReused(t *testing.T) {
 	c := fakeCache(t, nil)
 	src := Source{Code: []byte("__global__ void k() {}\n"), Options: []string{"-no-source-include"}}
 	p, _ := c.plan(src)
-	a, _, err := c.prepared(context.Background(), src, p, true)
+	a, err := c.prepared(context.Background(), src, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := c.prepared(context.Background(), src, p, true)
+	b, err := c.prepared(context.Background(), src, p)
 	if err != nil || a != b {
 		t.Fatalf("second call: %p, %v; want the first's %p", b, err, a)
 	}
@@ -155,7 +152,7 @@ func TestPreparedReused(t *testing.T) {
 				code := []string{"__global__ void a() {}\n", "__global__ void b() {}\n", "__global__ void c() {}\n"}[(g+i)%3]
 				s := Source{Code: []byte(code)}
 				p, _ := c.plan(s)
-				prep, _, err := c.prepared(context.Background(), s, p, true)
+				prep, err := c.prepared(context.Background(), s, p)
 				if err != nil {
 					t.Error(err)
 					return
