@@ -197,17 +197,29 @@ func (c *Cache) key(ctx context.Context, src Source, p plan) (*kcache.Key, error
 // the scan finds the headers it was computed from (keymemo.go), else a
 // new one.
 func (c *Cache) prepared(ctx context.Context, src Source, p plan) (*kcache.Prepared, error) {
+	prep, _, err := c.preparedKey(ctx, src, p, false)
+	return prep, err
+}
+
+// preparedKey is prepared, except that with early the headers may come
+// from a dependency record whose stats are still running (scannedEarly):
+// nothing found with the key may be used before confirm returns true.
+func (c *Cache) preparedKey(ctx context.Context, src Source, p plan, early bool) (*kcache.Prepared, deps.Confirm, error) {
 	e, h := c.keys.lookup(src)
-	scanned, err := c.scanned(ctx, nil, src, p)
+	scanned, confirm, err := c.scannedEarly(ctx, src, p, early)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if prep, ok := e.prepared(scanned); ok {
-		return prep, nil
+		return prep, confirm, nil
 	}
-	prep := c.keyWith(src, p, append(memoryHeaders(src), scanned...)).Prepare()
+	headers := scanned // the scan's own slice, which nothing changes
+	if len(src.Headers) > 0 {
+		headers = append(memoryHeaders(src), scanned...)
+	}
+	prep := c.keyWith(src, p, headers).Prepare()
 	c.keys.put(h, src, scanned, prep)
-	return prep, nil
+	return prep, confirm, nil
 }
 
 // keyWith returns src's key with the headers found for it.
@@ -244,25 +256,49 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 	// A key that takes long is a cold miss's: its compile may begin in
 	// the compile server meanwhile (serveclient.go).
 	defer c.beginEarly(src, p)()
+	// A new process's first key comes from a dependency record whose
+	// stats run while the module is looked up; what that finds is used
+	// only once they all held, and where one did not, the key is
+	// computed again (scaninput.go).
+	m, held, err := c.module(ctx, src, p, true)
+	if held {
+		return m, err
+	}
+	m, _, err = c.module(ctx, src, p, false)
+	return m, err
+}
+
+// errStaleRecord stops a build under a key whose dependency record did
+// not hold: Module computes the key again.
+var errStaleRecord = errors.New("cuda: dependency record stale")
+
+// module is Module with its plan: held is false, and nothing is returned,
+// when the key came early from a dependency record that did not hold.
+func (c *Cache) module(ctx context.Context, src Source, p plan, early bool) (_ *CachedModule, held bool, _ error) {
 	// Prepared once: the object tier needs the digest, and the binary
 	// tiers the digests and the encoding.
-	prep, err := c.prepared(ctx, src, p)
+	prep, confirm, err := c.preparedKey(ctx, src, p, early)
 	if errors.Is(err, deps.ErrUncacheable) {
-		return c.moduleUncached(ctx, src, p, err)
+		m, err := c.moduleUncached(ctx, src, p, err)
+		return m, true, err
 	}
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	d := prep.Digests().Key
 	if h, ok := c.modules.Get(d); ok {
+		if !confirm() {
+			h.Release()
+			return nil, false, nil
+		}
 		c.bins.RecordMemory(true, h.Value().buildTime)
-		return &CachedModule{h: h, Outcome: kcache.OutcomeMemory}, nil
+		return &CachedModule{h: h, Outcome: kcache.OutcomeMemory}, true, nil
 	}
 	c.bins.RecordMemory(false, 0)
 	outcome := kcache.OutcomeMemory // unless this call loads it
 	// A module in the disk tier is loaded on this goroutine; only what
 	// needs more (a remote tier, a cross-process lock, NVRTC) is built on
-	// a goroutine of the object tier's.
+	// a goroutine of the object tier's, and only under a key that held.
 	h, err := c.modules.GetOrLoad(ctx, d, func(ctx context.Context) (*moduleEntry, int64, bool) {
 		e, ok := c.loadLocal(ctx, prep)
 		if ok {
@@ -271,6 +307,9 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 		}
 		return nil, 0, false
 	}, func(ctx context.Context) (*moduleEntry, int64, error) {
+		if !confirm() {
+			return nil, 0, objcache.Transient(errStaleRecord)
+		}
 		e, err := c.load(ctx, src, prep, p)
 		if err != nil {
 			return nil, 0, err
@@ -278,10 +317,20 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 		outcome = e.outcome
 		return e, int64(len(e.blob)), nil
 	})
-	if err != nil {
-		return nil, err
+	if !confirm() || errors.Is(err, errStaleRecord) {
+		// What the key found is the binary of the record's files, kept
+		// under its own key; it is not the binary of these. (A caller
+		// whose key held gets errStaleRecord from another's build, which
+		// stopped: it computes its key again too.)
+		if err == nil {
+			h.Release()
+		}
+		return nil, false, nil
 	}
-	return &CachedModule{h: h, Outcome: outcome}, nil
+	if err != nil {
+		return nil, true, err
+	}
+	return &CachedModule{h: h, Outcome: outcome}, true, nil
 }
 
 // moduleUncached compiles a source whose dependencies cannot be bounded:

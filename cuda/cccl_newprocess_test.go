@@ -93,8 +93,9 @@ func ccclTestdata(t testing.TB) string {
 // in a process of its own, after the CUDA context is made. It reports, it
 // does not judge: set KCACHE_CCCL_MEASURE=N to run it, N warm and floor
 // rounds, interleaved; KCACHE_CCCL_KERNELS (names, comma-separated)
-// picks kernels of ccclKernels, all by default. The figures go to the
-// test log as JSON lines.
+// picks kernels of ccclKernels, all by default; KCACHE_CCCL_TRACE=N
+// adds N traced warm starts of each (tracedWarmStart). The figures go to
+// the test log as JSON lines.
 func TestCCCLNewProcess(t *testing.T) {
 	if os.Getenv(newProcessEnv) != "" {
 		cccPhase(t, os.Getenv(newProcessEnv))
@@ -143,6 +144,11 @@ func measureCCCL(t *testing.T, dir, kernel string, rounds int) {
 	if cold.Error != "" {
 		return // NVRTC rejects it: nothing to warm
 	}
+	traces := 0
+	fmt.Sscan(os.Getenv("KCACHE_CCCL_TRACE"), &traces)
+	for i := range traces {
+		traceCCCL(t, dir, kernel, i == 0)
+	}
 	var warm, open, key, lookup, files, floor []float64
 	for range rounds {
 		w, f := run("warm"), run("floor")
@@ -156,6 +162,26 @@ func measureCCCL(t *testing.T, dir, kernel string, rounds int) {
 	mw, mf := median(warm), median(floor)
 	t.Logf(`{"summary":true,"kernel":%q,"cold_ms":%.1f,"headers":%d,"warm_ms":%.2f,"open_ms":%.2f,"key_ms":%.2f,"lookup_ms":%.2f,"files_ms":%.2f,"floor_ms":%.2f,"warm_over_floor":%.2f}`,
 		kernel, cold.MS, cold.Headers, mw, median(open), median(key), median(lookup), median(files), mf, mw/mf)
+}
+
+// traceCCCL runs the "trace" phase of kernel in a new process and logs
+// its steps; only the first (first set) writes a runtime trace, which
+// slows what it traces.
+func traceCCCL(t *testing.T, dir, kernel string, first bool) {
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestCCCLNewProcess$", "-test.v")
+	cmd.Env = append(os.Environ(), newProcessEnv+"=trace", "KCACHE_CCCL_DIR="+dir, "KCACHE_CCCL_KERNEL="+kernel)
+	if !first {
+		cmd.Env = append(cmd.Env, "KCACHE_CCCL_RTRACE=")
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s trace: %v\n%s", kernel, err, out)
+	}
+	for _, line := range splitLines(out) {
+		if strings.Contains(string(line), `"trace":`) {
+			t.Logf("%s", line)
+		}
+	}
 }
 
 // cccResult is one phase's figures.
@@ -184,6 +210,15 @@ type cccResult struct {
 
 // cccPhase is a child's side of TestCCCLNewProcess.
 func cccPhase(t *testing.T, phase string) {
+	if phase == "trace" {
+		// What a new process pays before any cache: the driver's and
+		// NVRTC's loading (requireGPU does both, once).
+		t0 := time.Now()
+		Init()
+		t1 := time.Now()
+		LoadNVRTC()
+		processStart = map[string]float64{"driver_load_ms": msBetween(t0, t1), "nvrtc_load_ms": msBetween(t1, time.Now())}
+	}
 	gpu := requireGPU(t)
 	dir, kernel := os.Getenv("KCACHE_CCCL_DIR"), os.Getenv("KCACHE_CCCL_KERNEL")
 	code, err := os.ReadFile(filepath.Join(dir, kernel+".cu"))
@@ -220,6 +255,9 @@ func cccPhase(t *testing.T, phase string) {
 	start := time.Now()
 	ms := func() float64 { return float64(time.Since(start).Microseconds()) / 1000 }
 	switch phase {
+	case "trace":
+		tracedWarmStart(t, gpu, dir, kernel, src, launch)
+		return
 	case "floor":
 		image, err := os.ReadFile(cubin)
 		if err != nil {
@@ -260,11 +298,24 @@ func cccPhase(t *testing.T, phase string) {
 		}
 	}
 	r.MS = ms()
+	if phase == "warm" && predefineProbes() != 0 {
+		// The key's assumptions were checked when it was stored: a hit
+		// asks NVRTC nothing.
+		t.Errorf("%s: a warm start compiled %d predefine probes", kernel, predefineProbes())
+	}
 	if phase != "floor" {
 		r.KeyMS, r.LookupMS, r.Headers = keyAndLookup(t, gpu, filepath.Join(dir, "cache"), src)
 		r.FilesMS, r.IdentityMS = identityTimes(t, gpu)
 	}
 	fmt.Println(mustJSON(r))
+}
+
+// predefineProbes counts the answers NVRTC gave this process about
+// predefined macros (predefines.go): each cost a compile.
+func predefineProbes() int {
+	n := 0
+	predefineChecks.Range(func(any, any) bool { n++; return true })
+	return n
 }
 
 // keyAndLookup times the key of src alone and its lookup in the binary

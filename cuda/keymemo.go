@@ -69,9 +69,10 @@ func (e *keyMemoEntry) prepared(scanned []kcache.Header) (*kcache.Prepared, bool
 }
 
 // put remembers prep as the key of src (whose hash is h) with the headers
-// scanned.
+// scanned, which the caller hands over: nothing may change them later.
+// (A new process's first key holds hundreds; they were copied twice.)
 func (k *keyMemo) put(h uint64, src Source, scanned []kcache.Header, prep *kcache.Prepared) {
-	e := &keyMemoEntry{src: cloneSource(src), scanned: slices.Clone(scanned), prep: prep, size: sourceSize(src)}
+	e := &keyMemoEntry{src: cloneSource(src), scanned: scanned, prep: prep, size: sourceSize(src)}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if old := k.m[h]; old != nil {

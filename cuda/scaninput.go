@@ -1,9 +1,11 @@
 package cuda
 
 import (
+	"context"
 	"slices"
 	"sync"
 
+	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
 )
 
@@ -36,6 +38,43 @@ func scanInputs(src Source, p plan) []deps.Input {
 	}
 	return ins
 }
+
+// scannedEarly returns the files src includes, as the scanner finds them.
+// With early, a new process's first key takes them from the dependency
+// records of src's inputs before the records' stats are done, and
+// confirm waits for those stats (deps.Scanner.AppendHeadersEarly): the
+// caller looks its binary up meanwhile (a disk read, a module load, which
+// on a CUB kernel take longer than the stats of its 700 files) and uses
+// nothing it found unless confirm returns true.
+func (c *Cache) scannedEarly(ctx context.Context, src Source, p plan, early bool) (_ []kcache.Header, confirm deps.Confirm, err error) {
+	if !early {
+		scanned, err := c.scanned(ctx, nil, src, p)
+		return scanned, keyHeld, err
+	}
+	ins := scanInputs(src, p)
+	if len(ins) == 1 { // no header in memory: the hit path allocates nothing more
+		return c.scanner.AppendHeadersEarly(ctx, nil, ins[0])
+	}
+	var dst []kcache.Header
+	confirms := make([]deps.Confirm, len(ins))
+	for i, in := range ins {
+		if dst, confirms[i], err = c.scanner.AppendHeadersEarly(ctx, dst, in); err != nil {
+			return nil, nil, err
+		}
+	}
+	return dst, func() bool {
+		for _, ok := range confirms {
+			if !ok() {
+				return false
+			}
+		}
+		return true
+	}, nil
+}
+
+// keyHeld is the deps.Confirm of a key whose headers held when it was
+// computed.
+func keyHeld() bool { return true }
 
 // nvrtcInput is what every input of src shares: the options, and, for
 // NVRTC 13 (whose search was measured), the promise that it searches no

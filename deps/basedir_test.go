@@ -42,8 +42,8 @@ func TestBaseDirSharesCheckouts(t *testing.T) {
 	if !slices.Equal(argsA, argsB) || !slices.Equal(hA, hB) {
 		t.Fatalf("checkouts under their base differ:\n%q %v\n%q %v", argsA, hA, argsB, hB)
 	}
-	if want := BaseDirPrefix + "include/k.h"; hA[0].Name != want {
-		t.Errorf("header named %q, want %q", hA[0].Name, want)
+	if want := BaseDirPrefix + "include/k.h"; !slices.ContainsFunc(hA, func(h kcache.Header) bool { return h.Name == want }) {
+		t.Errorf("headers %v, want one named %q", hA, want)
 	}
 	if _, plainA := checkoutKey(t, a, a, false); slices.Equal(plainA, hA) {
 		t.Error("without a base directory the key names no absolute place")

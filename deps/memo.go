@@ -209,8 +209,7 @@ func (m *memo) validRange(fsys *fileSystem, now time.Time, seen []observation, f
 		if failed != nil && i%16 == 0 && failed.Load() {
 			return false
 		}
-		fi, err := fsys.stat(o.path)
-		n := observe(o.path, fi, err, now)
+		n := fsys.observe(o.path, now)
 		if n.state != o.state {
 			return false
 		}
@@ -370,7 +369,7 @@ var scannerBuild = sync.OnceValue(func() string {
 
 // stat stats path for the scan and remembers the answer for its memo.
 func (sc *scan) stat(path string) (fs.FileInfo, error) {
-	fi, err := sc.s.fs.stat(path)
+	fi, err := sc.s.fs.statFile(path)
 	if !sc.observed[path] {
 		sc.observed[path] = true
 		sc.seen = append(sc.seen, observe(path, fi, err, sc.s.fs.now()))

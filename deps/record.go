@@ -1,6 +1,8 @@
 package deps
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -49,8 +51,9 @@ func WithRecords(rs RecordStore) Option {
 // record means (the Input fields inputID hashes, the scanner's rules).
 // Bump it whenever either changes: records of another version are never
 // loaded, and live under other ids. Version 2: a CRC-32C for SHA-256,
-// and the length of the observations' paths.
-const recordVersion = 2
+// and the length of the observations' paths. Version 3: the order of the
+// headers.
+const recordVersion = 3
 
 // recordCRC is the table of a record's checksum. A checksum, not a
 // digest, is what a record needs: it guards against damage on disk (a
@@ -149,7 +152,49 @@ func encodeRecord(id kcache.Digest, m *memo) []byte {
 	for _, d := range m.trace {
 		e.dependency(d, index, &prevPath, &prevName)
 	}
+	for _, i := range headerOrder(m) {
+		e.uvarint(uint64(i))
+	}
 	return binary.LittleEndian.AppendUint32(e.buf, crc32.Checksum(e.buf, recordCRC))
+}
+
+// sortHeaders sorts headers as a key's encoding does (kcache.Key): the
+// key of a new process's first lookup is computed from a record's
+// headers, and sorting a CUB kernel's 700 headers there cost more than
+// decoding the whole record. Their order changes no key.
+func sortHeaders(headers []kcache.Header) {
+	slices.SortFunc(headers, func(a, b kcache.Header) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), bytes.Compare(a.Digest[:], b.Digest[:]))
+	})
+}
+
+// headerOrder returns, for each of m's headers in order, the index of the
+// dependency of m's trace it names: a record keeps the order of the
+// headers (sorted, as sortHeaders leaves them) without sorting them
+// again when it is read. A memo whose headers are not its trace's found
+// dependencies (none is made so) is written in the trace's order.
+func headerOrder(m *memo) []int {
+	byHeader := map[kcache.Header][]int{}
+	var found []int
+	for i, d := range m.trace {
+		if d.Rule != RuleAbsent {
+			h := kcache.Header{Name: d.Name, Digest: d.Digest}
+			byHeader[h] = append(byHeader[h], i)
+			found = append(found, i)
+		}
+	}
+	if len(m.headers) != len(found) {
+		return found
+	}
+	order := make([]int, 0, len(found))
+	for _, h := range m.headers {
+		at := byHeader[h]
+		if len(at) == 0 {
+			return found
+		}
+		order, byHeader[h] = append(order, at[0]), at[1:]
+	}
+	return order
 }
 
 // dependency writes d: its rule's code, its flags, then its rule as text
@@ -243,25 +288,37 @@ func parseRecord(id kcache.Digest, body []byte) (*memo, error) {
 	m.date = flags&1 != 0
 	m.seen = d.observations()
 	m.trace = d.dependencies(m.seen)
+	m.headers = d.headers(m.trace)
 	switch {
 	case !d.OK:
 		return nil, fmt.Errorf("%w: malformed", errBadRecord)
 	case len(d.Buf) != 0 || flags&^1 != 0:
 		return nil, fmt.Errorf("%w: trailing or unknown data", errBadRecord)
 	}
+	return m, nil
+}
+
+// headers reads the order of the headers, an index into trace for each
+// of its found dependencies, each once, and returns them in that order.
+func (d *recordDecoder) headers(trace []Dependency) []kcache.Header {
 	found := 0
-	for _, dep := range m.trace {
+	for _, dep := range trace {
 		if dep.Rule != RuleAbsent {
 			found++
 		}
 	}
-	m.headers = make([]kcache.Header, 0, found)
-	for _, dep := range m.trace {
-		if dep.Rule != RuleAbsent {
-			m.headers = append(m.headers, kcache.Header{Name: dep.Name, Digest: dep.Digest})
+	headers := make([]kcache.Header, found)
+	used := make([]bool, len(trace))
+	for k := range headers {
+		i := d.Uvarint()
+		if i >= uint64(len(trace)) || used[i] || trace[i].Rule == RuleAbsent {
+			d.Fail()
+			return nil
 		}
+		used[i] = true
+		headers[k] = kcache.Header{Name: trace[i].Name, Digest: trace[i].Digest}
 	}
-	return m, nil
+	return headers
 }
 
 // recordDecoder reads a record's fields; after the first failure every

@@ -272,16 +272,24 @@ func (s *Scanner) AppendHeaders(ctx context.Context, dst []kcache.Header, in Inp
 // scanMemo returns the memo of a scan of in that holds now: this
 // process's, the record's, or a new scan's.
 func (s *Scanner) scanMemo(ctx context.Context, in Input) (*memo, error) {
+	m, _, err := s.memoOf(ctx, in, false)
+	return m, err
+}
+
+// memoOf is scanMemo, except that with early a dependency record's memo
+// is returned before its stats are done, with the Confirm that waits for
+// them; any other memo holds on return, and its Confirm is confirmed.
+func (s *Scanner) memoOf(ctx context.Context, in Input, early bool) (*memo, Confirm, error) {
 	wd := in.WorkDir
 	if wd == "" {
 		var err error
 		if wd, err = workDir(); err != nil {
-			return nil, fmt.Errorf("deps: working directory: %w", err)
+			return nil, nil, fmt.Errorf("deps: working directory: %w", err)
 		}
 	}
 	m, h := s.memos.lookup(in, wd)
 	if m != nil && m.valid(s.fs) {
-		return m, nil
+		return m, confirmed, nil
 	}
 	// Past the memo the input's SHA-256 names its record, and a scan
 	// costs far more than the hash.
@@ -289,14 +297,19 @@ func (s *Scanner) scanMemo(ctx context.Context, in Input) (*memo, error) {
 	if m == nil {
 		// A memo of this process is newer than any record, which was
 		// loaded or written with it.
-		if m = s.loadRecord(ctx, key); m != nil && m.valid(s.fs) {
-			s.memos.put(h, key, in, wd, m)
-			return m, nil
+		if r := s.loadRecord(ctx, key); r.m != nil {
+			if early {
+				return r.m, s.confirmLater(ctx, r, in, wd, h), nil
+			}
+			if r.holds(ctx, s, in) {
+				s.memos.put(h, key, in, wd, r.m)
+				return r.m, confirmed, nil
+			}
 		}
 	}
 	sc := newScan(ctx, s, in, wd)
 	if err := sc.run(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var headers []kcache.Header
 	for _, d := range sc.trace {
@@ -304,10 +317,11 @@ func (s *Scanner) scanMemo(ctx context.Context, in Input) (*memo, error) {
 			headers = append(headers, kcache.Header{Name: d.Name, Digest: d.Digest})
 		}
 	}
+	sortHeaders(headers)
 	m = &memo{seen: sc.seen, headers: headers, trace: sc.trace, date: sc.date}
 	s.memos.put(h, key, in, wd, m)
 	s.storeRecord(ctx, key, m)
-	return m, nil
+	return m, confirmed, nil
 }
 
 // Unchanged reports whether every file and directory the last Scan of in
@@ -345,26 +359,55 @@ func workDir() (string, error) {
 	return os.Getwd()
 }
 
-// loadRecord returns the dependency record of the input whose id is id,
-// or nil when there is none that can be decoded. Whether it still holds
-// is for memo.valid to say.
-func (s *Scanner) loadRecord(ctx context.Context, id kcache.Digest) *memo {
+// loadedRecord is a dependency record read and decoded, not yet checked.
+type loadedRecord struct {
+	m            *memo // nil when there is none, or it did not decode
+	id           kcache.Digest
+	bytes        int
+	read, decode time.Duration
+}
+
+// loadRecord reads and decodes the dependency record of the input whose
+// id is id. Whether it still holds is for holds to say.
+func (s *Scanner) loadRecord(ctx context.Context, id kcache.Digest) loadedRecord {
+	r := loadedRecord{id: id}
 	if s.records == nil {
-		return nil
+		return r
 	}
+	start := time.Now()
 	data, err := s.records.LoadRecord(ctx, id)
 	if err != nil {
 		if !errors.Is(err, kcache.ErrMiss) {
 			s.log.Debug("deps: dependency record unreadable, scanning", "id", id, "err", err)
 		}
-		return nil
+		return r
 	}
+	read := time.Now()
 	m, err := decodeRecord(id, data)
 	if err != nil {
 		s.log.Debug("deps: dependency record ignored, scanning", "id", id, "err", err)
-		return nil
+		return r
 	}
-	return m
+	r.m, r.bytes, r.read, r.decode = m, len(data), read.Sub(start), time.Since(read)
+	return r
+}
+
+// holds reports whether every stat of the record answers as it did. At
+// debug level it logs the answer and what the record cost: a new
+// process's first key is this, and a record that stops holding makes
+// every new process scan.
+func (r loadedRecord) holds(ctx context.Context, s *Scanner, in Input) bool {
+	start := time.Now()
+	ok := r.m.valid(s.fs)
+	if s.log.Enabled(ctx, slog.LevelDebug) {
+		msg := "deps: dependency record holds"
+		if !ok {
+			msg = "deps: dependency record stale, scanning"
+		}
+		s.log.Debug(msg, "source", in.Path, "id", r.id, "bytes", r.bytes, "observations", len(r.m.seen),
+			"dependencies", len(r.m.trace), "read", r.read, "decode", r.decode, "stat", time.Since(start))
+	}
+	return ok
 }
 
 // storeRecord writes m as the dependency record of id, when every stat it

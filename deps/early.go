@@ -1,0 +1,61 @@
+package deps
+
+import (
+	"context"
+	"sync"
+
+	"github.com/kcache/kcache"
+)
+
+// A new process's first key of a source is its dependency record's: read,
+// decoded, then a stat of every place it lists. The headers are known once
+// the record is decoded; only whether they still hold waits for the
+// stats. A caller that looks its binary up by the key can do so while the
+// stats run (a disk read, a module load), provided it uses nothing it
+// found before they all answered as recorded: AppendHeadersEarly.
+
+// Confirm reports whether the headers AppendHeadersEarly returned hold:
+// every stat of the record they came from answered as recorded, and every
+// file it pins was settled. It waits for the stats; it may be called any
+// number of times, from any goroutine, and always gives the same answer.
+type Confirm func() bool
+
+// confirmed is the Confirm of headers that held on return.
+func confirmed() bool { return true }
+
+// AppendHeadersEarly is AppendHeaders, except where this process has no
+// memo of in and in's dependency record loads: it then appends the
+// record's headers at once and checks the record by stat on another
+// goroutine. The caller must not use anything found with the headers (a
+// key, a binary) before confirm returns true; when it returns false the
+// record was stale, and AppendHeaders, called again, scans. Elsewhere
+// the headers hold on return, and confirm returns true at once. in must
+// stay unchanged until confirm returns.
+func (s *Scanner) AppendHeadersEarly(ctx context.Context, dst []kcache.Header, in Input) (_ []kcache.Header, confirm Confirm, err error) {
+	m, confirm, err := s.memoOf(ctx, in, true)
+	if err != nil {
+		return dst, nil, err
+	}
+	dst = append(dst, m.headers...)
+	if m.date {
+		h, _ := dateHeader(s.fs.now())
+		dst = append(dst, h)
+	}
+	return dst, confirm, nil
+}
+
+// confirmLater starts the stats of the record r of in (wd standing for
+// its working directory, h its hash in the memo cache) and returns the
+// Confirm that waits for them. The memo is remembered by the Confirm, on
+// its caller's goroutine, only once it held.
+func (s *Scanner) confirmLater(ctx context.Context, r loadedRecord, in Input, wd string, h uint64) Confirm {
+	done := make(chan bool, 1)
+	go func() { done <- r.holds(ctx, s, in) }()
+	return sync.OnceValue(func() bool {
+		ok := <-done
+		if ok {
+			s.memos.put(h, r.id, in, wd, r.m)
+		}
+		return ok
+	})
+}

@@ -1,0 +1,127 @@
+package deps
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/kcache/kcache"
+)
+
+// appendEarly is AppendHeadersEarly that fails the test on an error.
+func appendEarly(t testing.TB, s *Scanner, in Input) ([]kcache.Header, Confirm) {
+	t.Helper()
+	h, confirm, err := s.AppendHeadersEarly(context.Background(), nil, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, confirm
+}
+
+// TestEarlyRecordHolds: a new process's scanner gives a record's headers
+// early, reading no header, and confirms them; once confirmed, the memo
+// is its own, and a later call needs no record.
+func TestEarlyRecordHolds(t *testing.T) {
+	_, in := recordTree(t)
+	store := newMemRecords()
+	want, _ := scanRecorded(t, settledScanner(store), in)
+	s := settledScanner(store)
+	n := counting(s)
+	got, confirm := appendEarly(t, s, in)
+	if !slices.Equal(got, want) {
+		t.Errorf("early headers %v\nwant %v", got, want)
+	}
+	if !confirm() || !confirm() {
+		t.Fatal("a record whose every stat holds was not confirmed")
+	}
+	if n.reads.Load() != 0 || n.lists.Load() != 0 {
+		t.Errorf("%d reads, %d listings: the record was not used", n.reads.Load(), n.lists.Load())
+	}
+	stats := n.stats.Load()
+	if again, confirm := appendEarly(t, s, in); !slices.Equal(again, want) || !confirm() {
+		t.Errorf("second call: %v, want %v confirmed", again, want)
+	}
+	if n.stats.Load() == stats || n.reads.Load() != 0 {
+		t.Errorf("second call: the memo was not checked by stat, or a header was read")
+	}
+	if !s.Unchanged(in) {
+		t.Error("Unchanged is false after a confirmed early key")
+	}
+}
+
+// TestEarlyRecordStale: a header of the record edited before a new
+// process's first key: the early headers are the record's, confirm says
+// they do not hold, nothing is remembered from them, and AppendHeaders
+// then gives the key of the files as they are.
+func TestEarlyRecordStale(t *testing.T) {
+	root, in := recordTree(t)
+	store := newMemRecords()
+	old, _ := scanRecorded(t, settledScanner(store), in)
+	write(t, filepath.Join(root, "i2/c.h"), "#define C 2\n")
+	want, _ := scanRecorded(t, settledScanner(nil), in)
+	if slices.Equal(old, want) {
+		t.Fatal("the edit did not change the key")
+	}
+	s := settledScanner(store)
+	got, confirm := appendEarly(t, s, in)
+	if !slices.Equal(got, old) {
+		t.Errorf("early headers %v\nwant the record's %v", got, old)
+	}
+	if confirm() {
+		t.Fatal("a record with an edited header was confirmed")
+	}
+	if s.Unchanged(in) {
+		t.Error("a stale record was remembered as the memo")
+	}
+	now, err := s.AppendHeaders(context.Background(), nil, in)
+	if err != nil || !slices.Equal(now, want) {
+		t.Errorf("after a stale record: %v, %v; want %v", now, err, want)
+	}
+	if fresh, confirm := appendEarly(t, settledScanner(store), in); !slices.Equal(fresh, want) || !confirm() {
+		t.Errorf("the rescan's record: %v, want %v confirmed", fresh, want)
+	}
+}
+
+// TestEarlyNoRecord: without a record, or without records at all, the
+// headers are a scan's and hold on return.
+func TestEarlyNoRecord(t *testing.T) {
+	_, in := recordTree(t)
+	want, _ := scanRecorded(t, settledScanner(nil), in)
+	for _, store := range []RecordStore{nil, newMemRecords()} {
+		s := settledScanner(store)
+		got, confirm := appendEarly(t, s, in)
+		if !slices.Equal(got, want) || !confirm() {
+			t.Errorf("store %v: %v, want %v confirmed", store, got, want)
+		}
+	}
+}
+
+// TestEarlyConcurrent: goroutines of one new scanner ask for the same
+// input's early headers at once, some confirming, some not: every
+// confirmed answer is the key, and the memo ends up held.
+func TestEarlyConcurrent(t *testing.T) {
+	_, in := recordTree(t)
+	store := newMemRecords()
+	want, _ := scanRecorded(t, settledScanner(store), in)
+	s := settledScanner(store)
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, confirm := appendEarly(t, s, in)
+			if i%4 == 3 {
+				return // a caller that left before confirming
+			}
+			if !confirm() || !slices.Equal(got, want) {
+				t.Errorf("headers %v, want %v confirmed", got, want)
+			}
+		}()
+	}
+	wg.Wait()
+	if !s.Unchanged(in) {
+		t.Error("no memo after confirmed early keys")
+	}
+}
