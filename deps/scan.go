@@ -400,7 +400,7 @@ func (s *Scanner) builtinMacros(paths []string, stat func(string) (fs.FileInfo, 
 // meanwhile waits for it. It changes nothing a key holds: scans still
 // observe every built-in header themselves.
 func (s *Scanner) LearnBuiltins(paths []string) {
-	s.builtinMacros(paths, s.fs.stat)
+	s.builtinMacros(paths, s.fs.statFile)
 }
 
 // include resolves one header name as the compiler searches for it. Every

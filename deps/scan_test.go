@@ -258,7 +258,9 @@ func TestLearnBuiltins(t *testing.T) {
 	root := tree(t, map[string]string{"builtin.h": "#define log _cl_log\n", "log.h": "", "_cl_log.h": "", "_cl_exp.h": ""})
 	builtins := []string{filepath.Join(root, "builtin.h")}
 	in := Input{Source: []byte(strMacros + "#ifndef G\n#define G\n#endif\n#include XS(log.h)\n"), WorkDir: root, SearchWorkDir: true, Builtins: builtins}
-	_, cold := mustScan(t, NewScanner(nil), in)
+	plain := NewScanner(nil)
+	plain.LearnBuiltins(builtins) // with the scanner's own file system
+	_, cold := mustScan(t, plain, in)
 
 	s := NewScanner(nil)
 	c := counting(s)
