@@ -383,6 +383,25 @@ type builtinTable struct {
 	mu    sync.Mutex
 	key   string      // guarded by mu
 	table *macroTable // guarded by mu
+
+	textMu  sync.Mutex // guards textKey and text, and is held while they are read
+	textKey string
+	text    []byte // the headers' text without line splices (builtinsMention)
+}
+
+// spliced returns the headers' text for key, reading it with read when key
+// changed. A key made of files too recent to trust is read but not kept.
+func (b *builtinTable) spliced(key string, keep bool, read func() ([]byte, bool)) ([]byte, bool) {
+	b.textMu.Lock()
+	defer b.textMu.Unlock()
+	if b.text != nil && b.textKey == key {
+		return b.text, true
+	}
+	text, ok := read()
+	if ok && keep {
+		b.textKey, b.text = key, text
+	}
+	return text, ok
 }
 
 // get returns the table for key, building it when key changed. A key made

@@ -1,6 +1,7 @@
 package deps
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -279,7 +280,20 @@ func (sc *scan) certainlyUndefined(name string) bool {
 		return false
 	}
 	sc.consult(unseenName)
-	return !sc.unseen && !sc.predefinable(name) && sc.table.undefined(name, sc.builtinMacros())
+	return !sc.unseen && !sc.predefinable(name) && sc.table.undefined(name, nil) && !sc.builtinsMayDefine(name)
+}
+
+// builtinsMayDefine reports whether the built-in headers define name. A
+// name their text never mentions (an include guard, nearly always) they
+// cannot define, and that is found by a search of their bytes; only a name
+// they mention needs their macro table, which takes lexing the compiler's
+// headers (PoCL's and clang's opencl-c.h, 1.6 MB: 56-114 ms, on the
+// application's thread, for the first #ifndef of a process).
+func (sc *scan) builtinsMayDefine(name string) bool {
+	if sc.builtins == nil && !sc.s.builtinsMention(sc.in.Builtins, sc.stat, name) {
+		return false
+	}
+	return sc.builtinMacros().defs[name] != nil
 }
 
 // predefinable reports whether the compiler may define name on its own: a
@@ -358,8 +372,8 @@ func (sc *scan) builtinMacros() *macroTable {
 // stat'd through stat, from the Scanner's copy when the files are those it
 // was built from.
 func (s *Scanner) builtinMacros(paths []string, stat func(string) (fs.FileInfo, error)) *macroTable {
-	// One at a time: a scan that comes while LearnBuiltins reads the
-	// files waits for its table instead of lexing them a second time.
+	// One at a time: concurrent scans of a process's first sources wait
+	// for one table instead of lexing the compiler's headers each.
 	s.builtins.load.Lock()
 	defer s.builtins.load.Unlock()
 	var files []*fileEntry
@@ -391,16 +405,66 @@ func (s *Scanner) builtinMacros(paths []string, stat func(string) (fs.FileInfo, 
 	})
 }
 
-// LearnBuiltins reads the built-in headers at paths (what callers pass
-// as Input.Builtins) and keeps their macro table, so that the first scan
-// that needs it, a source's first #ifndef, finds it ready instead of
-// lexing the compiler's headers (PoCL's and clang's opencl-c.h: 100 ms on
-// a loaded machine) while its application waits. Callers run it on a
-// goroutine of their own when they start; a scan that needs the table
-// meanwhile waits for it. It changes nothing a key holds: scans still
-// observe every built-in header themselves.
-func (s *Scanner) LearnBuiltins(paths []string) {
-	s.builtinMacros(paths, s.fs.statFile)
+// builtinsMention reports whether the text of the built-in headers at
+// paths, with its line splices removed, holds name anywhere: in a
+// directive, a comment, or as part of a longer word. Where it does not, no
+// #define of the headers names it, and so their macro table (which holds
+// every #define, taken or not) has no definition of it. The text is kept by
+// the Scanner under the files' identities, as the table is.
+func (s *Scanner) builtinsMention(paths []string, stat func(string) (fs.FileInfo, error), name string) bool {
+	var ids strings.Builder
+	var found []string
+	trusted := true
+	for _, p := range paths {
+		fi, err := stat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		id := identityOf(fi)
+		fmt.Fprintf(&ids, "%s\x00%v\x00", p, id)
+		trusted = trusted && id.settled(s.fs.now())
+		found = append(found, p)
+	}
+	text, ok := s.builtins.spliced(ids.String(), trusted, func() ([]byte, bool) {
+		var all []byte
+		for _, p := range found {
+			b, err := s.fs.readFile(p)
+			if err != nil {
+				return nil, false
+			}
+			all = append(append(all, unsplice(b)...), '\n')
+		}
+		return all, true
+	})
+	// A header that cannot be read leaves the question to the table.
+	return !ok || bytes.Contains(text, []byte(name))
+}
+
+// unsplice removes every line splice from b: a backslash, any blanks
+// (which clang accepts there, with a warning), and the line's end. Only a
+// splice can make a name of bytes that are not together in the file.
+func unsplice(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for {
+		i := bytes.IndexByte(b, '\\')
+		if i < 0 {
+			return append(out, b...)
+		}
+		out = append(out, b[:i]...)
+		j := i + 1
+		for j < len(b) && (b[j] == ' ' || b[j] == '\t' || b[j] == '\v' || b[j] == '\f') {
+			j++
+		}
+		switch {
+		case j+1 < len(b) && b[j] == '\r' && b[j+1] == '\n':
+			b = b[j+2:]
+		case j < len(b) && (b[j] == '\n' || b[j] == '\r'): // a lone CR ends a line too
+			b = b[j+1:]
+		default:
+			out = append(out, '\\')
+			b = b[i+1:]
+		}
+	}
 }
 
 // include resolves one header name as the compiler searches for it. Every

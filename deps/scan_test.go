@@ -251,35 +251,54 @@ func TestScanBuiltins(t *testing.T) {
 	}
 }
 
-// TestLearnBuiltins checks that a Scanner that learnt the built-in headers
-// ahead of its first scan reads none of them in that scan, finds what a
-// Scanner that did not finds, and still follows an edit of one of them.
-func TestLearnBuiltins(t *testing.T) {
-	root := tree(t, map[string]string{"builtin.h": "#define log _cl_log\n", "log.h": "", "_cl_log.h": "", "_cl_exp.h": ""})
-	builtins := []string{filepath.Join(root, "builtin.h")}
-	in := Input{Source: []byte(strMacros + "#ifndef G\n#define G\n#endif\n#include XS(log.h)\n"), WorkDir: root, SearchWorkDir: true, Builtins: builtins}
-	plain := NewScanner(nil)
-	plain.LearnBuiltins(builtins) // with the scanner's own file system
-	_, cold := mustScan(t, plain, in)
+// TestBuiltinsMention checks an include guard against the built-in
+// headers: a guard they define (even across a line splice) makes the
+// guarded definition uncertain, so the computed include keys the name
+// unexpanded too; a guard they never mention, or mention without defining,
+// is certainly undefined, and their macro table is not built for a name
+// they never mention.
+func TestBuiltinsMention(t *testing.T) {
+	src := strMacros + "#include \"h.h\"\n#include XS(SYS.h)\n"
+	for _, c := range []struct {
+		builtin string
+		both    bool // the key names SYS.h (no definition made) as well as cpu.h
+		table   bool // the guard's question built the macro table
+	}{
+		{"#define OTHER 1\n", false, false},
+		{"#define GUARD_X 1\n", true, true},
+		{"#define GUARD_\\\nX 1\n", true, true},
+		{"#define GUARD_\\  \r\nX 1\n", true, true},
+		{"#define GUARD_\\\rX 1\n", true, true},
+		{"// GUARD_X is not defined here\n", false, true},
+		{"#define GUARD_XY 1\n", false, true},
+	} {
+		root := tree(t, map[string]string{"builtin.h": c.builtin, "h.h": "#ifndef GUARD_X\n#define GUARD_X\n#define SYS cpu\n#endif\n", "cpu.h": ""})
+		in := Input{Source: []byte(src), WorkDir: root, SearchWorkDir: true, Builtins: []string{filepath.Join(root, "builtin.h")}}
+		s := NewScanner(nil)
+		counting(s) // the files count as settled, so the table is kept
+		_, tr := mustScan(t, s, in)
+		got := found(root, tr)
+		if has := slices.Contains(got, "absent SYS.h SYS.h"); has != c.both || !slices.Contains(got, "computed-include cpu.h cpu.h") {
+			t.Errorf("built-in %q: trace %q, want SYS.h named: %v", c.builtin, got, c.both)
+		}
+		// Without the computed include, whose expansion consults the
+		// table for every name, only the guard asks about the headers.
+		s = NewScanner(nil)
+		counting(s)
+		mustScan(t, s, Input{Source: []byte("#include \"h.h\"\n"), WorkDir: root, SearchWorkDir: true, Builtins: in.Builtins})
+		if built := s.builtins.table != nil; built != c.table {
+			t.Errorf("built-in %q: macro table built %v, want %v", c.builtin, built, c.table)
+		}
+	}
+}
 
-	s := NewScanner(nil)
-	c := counting(s)
-	s.LearnBuiltins(builtins)
-	if got := c.reads.Load(); got != 1 {
-		t.Fatalf("LearnBuiltins read %d files, want the one built-in header", got)
-	}
-	_, tr := mustScan(t, s, in)
-	if got := c.reads.Load(); got != 3 {
-		t.Errorf("the scan read %d files after LearnBuiltins, want the two headers it includes", got-1)
-	}
-	if !slices.Equal(found(root, tr), found(root, cold)) {
-		t.Errorf("trace %q after LearnBuiltins, want %q", found(root, tr), found(root, cold))
-	}
-
-	write(t, builtins[0], "#define log _cl_exp\n")
-	_, tr = mustScan(t, s, in)
-	if want := "computed-include _cl_exp.h _cl_exp.h"; !slices.Contains(found(root, tr), want) {
-		t.Errorf("after the built-in header's edit, trace %q lacks %q", found(root, tr), want)
+func TestUnsplice(t *testing.T) {
+	for in, want := range map[string]string{
+		"a\\\nb": "ab", "a\\ \t\r\nb": "ab", "a\\\rb": "ab", "a\\b": "a\\b", "a\\ b": "a\\ b", "a\\": "a\\", "\\\n\\\n": "",
+	} {
+		if got := string(unsplice([]byte(in))); got != want {
+			t.Errorf("unsplice(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

@@ -21,7 +21,6 @@ import (
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
 	"github.com/kcache/kcache/disk"
-	"github.com/kcache/kcache/internal/keyparts"
 	"github.com/kcache/kcache/internal/layerstore"
 )
 
@@ -99,10 +98,6 @@ func open(environ []string, stderr io.Writer) (*layer, error) {
 		// scan's input: no other process could use its records.
 		scanOpts = append(scanOpts, deps.WithRecords(bins))
 	}
-	scan := deps.NewScanner(log, scanOpts...)
-	// The compiler's headers' macros are read now, beside the
-	// application's start, not at its first program with an #ifndef.
-	go scan.LearnBuiltins(keyparts.OpenCLBuiltins())
 	return &layer{
 		bins:  bins,
 		locks: st,
@@ -114,7 +109,7 @@ func open(environ []string, stderr io.Writer) (*layer, error) {
 		log:       log,
 		debug:     cfg.Debug,
 		env:       compilerEnv.Select(environ),
-		scan:      depsScanner{s: scan, trace: cfg.Trace, log: log},
+		scan:      depsScanner{s: deps.NewScanner(log, scanOpts...), trace: cfg.Trace, log: log},
 		delay:     commitDelay,
 		progs:     map[*C.kc_program]*program{},
 	}, nil

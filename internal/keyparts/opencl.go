@@ -231,10 +231,6 @@ func PoCLTempDir(getenv func(string) string) string {
 	return getenv("HOME") + "/.cache/pocl/kcache"
 }
 
-// OpenCLBuiltins returns the built-in headers OpenCLScan names as
-// Input.Builtins, for a Scanner's LearnBuiltins.
-func OpenCLBuiltins() []string { return builtinHeaders() }
-
 // builtinHeaders lists the headers OpenCL compilers include on their own
 // (PoCL's kernel headers, clang's opencl-c.h): their macros can take part
 // in a computed include. Found once per process; the scanner reads them
