@@ -13,7 +13,7 @@
 # PoCL's cache alone then the layer with PoCL's cache on ("both"), each on
 # empty caches, and prints every pair, both medians and their ratio: the
 # comparison the recommended configuration must win, settled by many pairs.
-# Usage: bench/layer/apps.sh [clpeak] [pyopencl] [hashcat] [opencv] [ffmpeg] [clfft] [clblast] [gegl]
+# Usage: bench/layer/apps.sh [clpeak] [pyopencl] [hashcat] [opencv] [ffmpeg] [clfft] [clblast] [gegl] [darktable]
 # Needs ./libkcache-layer.so and ./kcache beside it, the worker the layer
 # starts (make layer builds both).
 set -euo pipefail
@@ -131,6 +131,14 @@ else
 echo "| application | no cache (ms) | layer cold (bg) | layer warm | PoCL cache cold | PoCL cache warm | both cold (bg) | both warm | PoCL warm / layer warm | PoCL cold / both cold | PoCL warm / both warm |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 fi
+# dt_seed makes darktable's configuration once, with the OpenCL device it
+# found enabled (the eighth field of its cldevice line is "disabled").
+dt_seed() {
+	[ -d "$work/dtseed" ] && return
+	(cd "$work" && POCL_KERNEL_CACHE=0 darktable-cli in.png dt.jpg --core --configdir dtseed --conf opencl=TRUE >/dev/null 2>&1; rm -f dt.jpg)
+	sed -i -E 's/^(cldevice_v4_[A-Za-z0-9]+=([^ ]+ ){7})1 /\10 /' "$work/dtseed/darktablerc"
+}
+
 apps=("$@")
 [ ${#apps[@]} -gt 0 ] || apps=(clpeak pyopencl hashcat)
 for a in "${apps[@]}"; do
@@ -147,6 +155,11 @@ for a in "${apps[@]}"; do
 		-vf format=yuv420p,hwupload,avgblur_opencl=sizeX=3,unsharp_opencl,sobel_opencl,hwdownload,format=yuv420p -f framemd5 - ;;
 	clfft) run_app clfft 'PASS' clFFT-client -x 64 -y 64 -p 1 ;;
 	clblast) run_app clblast '^sdot' ./blas ;;
+	# darktable-cli with OpenCL on: its configuration is made once and its
+	# CPU device enabled (darktable discards a new CPU device); on PoCL its
+	# first program (demosaic_ppg.cl) fails to build, and darktable goes on
+	# without OpenCL: the row times a build failure passing through.
+	darktable) dt_seed && run_app darktable '^darktable done' sh -c 'rm -rf dtcfg && cp -r dtseed dtcfg && darktable-cli in.png dt.jpg --core --configdir dtcfg --conf opencl=TRUE >/dev/null && rm -f dt.jpg && echo darktable done' ;;
 	gegl) run_app gegl '^gegl done' sh -c 'GEGL_USE_OPENCL=cpu gegl -i in.png -o out.png -- gaussian-blur std-dev-x=2 std-dev-y=2 && echo gegl done' ;;
 	esac
 done
