@@ -375,46 +375,28 @@ func (t *macroTable) options(name string) (opts []*macro, known, prior bool) {
 	return append(slices.Clip(opts), nil), true, true
 }
 
-// builtinTable keeps the macro table of one set of built-in headers, by
-// their paths and digests. A table is never written once built, so scans
-// share it.
-type builtinTable struct {
-	load  sync.Mutex // held while the files are read and the table found or built
-	mu    sync.Mutex
-	key   string      // guarded by mu
-	table *macroTable // guarded by mu
-
-	textMu  sync.Mutex // guards textKey and text, and is held while they are read
-	textKey string
-	text    []byte // the headers' text without line splices (builtinsMention)
+// builtinValue keeps one value made from a set of built-in headers (their
+// macro table, their text), under a key naming the files it was made
+// from. A value is never written once made, so scans share it.
+type builtinValue[T any] struct {
+	mu  sync.Mutex // held while a value is made: concurrent scans wait for one
+	key string     // guarded by mu
+	val T          // guarded by mu
+	ok  bool       // guarded by mu: val is kept
 }
 
-// spliced returns the headers' text for key, reading it with read when key
-// changed. A key made of files too recent to trust is read but not kept.
-func (b *builtinTable) spliced(key string, keep bool, read func() ([]byte, bool)) ([]byte, bool) {
-	b.textMu.Lock()
-	defer b.textMu.Unlock()
-	if b.text != nil && b.textKey == key {
-		return b.text, true
-	}
-	text, ok := read()
-	if ok && keep {
-		b.textKey, b.text = key, text
-	}
-	return text, ok
-}
-
-// get returns the table for key, building it when key changed. A key made
-// of files too recent to trust is built but not kept.
-func (b *builtinTable) get(key string, keep bool, build func() *macroTable) *macroTable {
+// get returns the value for key, making it when key changed. A value made
+// of files too recent to trust (keep false), or that make failed to make,
+// is not kept.
+func (b *builtinValue[T]) get(key string, keep bool, make func() (T, bool)) (T, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.table != nil && b.key == key {
-		return b.table
+	if b.ok && b.key == key {
+		return b.val, true
 	}
-	t := build()
-	if keep {
-		b.key, b.table = key, t
+	v, ok := make()
+	if ok && keep {
+		b.key, b.val, b.ok = key, v, true
 	}
-	return t
+	return v, ok
 }

@@ -58,8 +58,11 @@ type scan struct {
 	// defines is invisible here.
 	unseen  bool
 	missing []string // includes found nowhere
-	// builtins are the macros of Input.Builtins, learnt on first need.
-	builtins *macroTable
+	// builtins are the macros of Input.Builtins, learnt on first need;
+	// builtinText is their text, read on first need (builtinsMention),
+	// and nil where one could not be read.
+	builtins    *macroTable
+	builtinText *[]byte
 	// seen is every stat the scan made, once per path, for its memo.
 	seen     []observation
 	observed map[string]bool
@@ -290,7 +293,7 @@ func (sc *scan) certainlyUndefined(name string) bool {
 // headers (PoCL's and clang's opencl-c.h, 1.6 MB: 56-114 ms, on the
 // application's thread, for the first #ifndef of a process).
 func (sc *scan) builtinsMayDefine(name string) bool {
-	if sc.builtins == nil && !sc.s.builtinsMention(sc.in.Builtins, sc.stat, name) {
+	if sc.builtins == nil && !sc.builtinsMention(name) {
 		return false
 	}
 	return sc.builtinMacros().defs[name] != nil
@@ -359,40 +362,24 @@ var predefinedPrefixes = []string{"CL_", "cl_", "FP_FAST_FMA", "POCL_"}
 // include first needs them. The table is kept by the Scanner under the
 // files' identities: the compiler's headers hold thousands of macros, and
 // rebuilding the table would cost every first scan of such a source some
-// milliseconds. Each file's stat is observed, so a warm check sees an
-// edited built-in header.
+// milliseconds.
 func (sc *scan) builtinMacros() *macroTable {
-	if sc.builtins == nil {
-		sc.builtins = sc.s.builtinMacros(sc.in.Builtins, sc.stat)
+	if sc.builtins != nil {
+		return sc.builtins
 	}
-	return sc.builtins
-}
-
-// builtinMacros returns the macro table of the built-in headers at paths,
-// stat'd through stat, from the Scanner's copy when the files are those it
-// was built from.
-func (s *Scanner) builtinMacros(paths []string, stat func(string) (fs.FileInfo, error)) *macroTable {
-	// One at a time: concurrent scans of a process's first sources wait
-	// for one table instead of lexing the compiler's headers each.
-	s.builtins.load.Lock()
-	defer s.builtins.load.Unlock()
 	var files []*fileEntry
 	var ids strings.Builder
 	trusted := true
-	for _, p := range paths {
-		fi, err := stat(p)
-		if err != nil || !fi.Mode().IsRegular() {
-			continue
-		}
-		e, err := s.files.get(s.fs, p, fi, TrigraphsOff)
+	for _, f := range sc.builtinFiles() {
+		e, err := sc.s.files.get(sc.s.fs, f.path, f.info, TrigraphsOff)
 		if err != nil {
 			continue
 		}
 		files = append(files, e)
-		fmt.Fprintf(&ids, "%s\x00%x\x00", p, e.digest)
+		fmt.Fprintf(&ids, "%s\x00%x\x00", f.path, e.digest)
 		trusted = trusted && e.settled
 	}
-	return s.builtins.get(ids.String(), trusted, func() *macroTable {
+	sc.builtins, _ = sc.s.builtins.get(ids.String(), trusted, func() (*macroTable, bool) {
 		t := newMacroTable()
 		for _, e := range files {
 			for _, d := range e.directives {
@@ -401,34 +388,62 @@ func (s *Scanner) builtinMacros(paths []string, stat func(string) (fs.FileInfo, 
 				}
 			}
 		}
-		return t
+		return t, true
 	})
+	return sc.builtins
 }
 
-// builtinsMention reports whether the text of the built-in headers at
-// paths, with its line splices removed, holds name anywhere: in a
-// directive, a comment, or as part of a longer word. Where it does not, no
-// #define of the headers names it, and so their macro table (which holds
-// every #define, taken or not) has no definition of it. The text is kept by
-// the Scanner under the files' identities, as the table is.
-func (s *Scanner) builtinsMention(paths []string, stat func(string) (fs.FileInfo, error), name string) bool {
-	var ids strings.Builder
-	var found []string
-	trusted := true
-	for _, p := range paths {
-		fi, err := stat(p)
-		if err != nil || !fi.Mode().IsRegular() {
-			continue
+// builtinFile is a built-in header found by the scan, with its stat.
+type builtinFile struct {
+	path string
+	info fs.FileInfo
+}
+
+// builtinFiles stats Input.Builtins for the scan (so a warm check sees an
+// edited one) and returns the regular files among them.
+func (sc *scan) builtinFiles() []builtinFile {
+	var out []builtinFile
+	for _, p := range sc.in.Builtins {
+		if fi, err := sc.stat(p); err == nil && fi.Mode().IsRegular() {
+			out = append(out, builtinFile{p, fi})
 		}
-		id := identityOf(fi)
-		fmt.Fprintf(&ids, "%s\x00%v\x00", p, id)
-		trusted = trusted && id.settled(s.fs.now())
-		found = append(found, p)
 	}
-	text, ok := s.builtins.spliced(ids.String(), trusted, func() ([]byte, bool) {
-		var all []byte
-		for _, p := range found {
-			b, err := s.fs.readFile(p)
+	return out
+}
+
+// builtinsMention reports whether the text of the built-in headers, with
+// its line splices removed, holds name anywhere: in a directive, a
+// comment, or as part of a longer word. Where it does not, no #define of
+// the headers names it, and so their macro table (which holds every
+// #define, taken or not) has no definition of it.
+func (sc *scan) builtinsMention(name string) bool {
+	if sc.builtinText == nil {
+		text, ok := sc.readBuiltinText()
+		if !ok {
+			text = nil
+		}
+		sc.builtinText = &text
+	}
+	// A header that could not be read leaves the question to the table.
+	return *sc.builtinText == nil || bytes.Contains(*sc.builtinText, []byte(name))
+}
+
+// readBuiltinText returns the built-in headers' text without line
+// splices, kept by the Scanner under the files' identities as their macro
+// table is; false when one cannot be read.
+func (sc *scan) readBuiltinText() ([]byte, bool) {
+	files := sc.builtinFiles()
+	var ids strings.Builder
+	trusted := true
+	for _, f := range files {
+		id := identityOf(f.info)
+		fmt.Fprintf(&ids, "%s\x00%v\x00", f.path, id)
+		trusted = trusted && id.settled(sc.s.fs.now())
+	}
+	return sc.s.builtinText.get(ids.String(), trusted, func() ([]byte, bool) {
+		all := []byte{}
+		for _, f := range files {
+			b, err := sc.s.fs.readFile(f.path)
 			if err != nil {
 				return nil, false
 			}
@@ -436,8 +451,6 @@ func (s *Scanner) builtinsMention(paths []string, stat func(string) (fs.FileInfo
 		}
 		return all, true
 	})
-	// A header that cannot be read leaves the question to the table.
-	return !ok || bytes.Contains(text, []byte(name))
 }
 
 // unsplice removes every line splice from b: a backslash, any blanks

@@ -286,7 +286,7 @@ func TestBuiltinsMention(t *testing.T) {
 		s = NewScanner(nil)
 		counting(s)
 		mustScan(t, s, Input{Source: []byte("#include \"h.h\"\n"), WorkDir: root, SearchWorkDir: true, Builtins: in.Builtins})
-		if built := s.builtins.table != nil; built != c.table {
+		if built := s.builtins.ok; built != c.table {
 			t.Errorf("built-in %q: macro table built %v, want %v", c.builtin, built, c.table)
 		}
 	}

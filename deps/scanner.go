@@ -219,8 +219,10 @@ type Scanner struct {
 	records RecordStore
 	writing atomic.Int64   // record writes under way
 	writes  sync.WaitGroup // the same, for tests to wait on
-	// builtins is the macro table of the last Input.Builtins seen.
-	builtins builtinTable
+	// builtins is the macro table of the last Input.Builtins seen, and
+	// builtinText their text (scan.builtinsMention).
+	builtins    builtinValue[*macroTable]
+	builtinText builtinValue[[]byte]
 
 	reportMu sync.Mutex          // guards reported
 	reported map[string]struct{} // reasons already logged, by source and reason
