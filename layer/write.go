@@ -35,8 +35,8 @@ func (w *writes) set() *writeSet {
 		if s != nil && s.pid == pid {
 			return s
 		}
-		if w.cur.CompareAndSwap(s, &writeSet{pid: pid}) {
-			return w.cur.Load()
+		if n := (&writeSet{pid: pid}); w.cur.CompareAndSwap(s, n) {
+			return n
 		}
 	}
 }
