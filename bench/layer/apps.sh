@@ -59,15 +59,18 @@ bg_wait() {
 	echo $((($(date +%s%N) - start) / 1000000))
 }
 
+# fresh empties the calling run's home ($home, a local of run_app or
+# run_pairs) and prints the environment that points an application at it:
+# each run gets empty application caches (hashcat's own kernel cache
+# included), so that only the cache under test carries builds over.
+fresh() { rm -rf "$home"; mkdir -p "$home"; echo "HOME=$home XDG_CACHE_HOME=$home/c XDG_DATA_HOME=$home/d PYOPENCL_NO_CACHE=1 POCL_CACHE_DIR=$home/pocl"; }
+
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 run_app() {
 	local name=$1 marker=$2
 	shift 2
 	local home=$work/home-$name
-	# Each run gets empty application caches (hashcat's own kernel cache
-	# included), so that only the cache under test carries builds over.
-	fresh() { rm -rf "$home"; mkdir -p "$home"; echo "HOME=$home XDG_CACHE_HOME=$home/c XDG_DATA_HOME=$home/d PYOPENCL_NO_CACHE=1 POCL_CACHE_DIR=$home/pocl"; }
 	local kc=$work/kcache-$name pocl=$work/pocl-$name kc2=$work/kcache2-$name pocl2=$work/pocl2-$name
 	local n=() c=() g=() pc=() bc=() bg2=()
 	# Cold runs, COLD_REPEAT times (default 1), interleaved, each on empty
@@ -107,7 +110,6 @@ run_pairs() {
 	local name=$1 marker=$2
 	shift 2
 	local home=$work/home-$name
-	fresh() { rm -rf "$home"; mkdir -p "$home"; echo "HOME=$home XDG_CACHE_HOME=$home/c XDG_DATA_HOME=$home/d PYOPENCL_NO_CACHE=1 POCL_CACHE_DIR=$home/pocl"; }
 	local pocl=$work/pocl-$name kc2=$work/kcache2-$name pocl2=$work/pocl2-$name
 	local pc=() bc=() pairs=()
 	for _ in $(seq "$COLD_PAIRS"); do
