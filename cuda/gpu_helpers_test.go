@@ -54,3 +54,23 @@ __global__ void scale(T* v, int n) {
 	if (i < n) v[i] = v[i] * K;
 }
 `
+
+// launchK launches m's kernel k on one block of the given threads with
+// args, and waits for it.
+func launchK(ctx *Context, m interface {
+	Function(string) (*Function, error)
+}, threads int, args ...any) error {
+	f, err := m.Function("k")
+	if err != nil {
+		return err
+	}
+	s, err := ctx.NewStream()
+	if err != nil {
+		return err
+	}
+	defer s.Destroy()
+	if err := f.Launch(s, Dim(1), Dim(threads), 0, args...); err != nil {
+		return err
+	}
+	return s.Synchronize()
+}

@@ -246,19 +246,7 @@ func runBench(t *testing.T, gpu *Context, m *CachedModule) int {
 		binary.LittleEndian.PutUint32(in[4*i:], uint32(i))
 	}
 	din, dout := devBuffer(t, gpu, in), devBuffer(t, gpu, make([]byte, 16))
-	f, err := m.Function("k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := gpu.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Destroy()
-	if err := f.Launch(s, Dim(1), Dim(128), 0, din, dout); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Synchronize(); err != nil {
+	if err := launchK(gpu, m, 128, din, dout); err != nil {
 		t.Fatal(err)
 	}
 	out := make([]byte, 16)

@@ -103,19 +103,7 @@ func runHeavy(t testing.TB, ctx *Context, m interface {
 }, idx, value int) {
 	t.Helper()
 	dout := devBuffer(t, ctx, make([]byte, 4))
-	f, err := m.Function("k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := ctx.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Destroy()
-	if err := f.Launch(s, Dim(1), Dim(1), 0, dout); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Synchronize(); err != nil {
+	if err := launchK(ctx, m, 1, dout); err != nil {
 		t.Fatal(err)
 	}
 	out := make([]byte, 4)
@@ -150,19 +138,7 @@ func checkCUBKernel(t testing.TB, ctx *Context, m interface {
 	}
 	din := devBuffer(t, ctx, in)
 	dout := devBuffer(t, ctx, make([]byte, 4*(n+1)))
-	f, err := m.Function("k")
-	if err != nil {
-		return err
-	}
-	s, err := ctx.NewStream()
-	if err != nil {
-		return err
-	}
-	defer s.Destroy()
-	if err := f.Launch(s, Dim(1), Dim(block), 0, din, dout); err != nil {
-		return err
-	}
-	if err := s.Synchronize(); err != nil {
+	if err := launchK(ctx, m, block, din, dout); err != nil {
 		return err
 	}
 	out := make([]byte, 4*(n+1))
