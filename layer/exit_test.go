@@ -108,3 +108,39 @@ func TestOppositeOrders(t *testing.T) {
 	}
 	t.Logf("both done in %v", time.Since(start))
 }
+
+// TestEarlyExitAndFork covers the layer's start, on a thread of its own
+// beside the application's with PoCL's kernel cache on (on the
+// application's thread with it off): a process that returns from main
+// right after the loader's first call (the start may still be under way;
+// its exit handler must wait for it, never crash) and one that forks right
+// after it (the child, where the starting thread does not exist, must
+// build through the driver alone; the parent through the cache: a miss
+// cold, a hit warm).
+func TestEarlyExitAndFork(t *testing.T) {
+	requireLayer(t)
+	bin := compileC(t, "early")
+	for _, poclCache := range []string{"1", "0"} {
+		t.Run("POCL_KERNEL_CACHE="+poclCache, func(t *testing.T) {
+			same := func(s string) string { return s }
+			extra := []string{"POCL_KERNEL_CACHE=" + poclCache}
+			dir, cache := t.TempDir(), t.TempDir()
+			exit := app{name: "early exit", argv: []string{bin, "exit"}, normalize: same, extraEnv: extra}
+			for i := range 10 {
+				if r := exit.run(t, dir, cache); r.err != nil || r.stdout != "" {
+					t.Fatalf("exit run %d: %v, output %q", i, r.err, r.stdout)
+				}
+			}
+			fork := app{name: "early fork", argv: []string{bin, "fork"}, programs: 1, normalize: same, extraEnv: extra}
+			base := fork.run(t, dir, "")
+			if base.err != nil {
+				t.Fatal(base.err)
+			}
+			if base.stdout != "child: 3 18\nparent: 3 18\n" {
+				t.Fatalf("without the layer: %q", base.stdout)
+			}
+			checkRun(t, fork, "cold", fork.run(t, dir, cache), base.stdout, 1)
+			checkRun(t, fork, "warm", fork.run(t, dir, cache), base.stdout, 0)
+		})
+	}
+}

@@ -25,7 +25,68 @@ static int kc_enabled; // the cache opened; otherwise every call passes through
 // programs it creates are not wrapped.
 static volatile int kc_forked;
 static void kc_on_fork(void) { kc_forked = 1; }
-static int kc_go(void) { return kc_enabled && !kc_forked; }
+
+// The Go half starts on a thread of its own (kc_start): starting the Go
+// runtime and opening the cache take 10 to 20 ms, which the application's
+// thread would otherwise wait for inside the loader's first call, before
+// the driver's own start-up, which runs beside it instead. kc_init_done is
+// set, with kc_enabled final, when that thread is done; the first call
+// that needs the Go half waits for it.
+static int kc_init_done;
+static pthread_mutex_t kc_init_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t kc_init_cv = PTHREAD_COND_INITIALIZER;
+
+static void kc_init(void) {
+	int enabled = kcGoInit();
+	pthread_mutex_lock(&kc_init_mu);
+	kc_enabled = enabled;
+	__atomic_store_n(&kc_init_done, 1, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&kc_init_cv);
+	pthread_mutex_unlock(&kc_init_mu);
+}
+
+static void *kc_init_thread(void *arg) {
+	(void)arg;
+	kc_init();
+	return NULL;
+}
+
+// kc_go reports whether a call may use the Go half, waiting for its start.
+// A forked child never waits: the thread starting it is not in the child.
+static int kc_go(void) {
+	if (kc_forked) {
+		return 0;
+	}
+	if (!__atomic_load_n(&kc_init_done, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&kc_init_mu);
+		while (!kc_init_done) {
+			pthread_cond_wait(&kc_init_cv, &kc_init_mu);
+		}
+		pthread_mutex_unlock(&kc_init_mu);
+	}
+	return kc_enabled && !kc_forked;
+}
+
+// kc_start starts the Go half. With PoCL's kernel cache off it starts it
+// here, on the application's thread: the Go half then gives the process a
+// PoCL directory of its own through the environment, which must be set
+// before the driver reads it and while no other thread reads it.
+static void kc_start(void) {
+	const char *pocl_cache = getenv("POCL_KERNEL_CACHE");
+	if (pocl_cache != NULL && strcmp(pocl_cache, "0") == 0) {
+		kc_init();
+		return;
+	}
+	pthread_attr_t attr;
+	pthread_t t;
+	int ok = pthread_attr_init(&attr) == 0;
+	ok = ok && pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0;
+	ok = ok && pthread_create(&t, &attr, kc_init_thread, NULL) == 0;
+	pthread_attr_destroy(&attr);
+	if (!ok) {
+		kc_init();
+	}
+}
 
 static pthread_mutex_t kc_live_mu = PTHREAD_MUTEX_INITIALIZER;
 static kc_program *kc_live; // live handles, for CL_KERNEL_PROGRAM
@@ -105,6 +166,37 @@ static cl_program *kc_translate_list(cl_uint n, const cl_program *ps, int *ok) {
 		out[i] = kc_translate(ps[i]);
 	}
 	return out;
+}
+
+// kc_ready reports, without waiting, whether the Go half has started and
+// may be used.
+static int kc_ready(void) {
+	return __atomic_load_n(&kc_init_done, __ATOMIC_ACQUIRE) && kc_enabled && !kc_forked;
+}
+
+// A context's creation tells the Go half that the driver has started (its
+// plugins are loaded): it finds the driver's files in the background, for
+// the key of the first build, which otherwise waits for that.
+static void kc_context_made(cl_context c) {
+	if (c != NULL && kc_ready()) {
+		kcGoContextMade();
+	}
+}
+
+static cl_context CL_API_CALL kc_clCreateContext(const cl_context_properties *props, cl_uint nd, const cl_device_id *devs,
+                                                 void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *),
+                                                 void *user, cl_int *err) {
+	cl_context c = kc_target->clCreateContext(props, nd, devs, notify, user, err);
+	kc_context_made(c);
+	return c;
+}
+
+static cl_context CL_API_CALL kc_clCreateContextFromType(const cl_context_properties *props, cl_device_type type,
+                                                         void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *),
+                                                         void *user, cl_int *err) {
+	cl_context c = kc_target->clCreateContextFromType(props, type, notify, user, err);
+	kc_context_made(c);
+	return c;
 }
 
 static cl_program CL_API_CALL kc_clCreateProgramWithSource(cl_context ctx, cl_uint count, const char **strings,
@@ -683,11 +775,14 @@ CL_API_ENTRY cl_int CL_API_CALL clInitLayer(cl_uint num_entries, const struct _c
 	memset(&kc_dispatch, 0, sizeof kc_dispatch);
 	memcpy(&kc_dispatch, target, (num_entries < need ? num_entries : need) * sizeof(void *));
 	kc_target = target;
-	kc_enabled = kcGoInit();
-	if (kc_enabled) {
-		atexit(kc_atexit);
-		pthread_atfork(NULL, NULL, kc_on_fork);
-	}
+	// Both handlers are set here, on the application's thread, before the
+	// Go half starts: each asks kc_go, which is false in a child and waits
+	// for the start at exit.
+	atexit(kc_atexit);
+	pthread_atfork(NULL, NULL, kc_on_fork);
+	kc_start();
+	kc_dispatch.clCreateContext = kc_clCreateContext;
+	kc_dispatch.clCreateContextFromType = kc_clCreateContextFromType;
 	kc_dispatch.clCreateProgramWithSource = kc_clCreateProgramWithSource;
 	kc_dispatch.clRetainProgram = kc_clRetainProgram;
 	kc_dispatch.clReleaseProgram = kc_clReleaseProgram;

@@ -21,6 +21,7 @@ import (
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
 	"github.com/kcache/kcache/disk"
+	"github.com/kcache/kcache/internal/keyparts"
 	"github.com/kcache/kcache/internal/layerstore"
 )
 
@@ -232,6 +233,12 @@ func kcGoBuildInfo(w *C.kc_program, d C.cl_device_id, param C.cl_program_build_i
 	// The driver's form: a C string, its terminating NUL counted.
 	b := append([]byte(s), 0)
 	return C.kc_info_value(unsafe.Pointer(&b[0]), C.size_t(len(b)), size, value, sizeRet)
+}
+
+//export kcGoContextMade
+func kcGoContextMade() {
+	defer guard("a context's creation")
+	keyparts.PrefetchOpenCLDriver()
 }
 
 //export kcGoSync

@@ -41,19 +41,75 @@ func (d Driver) Library() Library {
 // loaded, found by matching the libraries the ICD loader's vendor files
 // name against the process's memory map. It is computed once a driver is
 // found (a call before the driver is loaded finds none, and is not
-// remembered); the zero Driver where none is.
+// remembered); the zero Driver where none is. Where PrefetchOpenCLDriver
+// ran, its answer is taken if what it was computed from (the vendor
+// files' names, the library search path, the memory map) is still what
+// this call reads; otherwise it is computed again.
 func OpenCLDriver() Driver {
 	loadedDriver.mu.Lock()
 	defer loadedDriver.mu.Unlock()
-	if len(loadedDriver.d.ICD) == 0 {
-		loadedDriver.d = openCLDriver(icdNames(os.Getenv), ReadMaps(), librarySearchPath(os.Getenv("LD_LIBRARY_PATH")))
+	if len(loadedDriver.d.ICD) > 0 {
+		return loadedDriver.d
 	}
+	in := readDriverInputs()
+	if p := loadedDriver.prefetch; p != nil {
+		loadedDriver.prefetch = nil
+		<-p.done
+		if len(p.d.ICD) > 0 && p.in.equal(in) {
+			loadedDriver.d = p.d
+			return p.d
+		}
+	}
+	loadedDriver.d = openCLDriver(in.names, in.mapped, in.search)
 	return loadedDriver.d
 }
 
+// PrefetchOpenCLDriver starts finding the drivers' files in the background,
+// for a later OpenCLDriver: a caller that knows the drivers are loaded (a
+// context was made) but will not need their files for a while. It does
+// nothing once they are found or while a prefetch is under way.
+func PrefetchOpenCLDriver() {
+	loadedDriver.mu.Lock()
+	defer loadedDriver.mu.Unlock()
+	if len(loadedDriver.d.ICD) > 0 || loadedDriver.prefetch != nil {
+		return
+	}
+	p := &driverPrefetch{done: make(chan struct{})}
+	loadedDriver.prefetch = p
+	go func() {
+		defer close(p.done)
+		p.in = readDriverInputs()
+		p.d = openCLDriver(p.in.names, p.in.mapped, p.in.search)
+	}()
+}
+
 var loadedDriver struct {
-	mu sync.Mutex
-	d  Driver
+	mu       sync.Mutex
+	d        Driver
+	prefetch *driverPrefetch // under way or done, not yet taken
+}
+
+// driverPrefetch is a driver found in the background, and what from.
+type driverPrefetch struct {
+	done chan struct{} // closed when in and d are set
+	in   driverInputs
+	d    Driver
+}
+
+// driverInputs are what the process tells openCLDriver: which libraries
+// the ICD loader may load, where bare names are looked for, and what is
+// mapped.
+type driverInputs struct {
+	names, search []string
+	mapped        []Mapping
+}
+
+func readDriverInputs() driverInputs {
+	return driverInputs{names: icdNames(os.Getenv), mapped: ReadMaps(), search: librarySearchPath(os.Getenv("LD_LIBRARY_PATH"))}
+}
+
+func (a driverInputs) equal(b driverInputs) bool {
+	return slices.Equal(a.names, b.names) && slices.Equal(a.search, b.search) && slices.Equal(a.mapped, b.mapped)
 }
 
 // openCLDriver finds the drivers that names (vendor files' library names)

@@ -475,3 +475,39 @@ func BenchmarkCompanionFiles(b *testing.B) {
 		}
 	})
 }
+
+// TestPrefetchTakenOnlyWhenInputsHold checks that OpenCLDriver takes a
+// prefetched driver only when what it was found from (vendor names,
+// search path, memory map) is what the process has now: a prefetch made
+// before a library was mapped or a vendor file added must be found again.
+func TestPrefetchTakenOnlyWhenInputsHold(t *testing.T) {
+	fake := Driver{ICD: Files{{Path: "/prefetched/libOpenCLdriver.so"}}}
+	prefetched := func(in driverInputs) {
+		ResetOpenCLDriver()
+		p := &driverPrefetch{done: make(chan struct{}), in: in, d: fake}
+		close(p.done)
+		loadedDriver.prefetch = p
+	}
+	t.Cleanup(ResetOpenCLDriver)
+
+	prefetched(readDriverInputs())
+	if got := OpenCLDriver(); len(got.ICD) != 1 || got.ICD[0].Path != fake.ICD[0].Path {
+		t.Fatalf("inputs unchanged: got %v, want the prefetched driver", got.ICD)
+	}
+	changes := map[string]func(*driverInputs){
+		"a library mapped since": func(in *driverInputs) { in.mapped = in.mapped[:len(in.mapped)-1] },
+		"a vendor name added":    func(in *driverInputs) { in.names = in.names[1:] },
+		"the search path":        func(in *driverInputs) { in.search = append(in.search, "/elsewhere") },
+	}
+	for what, change := range changes {
+		in := readDriverInputs()
+		if len(in.mapped) == 0 || len(in.names) == 0 {
+			t.Skip("no memory map or vendor names to change here")
+		}
+		change(&in)
+		prefetched(in)
+		if got := OpenCLDriver(); len(got.ICD) > 0 && got.ICD[0].Path == fake.ICD[0].Path {
+			t.Errorf("%s: the prefetched driver was taken", what)
+		}
+	}
+}

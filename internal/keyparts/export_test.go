@@ -5,5 +5,6 @@ package keyparts
 func ResetOpenCLDriver() {
 	loadedDriver.mu.Lock()
 	loadedDriver.d = Driver{}
+	loadedDriver.prefetch = nil
 	loadedDriver.mu.Unlock()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -77,6 +78,24 @@ func TestRealPoCLDriver(t *testing.T) {
 		}
 	}
 	t.Logf("%d files, digest %s", len(files), d.Files.Digest())
+}
+
+// TestPrefetchOpenCLDriver checks that a driver found in the background,
+// with PoCL loaded, is the driver OpenCLDriver finds itself.
+func TestPrefetchOpenCLDriver(t *testing.T) {
+	pocl(t)
+	t.Cleanup(keyparts.ResetOpenCLDriver)
+	keyparts.ResetOpenCLDriver()
+	want := keyparts.OpenCLDriver()
+	if len(want.ICD) == 0 {
+		t.Fatal("PoCL is loaded, but no driver was found")
+	}
+	keyparts.ResetOpenCLDriver()
+	keyparts.PrefetchOpenCLDriver()
+	keyparts.PrefetchOpenCLDriver() // a second while one is under way does nothing
+	if got := keyparts.OpenCLDriver(); !reflect.DeepEqual(got, want) {
+		t.Errorf("prefetched driver:\n%v\nfound in the call:\n%v", got, want)
+	}
 }
 
 // BenchmarkOpenCLDriver measures what finding the driver's files costs
