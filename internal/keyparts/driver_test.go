@@ -1,6 +1,7 @@
 package keyparts
 
 import (
+	"bytes"
 	"debug/elf"
 	"os"
 	"path/filepath"
@@ -342,6 +343,86 @@ func TestDynStrings(t *testing.T) {
 		}
 		f.Close()
 	}
+}
+
+// TestReadDynamicAsDebugELF checks the program-header reader against
+// debug/elf's section-header reading on every library of the system's
+// library directories (and 32-bit ones where installed): the same needed
+// names, in order, and the same DT_SONAME.
+func TestReadDynamicAsDebugELF(t *testing.T) {
+	const dir = "/usr/lib/x86_64-linux-gnu/"
+	requireReal(t, dir+"libpocl.so.2")
+	libs, _ := filepath.Glob(dir + "*.so*")
+	more, _ := filepath.Glob("/usr/lib32/*.so*")
+	libs = append(libs, more...)
+	checked := 0
+	for _, lib := range libs {
+		f, err := elf.Open(lib)
+		if err != nil {
+			continue // a linker script, not an ELF file
+		}
+		wantNeeded, err1 := f.DynString(elf.DT_NEEDED)
+		sonames, err2 := f.DynString(elf.DT_SONAME)
+		f.Close()
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		want := dynInfo{needed: wantNeeded}
+		if len(sonames) > 0 {
+			want.soname = sonames[0]
+		}
+		got, err := readDynamicFast(lib)
+		if err != nil || !slices.Equal(got.needed, want.needed) || got.soname != want.soname {
+			t.Errorf("%s: %q %q, %v; debug/elf reads %q %q", lib, got.needed, got.soname, err, want.needed, want.soname)
+		}
+		checked++
+	}
+	if checked < 20 {
+		t.Fatalf("only %d libraries checked", checked)
+	}
+	t.Logf("%d libraries", checked)
+}
+
+// FuzzParseDynamic feeds the program-header reader damaged ELF files: it
+// must never panic nor read past its bounds, and what it reads of a file
+// debug/elf also reads must agree with debug/elf.
+func FuzzParseDynamic(f *testing.F) {
+	for _, lib := range []string{"/usr/lib/x86_64-linux-gnu/libpocl-devices-basic.so", "/usr/lib/x86_64-linux-gnu/pocl/libpocl-devices-basic.so", "/usr/lib/x86_64-linux-gnu/libz.so.1", "/usr/lib32/libz.so.1"} {
+		if b, err := os.ReadFile(lib); err == nil && len(b) < 1<<20 {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("\x7fELF\x02\x01\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := parseDynamic(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		ef, err := elf.NewFile(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		want, err := ef.DynString(elf.DT_NEEDED)
+		if err != nil || ef.SectionByType(elf.SHT_DYNAMIC) == nil {
+			return // debug/elf reads sections, which a damaged file may lack
+		}
+		dyn := ef.SectionByType(elf.SHT_DYNAMIC)
+		if p := dynamicProg(ef); p == nil || p.Off != dyn.Offset || p.Filesz != dyn.Size {
+			return // the segment and the section disagree: two readings of a damaged file
+		}
+		if len(got.needed) > 0 && !slices.Equal(got.needed, want) {
+			t.Errorf("needed %q; debug/elf reads %q", got.needed, want)
+		}
+	})
+}
+
+func dynamicProg(f *elf.File) *elf.Prog {
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_DYNAMIC {
+			return p
+		}
+	}
+	return nil
 }
 
 // TestLibraryFiles checks a single library's files: itself as mapped,

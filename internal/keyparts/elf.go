@@ -27,15 +27,15 @@ func closure(roots, mapped []Mapping) []Mapping {
 	for _, r := range roots {
 		add(r)
 	}
-	sonames := map[string]string{}
+	libs := dynCache{}
 	for i := 0; i < len(out); i++ { // out grows as needed libraries are found
-		needed, err := neededLibraries(out[i].Path)
+		d, err := libs.read(out[i].Path)
 		if err != nil {
 			continue
 		}
-		for _, name := range needed {
+		for _, name := range d.needed {
 			for _, m := range mapped {
-				if providesName(m.Path, name, sonames) {
+				if providesName(m.Path, name, libs) {
 					add(m)
 				}
 			}
@@ -46,19 +46,14 @@ func closure(roots, mapped []Mapping) []Mapping {
 
 // neededLibraries returns the DT_NEEDED names of the ELF file at path.
 func neededLibraries(path string) ([]string, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the libraries %s needs: %w", path, err)
-	}
-	defer f.Close()
-	return dynStrings(f, elf.DT_NEEDED)
+	d, err := readDynamic(path)
+	return d.needed, err
 }
 
 // providesName reports whether the library at path is the one the loader
 // gives for the DT_NEEDED name: its file name is name, or it is a version
 // of it (libstdc++.so.6.0.30 for libstdc++.so.6) whose DT_SONAME is name.
-// sonames caches the names read.
-func providesName(path, name string, sonames map[string]string) bool {
+func providesName(path, name string, libs dynCache) bool {
 	base := filepath.Base(path)
 	if base == name {
 		return true
@@ -67,27 +62,64 @@ func providesName(path, name string, sonames map[string]string) bool {
 	if !ok || !strings.HasPrefix(base, stem+".so") {
 		return false
 	}
-	so, ok := sonames[path]
-	if !ok {
-		so = soname(path)
-		sonames[path] = so
-	}
-	return so == name
+	d, err := libs.read(path)
+	return err == nil && d.soname == name
 }
 
 // soname returns the DT_SONAME of the ELF file at path; "" where it has
 // none or cannot be read.
 func soname(path string) string {
+	d, _ := readDynamic(path)
+	return d.soname
+}
+
+// dynInfo is what a closure needs of a library's dynamic section.
+type dynInfo struct {
+	needed []string // DT_NEEDED, in order
+	soname string   // DT_SONAME; "" where there is none
+}
+
+// dynCache keeps each library's dynamic section as read, by path: a
+// closure asks for a library's needs and for its name, each once.
+type dynCache map[string]dynResult
+
+type dynResult struct {
+	d   dynInfo
+	err error
+}
+
+func (c dynCache) read(path string) (dynInfo, error) {
+	r, ok := c[path]
+	if !ok {
+		r.d, r.err = readDynamic(path)
+		c[path] = r
+	}
+	return r.d, r.err
+}
+
+// readDynamic reads the DT_NEEDED and DT_SONAME strings of the ELF file at
+// path as the dynamic loader finds them: the PT_DYNAMIC segment, and the
+// strings at DT_STRTAB, read where they lie (libLLVM's string table holds
+// megabytes of symbol names). Five or so small reads a library, against
+// debug/elf's reading of every section header. A file this reader cannot
+// make sense of is read again by debug/elf, which says why it fails.
+func readDynamic(path string) (dynInfo, error) {
+	if d, err := readDynamicFast(path); err == nil {
+		return d, nil
+	}
 	f, err := elf.Open(path)
 	if err != nil {
-		return ""
+		return dynInfo{}, fmt.Errorf("reading the libraries %s needs: %w", path, err)
 	}
 	defer f.Close()
-	names, err := dynStrings(f, elf.DT_SONAME)
-	if err != nil || len(names) == 0 {
-		return ""
+	var d dynInfo
+	if d.needed, err = dynStrings(f, elf.DT_NEEDED); err != nil {
+		return dynInfo{}, fmt.Errorf("reading the libraries %s needs: %w", path, err)
 	}
-	return names[0]
+	if names, err := dynStrings(f, elf.DT_SONAME); err == nil && len(names) > 0 {
+		d.soname = names[0]
+	}
+	return d, nil
 }
 
 // dynStrings returns the strings of f's dynamic entries tagged tag, as
