@@ -13,12 +13,13 @@
 # PoCL's cache alone then the layer with PoCL's cache on ("both"), each on
 # empty caches, and prints every pair, both medians and their ratio: the
 # comparison the recommended configuration must win, settled by many pairs.
-# Usage: bench/layer/apps.sh [clpeak] [pyopencl] [hashcat] [opencv] [ffmpeg] [clfft] [clblast] [gegl] [darktable]
+# Usage: bench/layer/apps.sh [clpeak] [pyopencl] [hashcat] [opencv] [ffmpeg] [clfft] [clblast] [gegl] [darktable] [darktable-fail]
+# LAYER=PATH takes another build of the layer (a kcache command beside it).
 # Needs ./libkcache-layer.so and ./kcache beside it, the worker the layer
 # starts (make layer builds both).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-lib=$PWD/libkcache-layer.so
+lib=${LAYER:-$PWD/libkcache-layer.so}
 kcache=$PWD/kcache
 repeat=${REPEAT:-3}
 cold_repeat=${COLD_REPEAT:-1}
@@ -141,6 +142,16 @@ dt_seed() {
 	sed -i -E 's/^(cldevice_v4_[A-Za-z0-9]+=([^ ]+ ){7})1 /\10 /' "$work/dtseed/darktablerc"
 }
 
+# dt_kernels makes darktable's programs build on PoCL 3.1: darktable 4.2
+# passes its kernel directory as -I" DIR " and PoCL keeps the blanks, so
+# clang searches "./ DIR " from the working directory, where this links
+# the real directory. Without it the first program fails to build and
+# darktable goes on without OpenCL (the darktable-fail row).
+dt_kernels() {
+	local d="$work/ /usr/share/darktable"
+	mkdir -p "$d" && ln -sfn /usr/share/darktable/kernels "$d/kernels "
+}
+
 apps=("$@")
 [ ${#apps[@]} -gt 0 ] || apps=(clpeak pyopencl hashcat)
 for a in "${apps[@]}"; do
@@ -158,10 +169,13 @@ for a in "${apps[@]}"; do
 	clfft) run_app clfft 'PASS' clFFT-client -x 64 -y 64 -p 1 ;;
 	clblast) run_app clblast '^sdot' ./blas ;;
 	# darktable-cli with OpenCL on: its configuration is made once and its
-	# CPU device enabled (darktable discards a new CPU device); on PoCL its
-	# first program (demosaic_ppg.cl) fails to build, and darktable goes on
-	# without OpenCL: the row times a build failure passing through.
-	darktable) dt_seed && run_app darktable '^darktable done' sh -c 'rm -rf dtcfg && cp -r dtseed dtcfg && darktable-cli in.png dt.jpg --core --configdir dtcfg --conf opencl=TRUE >/dev/null && rm -f dt.jpg && echo darktable done' ;;
+	# CPU device enabled (darktable discards a new CPU device). darktable
+	# builds its programs (dt_kernels); darktable-fail has its first
+	# program (demosaic_ppg.cl) fail to build, as it does on PoCL 3.1
+	# as installed, and darktable go on without OpenCL: that row times a
+	# build failure passing through.
+	darktable) dt_seed && dt_kernels && run_app darktable '^darktable done' sh -c 'rm -rf dtcfg && cp -r dtseed dtcfg && darktable-cli in.png dt.jpg --core --configdir dtcfg --conf opencl=TRUE >/dev/null && rm -f dt.jpg && echo darktable done' ;;
+	darktable-fail) dt_seed && rm -rf "$work/ " && run_app darktable-fail '^darktable done' sh -c 'rm -rf dtcfg && cp -r dtseed dtcfg && darktable-cli in.png dt.jpg --core --configdir dtcfg --conf opencl=TRUE >/dev/null && rm -f dt.jpg && echo darktable done' ;;
 	gegl) run_app gegl '^gegl done' sh -c 'GEGL_USE_OPENCL=cpu gegl -i in.png -o out.png -- gaussian-blur std-dev-x=2 std-dev-y=2 && echo gegl done' ;;
 	esac
 done
