@@ -400,13 +400,24 @@ type builtinFile struct {
 }
 
 // builtinFiles stats Input.Builtins for the scan (so a warm check sees an
-// edited one) and returns the regular files among them.
+// edited one) and returns the regular files among them, each file once:
+// a path whose stat names the file of an earlier one (device, inode,
+// size and times) is left out. OpenCL's list reaches clang's opencl-c.h
+// by three paths (clang's version directories are links), and reading
+// and lexing each copy was most of the first #ifndef of a process: 3.8
+// MB of text where 2 MB are distinct.
 func (sc *scan) builtinFiles() []builtinFile {
 	var out []builtinFile
 	for _, p := range sc.in.Builtins {
-		if fi, err := sc.stat(p); err == nil && fi.Mode().IsRegular() {
-			out = append(out, builtinFile{p, fi})
+		fi, err := sc.stat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
 		}
+		id := identityOf(fi)
+		if id.inode != 0 && slices.ContainsFunc(out, func(f builtinFile) bool { return identityOf(f.info) == id }) {
+			continue
+		}
+		out = append(out, builtinFile{p, fi})
 	}
 	return out
 }
@@ -441,13 +452,19 @@ func (sc *scan) readBuiltinText() ([]byte, bool) {
 		trusted = trusted && id.settled(sc.s.fs.now())
 	}
 	return sc.s.builtinText.get(ids.String(), trusted, func() ([]byte, bool) {
-		all := []byte{}
+		// One buffer, at the size the stats give: appending 2 MB of text
+		// file by file copied it again at every growth.
+		size := 0
+		for _, f := range files {
+			size += int(f.info.Size()) + 1
+		}
+		all := make([]byte, 0, size)
 		for _, f := range files {
 			b, err := sc.s.fs.readFile(f.path)
 			if err != nil {
 				return nil, false
 			}
-			all = append(append(all, unsplice(b)...), '\n')
+			all = append(appendUnspliced(all, b), '\n')
 		}
 		return all, true
 	})
@@ -456,8 +473,11 @@ func (sc *scan) readBuiltinText() ([]byte, bool) {
 // unsplice removes every line splice from b: a backslash, any blanks
 // (which clang accepts there, with a warning), and the line's end. Only a
 // splice can make a name of bytes that are not together in the file.
-func unsplice(b []byte) []byte {
-	out := make([]byte, 0, len(b))
+func unsplice(b []byte) []byte { return appendUnspliced(make([]byte, 0, len(b)), b) }
+
+// appendUnspliced appends b to out with its line splices removed (see
+// unsplice).
+func appendUnspliced(out, b []byte) []byte {
 	for {
 		i := bytes.IndexByte(b, '\\')
 		if i < 0 {

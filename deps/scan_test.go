@@ -521,3 +521,50 @@ func TestScanRootSearchDirIsUncacheable(t *testing.T) {
 		t.Errorf("%d files read before giving up", c.reads.Load())
 	}
 }
+
+// TestBuiltinsReadOncePerFile: a built-in header reached by two paths (a
+// directory link, as clang's version directories are) is read and lexed
+// once, by the first path, and still answers for both; a copy of it, a
+// file of its own, is read too.
+func TestBuiltinsReadOncePerFile(t *testing.T) {
+	root := tree(t, map[string]string{
+		"inc/builtin.h":  "#define GUARD_X 1\n",
+		"copy/builtin.h": "#define GUARD_X 1\n",
+		"h.h":            "#ifndef GUARD_X\n#define GUARD_X\n#define SYS cpu\n#endif\n",
+		"cpu.h":          "",
+	})
+	if err := os.Symlink("inc", filepath.Join(root, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	builtins := []string{filepath.Join(root, "alias/builtin.h"), filepath.Join(root, "inc/builtin.h"), filepath.Join(root, "copy/builtin.h")}
+	in := Input{Source: []byte(strMacros + "#include \"h.h\"\n#include XS(SYS.h)\n"), WorkDir: root, SearchWorkDir: true, Builtins: builtins}
+	s := NewScanner(nil)
+	counting(s)
+	var mu sync.Mutex
+	reads := map[string]int{}
+	s.fs.readFile = func(p string) ([]byte, error) {
+		mu.Lock()
+		reads[p]++
+		mu.Unlock()
+		return os.ReadFile(p)
+	}
+	_, tr := mustScan(t, s, in)
+	if got := found(root, tr); !slices.Contains(got, "absent SYS.h SYS.h") || !slices.Contains(got, "computed-include cpu.h cpu.h") {
+		t.Errorf("trace %q: the guard the built-in headers define must leave SYS.h named", got)
+	}
+	if reads[builtins[1]] != 0 {
+		t.Errorf("%s read %d times: it is the file of %s", builtins[1], reads[builtins[1]], builtins[0])
+	}
+	// The text (for the guard's mention) and the macro table read each
+	// distinct file once each.
+	if reads[builtins[0]] != 2 || reads[builtins[2]] != 2 {
+		t.Errorf("reads %v, want 2 of each distinct file", reads)
+	}
+	// Every path is still stat'd for the memo: an edit through any of
+	// them is seen.
+	for _, p := range builtins {
+		if !slices.ContainsFunc(s.memos.get(inputID(in, root)).seen, func(o observation) bool { return o.path == p }) {
+			t.Errorf("%s not observed", p)
+		}
+	}
+}
