@@ -62,7 +62,7 @@ type scan struct {
 	// builtinText is their text, read on first need (builtinsMention),
 	// and nil where one could not be read.
 	builtins    *macroTable
-	builtinText *[]byte
+	builtinText *[][]byte
 	// seen is every stat the scan made, once per path, for its memo.
 	seen     []observation
 	observed map[string]bool
@@ -436,13 +436,23 @@ func (sc *scan) builtinsMention(name string) bool {
 		sc.builtinText = &text
 	}
 	// A header that could not be read leaves the question to the table.
-	return *sc.builtinText == nil || bytes.Contains(*sc.builtinText, []byte(name))
+	if *sc.builtinText == nil {
+		return true
+	}
+	for _, text := range *sc.builtinText {
+		if bytes.Contains(text, []byte(name)) {
+			return true
+		}
+	}
+	return false
 }
 
-// readBuiltinText returns the built-in headers' text without line
+// readBuiltinText returns the text of each built-in header without line
 // splices, kept by the Scanner under the files' identities as their macro
-// table is; false when one cannot be read.
-func (sc *scan) readBuiltinText() ([]byte, bool) {
+// table is; false when one cannot be read. No name spans two files, so
+// each is searched alone, in the buffer it was read into: unspliced in
+// place, the text costs no copy.
+func (sc *scan) readBuiltinText() ([][]byte, bool) {
 	files := sc.builtinFiles()
 	var ids strings.Builder
 	trusted := true
@@ -451,22 +461,16 @@ func (sc *scan) readBuiltinText() ([]byte, bool) {
 		fmt.Fprintf(&ids, "%s\x00%v\x00", f.path, id)
 		trusted = trusted && id.settled(sc.s.fs.now())
 	}
-	return sc.s.builtinText.get(ids.String(), trusted, func() ([]byte, bool) {
-		// One buffer, at the size the stats give: appending 2 MB of text
-		// file by file copied it again at every growth.
-		size := 0
-		for _, f := range files {
-			size += int(f.info.Size()) + 1
-		}
-		all := make([]byte, 0, size)
+	return sc.s.builtinText.get(ids.String(), trusted, func() ([][]byte, bool) {
+		texts := make([][]byte, 0, len(files))
 		for _, f := range files {
 			b, err := sc.s.fs.readFile(f.path)
 			if err != nil {
 				return nil, false
 			}
-			all = append(appendUnspliced(all, b), '\n')
+			texts = append(texts, appendUnspliced(b[:0], b))
 		}
-		return all, true
+		return texts, true
 	})
 }
 
@@ -476,7 +480,8 @@ func (sc *scan) readBuiltinText() ([]byte, bool) {
 func unsplice(b []byte) []byte { return appendUnspliced(make([]byte, 0, len(b)), b) }
 
 // appendUnspliced appends b to out with its line splices removed (see
-// unsplice).
+// unsplice). out may be b[:0]: what it writes never passes what it has
+// yet to read.
 func appendUnspliced(out, b []byte) []byte {
 	for {
 		i := bytes.IndexByte(b, '\\')

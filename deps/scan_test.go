@@ -299,6 +299,9 @@ func TestUnsplice(t *testing.T) {
 		if got := string(unsplice([]byte(in))); got != want {
 			t.Errorf("unsplice(%q) = %q, want %q", in, got, want)
 		}
+		if b := []byte(in); string(appendUnspliced(b[:0], b)) != want { // in place, as the built-in headers' text is
+			t.Errorf("appendUnspliced in place of %q = %q, want %q", in, appendUnspliced(b[:0], b), want)
+		}
 	}
 }
 
