@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -60,9 +61,9 @@ type scan struct {
 	missing []string // includes found nowhere
 	// builtins are the macros of Input.Builtins, learnt on first need;
 	// builtinText is their text, read on first need (builtinsMention),
-	// and nil where one could not be read.
+	// with the answers it gave.
 	builtins    *macroTable
-	builtinText *[][]byte
+	builtinText *builtinTexts
 	// seen is every stat the scan made, once per path, for its memo.
 	seen     []observation
 	observed map[string]bool
@@ -429,22 +430,55 @@ func (sc *scan) builtinFiles() []builtinFile {
 // #define, taken or not) has no definition of it.
 func (sc *scan) builtinsMention(name string) bool {
 	if sc.builtinText == nil {
-		text, ok := sc.readBuiltinText()
+		t, ok := sc.readBuiltinText()
 		if !ok {
-			text = nil
+			// A header that could not be read leaves every question to
+			// the table.
+			t = &builtinTexts{unread: true}
 		}
-		sc.builtinText = &text
+		sc.builtinText = t
 	}
-	// A header that could not be read leaves the question to the table.
-	if *sc.builtinText == nil {
+	return sc.builtinText.mention(name)
+}
+
+// builtinTexts is the text of the built-in headers, and the answers
+// already given about it: every scan of a source whose header has a guard
+// asks about its guard, and each search reads 2 MB.
+type builtinTexts struct {
+	texts  [][]byte // one per file, never written once read
+	unread bool     // a file could not be read: every name may be there
+
+	mu      sync.Mutex
+	answers map[string]bool // guarded by mu
+}
+
+// maxBuiltinAnswers bounds the answers kept: a search again costs a
+// fraction of a millisecond.
+const maxBuiltinAnswers = 4096
+
+// mention reports whether name occurs in the text.
+func (b *builtinTexts) mention(name string) bool {
+	if b.unread {
 		return true
 	}
-	for _, text := range *sc.builtinText {
-		if bytes.Contains(text, []byte(name)) {
-			return true
+	b.mu.Lock()
+	found, ok := b.answers[name]
+	b.mu.Unlock()
+	if ok {
+		return found
+	}
+	for _, text := range b.texts {
+		if found = bytes.Contains(text, []byte(name)); found {
+			break
 		}
 	}
-	return false
+	b.mu.Lock()
+	if b.answers == nil || len(b.answers) >= maxBuiltinAnswers {
+		b.answers = map[string]bool{}
+	}
+	b.answers[name] = found
+	b.mu.Unlock()
+	return found
 }
 
 // readBuiltinText returns the text of each built-in header without line
@@ -452,7 +486,7 @@ func (sc *scan) builtinsMention(name string) bool {
 // table is; false when one cannot be read. No name spans two files, so
 // each is searched alone, in the buffer it was read into: unspliced in
 // place, the text costs no copy.
-func (sc *scan) readBuiltinText() ([][]byte, bool) {
+func (sc *scan) readBuiltinText() (*builtinTexts, bool) {
 	files := sc.builtinFiles()
 	var ids strings.Builder
 	trusted := true
@@ -461,7 +495,7 @@ func (sc *scan) readBuiltinText() ([][]byte, bool) {
 		fmt.Fprintf(&ids, "%s\x00%v\x00", f.path, id)
 		trusted = trusted && id.settled(sc.s.fs.now())
 	}
-	return sc.s.builtinText.get(ids.String(), trusted, func() ([][]byte, bool) {
+	return sc.s.builtinText.get(ids.String(), trusted, func() (*builtinTexts, bool) {
 		texts := make([][]byte, 0, len(files))
 		for _, f := range files {
 			b, err := sc.s.fs.readFile(f.path)
@@ -470,7 +504,7 @@ func (sc *scan) readBuiltinText() ([][]byte, bool) {
 			}
 			texts = append(texts, appendUnspliced(b[:0], b))
 		}
-		return texts, true
+		return &builtinTexts{texts: texts}, true
 	})
 }
 

@@ -571,3 +571,50 @@ func TestBuiltinsReadOncePerFile(t *testing.T) {
 		}
 	}
 }
+
+// TestBuiltinsMentionShared: scans of several sources at once, on one
+// Scanner, share the built-in headers' text and its answers: each guard
+// gets the answer the text gives (a guard the headers define leaves the
+// guarded definition uncertain), and an answer is kept for the next scan.
+func TestBuiltinsMentionShared(t *testing.T) {
+	root := tree(t, map[string]string{
+		"builtin.h": "#define GUARD_0 1\n// GUARD_1 is mentioned, not defined\n",
+		"cpu.h":     "",
+	})
+	for i := range 4 {
+		write(t, filepath.Join(root, fmt.Sprintf("h%d.h", i)), fmt.Sprintf("#ifndef GUARD_%d\n#define GUARD_%d\n#define SYS cpu\n#endif\n", i, i))
+	}
+	s := NewScanner(nil)
+	counting(s)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			i := g % 4
+			in := Input{Source: []byte(fmt.Sprintf("%s// %d\n#include \"h%d.h\"\n#include XS(SYS.h)\n", strMacros, g, i)), WorkDir: root, SearchWorkDir: true,
+				Builtins: []string{filepath.Join(root, "builtin.h")}}
+			_, tr, err := s.Scan(context.Background(), in)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			// Only GUARD_0 is defined by the built-in headers.
+			if got, want := slices.Contains(found(root, tr), "absent SYS.h SYS.h"), i == 0; got != want {
+				t.Errorf("guard %d: SYS.h named %v, want %v", i, got, want)
+			}
+		}()
+	}
+	wg.Wait()
+	text := s.builtinText.val
+	if text == nil {
+		t.Fatal("the built-in headers' text was not kept")
+	}
+	text.mu.Lock()
+	defer text.mu.Unlock()
+	for i, want := range []bool{true, true, false, false} {
+		if got, ok := text.answers[fmt.Sprintf("GUARD_%d", i)]; !ok || got != want {
+			t.Errorf("GUARD_%d: kept answer %v (kept: %v), want %v", i, got, ok, want)
+		}
+	}
+}
