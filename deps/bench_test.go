@@ -215,6 +215,44 @@ func BenchmarkNewProcessKey(b *testing.B) {
 		}
 		b.ReportMetric(float64(len(paths)), "stats/op")
 	})
+	b.Run("floor-at", func(b *testing.B) {
+		// The same stats as the record's check makes them: relative to
+		// their directories (dirStats), in parallel, and nothing else.
+		seen := make([]observation, len(paths))
+		for i, p := range paths {
+			seen[i].path = p
+		}
+		for b.Loop() {
+			statAllAt(seen)
+		}
+		b.ReportMetric(float64(len(paths)), "stats/op")
+	})
+}
+
+// statAllAt is statAll by dirStats.
+func statAllAt(seen []observation) {
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	now := time.Now()
+	for range statWorkers() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var dirs dirStats
+			defer dirs.close()
+			for {
+				i := int(next.Add(statChunk)) - statChunk
+				if i >= len(seen) {
+					return
+				}
+				chunk := seen[i:min(i+statChunk, len(seen))]
+				for j := range chunk {
+					dirs.observe(chunk, j, now)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // statAll stats paths with as many goroutines as memo.valid uses.

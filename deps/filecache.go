@@ -161,21 +161,7 @@ func rawObserve(path string, now time.Time) observation {
 	for err == syscall.EINTR { // as os.Stat retries
 		err = syscall.Stat(path, &st)
 	}
-	o := observation{path: path}
-	switch {
-	case err == syscall.ENOENT || err == syscall.ENOTDIR:
-		o.state = stateMissing
-	case err != nil:
-		o.state = stateError
-	case st.Mode&syscall.S_IFMT == syscall.S_IFREG:
-		o.state, o.id = stateFile, statIdentity(&st)
-	case st.Mode&syscall.S_IFMT == syscall.S_IFDIR:
-		o.state, o.id = stateDir, statIdentity(&st)
-	default:
-		o.state = stateOther
-	}
-	o.settled = o.id.settled(now)
-	return o
+	return observed(path, st.Mode, statIdentity(&st), err, now)
 }
 
 // statIdentity is identityOf for a Stat_t.

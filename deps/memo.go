@@ -168,7 +168,7 @@ func (m *memo) valid(fsys *fileSystem) bool {
 	now := fsys.now()
 	n := len(m.seen)
 	if n <= statChunk {
-		return m.validRange(fsys, now, m.seen, nil)
+		return m.validRange(fsys, nil, now, m.seen, nil)
 	}
 	var failed atomic.Bool
 	var next atomic.Int64
@@ -177,12 +177,18 @@ func (m *memo) valid(fsys *fileSystem) bool {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var dirs *dirStats
+			if fsys.stat == nil {
+				// Large memos are where places share directories.
+				dirs = new(dirStats)
+				defer dirs.close()
+			}
 			for !failed.Load() {
 				i := int(next.Add(statChunk)) - statChunk
 				if i >= n {
 					return
 				}
-				if !m.validRange(fsys, now, m.seen[i:min(i+statChunk, n)], &failed) {
+				if !m.validRange(fsys, dirs, now, m.seen[i:min(i+statChunk, n)], &failed) {
 					failed.Store(true)
 				}
 			}
@@ -203,13 +209,19 @@ const statChunk = 64
 func statWorkers() int { return min(2*runtime.GOMAXPROCS(0), 16) }
 
 // validRange checks the observations of seen, giving up early once
-// another goroutine found a difference (failed set).
-func (m *memo) validRange(fsys *fileSystem, now time.Time, seen []observation, failed *atomic.Bool) bool {
+// another goroutine found a difference (failed set). With dirs, places
+// are stat'd relative to their directories where runs of them share one.
+func (m *memo) validRange(fsys *fileSystem, dirs *dirStats, now time.Time, seen []observation, failed *atomic.Bool) bool {
 	for i, o := range seen {
 		if failed != nil && i%16 == 0 && failed.Load() {
 			return false
 		}
-		n := fsys.observe(o.path, now)
+		var n observation
+		if dirs != nil {
+			n = dirs.observe(seen, i, now)
+		} else {
+			n = fsys.observe(o.path, now)
+		}
 		if n.state != o.state {
 			return false
 		}

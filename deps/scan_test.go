@@ -299,6 +299,9 @@ func TestUnsplice(t *testing.T) {
 		if got := string(unsplice([]byte(in))); got != want {
 			t.Errorf("unsplice(%q) = %q, want %q", in, got, want)
 		}
+		if b := []byte(in); string(appendUnspliced(b[:0], b)) != want { // in place, as the built-in headers' text is
+			t.Errorf("appendUnspliced in place of %q = %q, want %q", in, appendUnspliced(b[:0], b), want)
+		}
 	}
 }
 
@@ -519,5 +522,99 @@ func TestScanRootSearchDirIsUncacheable(t *testing.T) {
 	}
 	if c.reads.Load() != 0 {
 		t.Errorf("%d files read before giving up", c.reads.Load())
+	}
+}
+
+// TestBuiltinsReadOncePerFile: a built-in header reached by two paths (a
+// directory link, as clang's version directories are) is read and lexed
+// once, by the first path, and still answers for both; a copy of it, a
+// file of its own, is read too.
+func TestBuiltinsReadOncePerFile(t *testing.T) {
+	root := tree(t, map[string]string{
+		"inc/builtin.h":  "#define GUARD_X 1\n",
+		"copy/builtin.h": "#define GUARD_X 1\n",
+		"h.h":            "#ifndef GUARD_X\n#define GUARD_X\n#define SYS cpu\n#endif\n",
+		"cpu.h":          "",
+	})
+	if err := os.Symlink("inc", filepath.Join(root, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	builtins := []string{filepath.Join(root, "alias/builtin.h"), filepath.Join(root, "inc/builtin.h"), filepath.Join(root, "copy/builtin.h")}
+	in := Input{Source: []byte(strMacros + "#include \"h.h\"\n#include XS(SYS.h)\n"), WorkDir: root, SearchWorkDir: true, Builtins: builtins}
+	s := NewScanner(nil)
+	counting(s)
+	var mu sync.Mutex
+	reads := map[string]int{}
+	s.fs.readFile = func(p string) ([]byte, error) {
+		mu.Lock()
+		reads[p]++
+		mu.Unlock()
+		return os.ReadFile(p)
+	}
+	_, tr := mustScan(t, s, in)
+	if got := found(root, tr); !slices.Contains(got, "absent SYS.h SYS.h") || !slices.Contains(got, "computed-include cpu.h cpu.h") {
+		t.Errorf("trace %q: the guard the built-in headers define must leave SYS.h named", got)
+	}
+	if reads[builtins[1]] != 0 {
+		t.Errorf("%s read %d times: it is the file of %s", builtins[1], reads[builtins[1]], builtins[0])
+	}
+	// The text (for the guard's mention) and the macro table read each
+	// distinct file once each.
+	if reads[builtins[0]] != 2 || reads[builtins[2]] != 2 {
+		t.Errorf("reads %v, want 2 of each distinct file", reads)
+	}
+	// Every path is still stat'd for the memo: an edit through any of
+	// them is seen.
+	for _, p := range builtins {
+		if !slices.ContainsFunc(s.memos.get(inputID(in, root)).seen, func(o observation) bool { return o.path == p }) {
+			t.Errorf("%s not observed", p)
+		}
+	}
+}
+
+// TestBuiltinsMentionShared: scans of several sources at once, on one
+// Scanner, share the built-in headers' text and its answers: each guard
+// gets the answer the text gives (a guard the headers define leaves the
+// guarded definition uncertain), and an answer is kept for the next scan.
+func TestBuiltinsMentionShared(t *testing.T) {
+	root := tree(t, map[string]string{
+		"builtin.h": "#define GUARD_0 1\n// GUARD_1 is mentioned, not defined\n",
+		"cpu.h":     "",
+	})
+	for i := range 4 {
+		write(t, filepath.Join(root, fmt.Sprintf("h%d.h", i)), fmt.Sprintf("#ifndef GUARD_%d\n#define GUARD_%d\n#define SYS cpu\n#endif\n", i, i))
+	}
+	s := NewScanner(nil)
+	counting(s)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			i := g % 4
+			in := Input{Source: []byte(fmt.Sprintf("%s// %d\n#include \"h%d.h\"\n#include XS(SYS.h)\n", strMacros, g, i)), WorkDir: root, SearchWorkDir: true,
+				Builtins: []string{filepath.Join(root, "builtin.h")}}
+			_, tr, err := s.Scan(context.Background(), in)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			// Only GUARD_0 is defined by the built-in headers.
+			if got, want := slices.Contains(found(root, tr), "absent SYS.h SYS.h"), i == 0; got != want {
+				t.Errorf("guard %d: SYS.h named %v, want %v", i, got, want)
+			}
+		}()
+	}
+	wg.Wait()
+	text := s.builtinText.val
+	if text == nil {
+		t.Fatal("the built-in headers' text was not kept")
+	}
+	text.mu.Lock()
+	defer text.mu.Unlock()
+	for i, want := range []bool{true, true, false, false} {
+		if got, ok := text.answers[fmt.Sprintf("GUARD_%d", i)]; !ok || got != want {
+			t.Errorf("GUARD_%d: kept answer %v (kept: %v), want %v", i, got, ok, want)
+		}
 	}
 }

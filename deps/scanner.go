@@ -222,7 +222,7 @@ type Scanner struct {
 	// builtins is the macro table of the last Input.Builtins seen, and
 	// builtinText their text (scan.builtinsMention).
 	builtins    builtinValue[*macroTable]
-	builtinText builtinValue[[]byte]
+	builtinText builtinValue[*builtinTexts]
 
 	reportMu sync.Mutex          // guards reported
 	reported map[string]struct{} // reasons already logged, by source and reason

@@ -46,6 +46,9 @@ func demoDir(prefix string, keep bool, progress io.Writer) (dir string, cleanup 
 type caseSummary struct {
 	name, outcome, err string
 	ms                 float64
+	// note follows the outcome on the progress line: where a phase's
+	// time went.
+	note string
 }
 
 // phaseRun is a backend's result for one case in one phase.
@@ -60,8 +63,10 @@ type demoStep interface {
 	step() (name string, warm bool)
 }
 
-func (r phaseResult) summary() caseSummary { return caseSummary{r.Case, r.Outcome, r.Error, r.MS} }
-func (r cudaResult) summary() caseSummary  { return caseSummary{r.Case, r.Outcome, r.Error, r.MS} }
+func (r phaseResult) summary() caseSummary {
+	return caseSummary{r.Case, r.Outcome, r.Error, r.MS, fmt.Sprintf("(program %.2f ms)", r.ProgramMS)}
+}
+func (r cudaResult) summary() caseSummary { return caseSummary{r.Case, r.Outcome, r.Error, r.MS, ""} }
 
 func (p demoPhase) step() (string, bool) { return p.name, p.warm }
 func (p cudaPhase) step() (string, bool) { return p.name, p.warm }
@@ -157,6 +162,8 @@ func collectPhase[R phaseRun](cmd *exec.Cmd, progress io.Writer, phase, format s
 		status := s.outcome
 		if s.err != "" {
 			status = "FAILED: " + firstLine(s.err)
+		} else if s.note != "" {
+			status += " " + s.note
 		}
 		fmt.Fprintf(progress, format, phase, len(results), s.name, s.ms, status)
 	}
