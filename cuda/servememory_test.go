@@ -1,0 +1,95 @@
+//go:build linux
+
+package cuda
+
+import (
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"unsafe"
+)
+
+func TestAnonymousMappings(t *testing.T) {
+	maps := []byte(`55d0c0a00000-55d0c0c00000 r--p 00000000 fd:01 1234   /usr/bin/kcache
+55d0c2000000-55d0c6000000 rw-p 00000000 00:00 0      [heap]
+7f0000000000-7f0004000000 rw-p 00000000 00:00 0
+7f0004000000-7f0004100000 rw-p 00000000 00:00 0
+7f1000000000-7f1010000000 ---p 00000000 00:00 0
+7f2000000000-7f2008000000 rw-s 00000000 00:01 77     /dev/shm/x
+7f3000000000-7f3008000000 rw-p 00000000 fd:01 99     /tmp/__nvrtc_auto_pch_1_0/k_0.pch
+7ffd00000000-7ffd08000000 rw-p 00000000 00:00 0      [stack]
+bogus line
+7f4000000000-7f3000000000 rw-p 00000000 00:00 0
+`)
+	got := anonymousMappings(maps, 4<<20)
+	want := [][2]uintptr{
+		{0x55d0c2000000, 0x55d0c6000000}, // malloc's main arena
+		{0x7f0000000000, 0x7f0004000000}, // 64 MiB
+		{0x7f1000000000, 0x7f1010000000}, // reserved, not yet usable: its advice stays with it
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("anonymousMappings = %#x, want %#x (no file, shared, stack, small or malformed mapping)", got, want)
+	}
+}
+
+// TestHugePageAdvisor advises a mapping of this process and finds the
+// kernel's record of it (smaps' "hg" flag, VM_HUGEPAGE), once.
+func TestHugePageAdvisor(t *testing.T) {
+	const size = 8 << 20
+	mem, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(mem)
+	a := newHugePageAdvisor(size)
+	n, bytes, err := a.advise()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 1 || bytes < size {
+		t.Fatalf("advised %d mappings, %d bytes; want at least the test's of %d", n, bytes, size)
+	}
+	if !advisedHuge(t, mem) {
+		t.Errorf("the mapping is not marked for huge pages (smaps VmFlags hg)")
+	}
+	if n, _, err := a.advise(); err != nil || n != 0 {
+		t.Errorf("second advise: %d mappings (%v); want none: each mapping is advised once", n, err)
+	}
+}
+
+// advisedHuge reports whether smaps lists mem's mapping with the hg flag.
+func advisedHuge(t *testing.T, mem []byte) bool {
+	t.Helper()
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no smaps: %v", err)
+	}
+	return smapsFlag(smaps, uintptr(unsafePointer(mem)), "hg")
+}
+
+func unsafePointer(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// smapsFlag reports whether the mapping of smaps holding addr has flag
+// among its VmFlags.
+func smapsFlag(smaps []byte, addr uintptr, flag string) bool {
+	in := false
+	for line := range strings.Lines(string(smaps)) {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if lo, hi, ok := strings.Cut(f[0], "-"); ok && !strings.HasSuffix(f[0], ":") {
+			start, err1 := strconv.ParseUint(lo, 16, 64)
+			end, err2 := strconv.ParseUint(hi, 16, 64)
+			in = err1 == nil && err2 == nil && uintptr(start) <= addr && addr < uintptr(end)
+			continue
+		}
+		if in && f[0] == "VmFlags:" {
+			return slices.Contains(f[1:], flag)
+		}
+	}
+	return false
+}
