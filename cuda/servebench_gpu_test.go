@@ -360,6 +360,9 @@ func TestServePhases(t *testing.T) {
 			phaseCompile(t, gpu, family, p, idx, "-pch", "-pch-messages=true")
 		}
 	}
+	if extra := os.Getenv("KCACHE_SERVE_PHASES_AB"); extra != "" {
+		phaseAB(t, gpu, family, p, strings.Fields(extra))
+	}
 	// The floor of a PCH'd compile over these headers: a kernel that
 	// uses none of them (the PCH's load and the rest of NVRTC's fixed
 	// work).
@@ -522,4 +525,27 @@ func sampleVM() func() int64 {
 		}
 	}()
 	return func() int64 { close(stop); <-done; return peak.Load() }
+}
+
+// abKernel is phaseAB's kernel i: for block4 all of one tile (20), each
+// with its own offset; new to NVRTC in each run of its own phaseBase.
+func abKernel(i int) int { return phaseBase*100 + 20 + 100*i }
+
+// phaseAB compiles new kernels of family with the worker's options, then
+// with extra added, alternately (A B B A ...: the same PCH, the same
+// process, so only the options differ), and one kernel both ways, first
+// with extra, to check that extra leaves the image as it was.
+func phaseAB(t *testing.T, gpu *Context, family string, p plan, extra []string) {
+	a := []string{"-pch", "-pch-messages=true"}
+	b := append(slices.Clone(a), extra...)
+	for i := range 12 {
+		opts := a
+		if i%4 == 1 || i%4 == 2 {
+			opts = b
+		}
+		phaseCompile(t, gpu, family, p, abKernel(i), opts...)
+	}
+	withExtra := phaseCompile(t, gpu, family, p, abKernel(12), b...)
+	without := phaseCompile(t, gpu, family, p, abKernel(12), a...)
+	fmt.Printf("PHASE-AB family=%s extra=%q same_image=%v bytes=%d/%d\n", family, strings.Join(extra, " "), bytes.Equal(withExtra, without), len(withExtra), len(without))
 }
