@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -154,5 +155,26 @@ func TestEarlySentAtScanStart(t *testing.T) {
 	payload := make([]byte, binary.BigEndian.Uint32(h[8:]))
 	if _, err := io.ReadFull(conn, payload); err != nil || !bytes.Contains(payload, src.Code) {
 		t.Errorf("the request (%v) does not hold the program: %q", err, payload)
+	}
+}
+
+// TestWorkerOptions: a worker compiles with the request's options, in
+// their order, and adds only options that leave the image as it was.
+func TestWorkerOptions(t *testing.T) {
+	req := []string{"-std=c++17", "-I", "/inc", "-arch=sm_90"}
+	for _, tc := range []struct {
+		pch  bool
+		want []string
+	}{
+		{false, []string{"-std=c++17", "-I", "/inc", "-arch=sm_90", "-no-cache"}},
+		{true, []string{"-std=c++17", "-I", "/inc", "-arch=sm_90", "-no-cache", "-pch", "-pch-messages=true"}},
+	} {
+		got := workerOptions(req, tc.pch)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("pch %v: %q, want %q", tc.pch, got, tc.want)
+		}
+		if !slices.Equal(req, []string{"-std=c++17", "-I", "/inc", "-arch=sm_90"}) {
+			t.Fatalf("the request's options changed: %q", req)
+		}
 	}
 }

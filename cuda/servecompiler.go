@@ -123,12 +123,8 @@ func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request, p
 			return nil, err
 		}
 	}
-	opts := slices.Clone(r.Options)
-	if pch {
-		opts = append(opts, "-pch", "-pch-messages=true")
-	}
 	created := time.Now()
-	err = prog.Compile(opts)
+	err = prog.Compile(workerOptions(r.Options, pch))
 	compiled := time.Now()
 	var ce *CompileError
 	if errors.As(err, &ce) {
@@ -155,6 +151,22 @@ func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request, p
 	}
 	s.logPhases(r.Name, start, created, compiled, minorFaults()-faults, reply)
 	return reply, err
+}
+
+// workerOptions are the options a worker gives NVRTC for a request's:
+// with pch, NVRTC's automatic PCH and its messages (whether a compile
+// used a PCH NVRTC says only in its log); always -no-cache, which keeps
+// NVRTC's back end from looking its input up in, and writing its output
+// to, the driver's ComputeCache (~/.nv/ComputeCache, CUDA 12.9+) on every
+// compile: a server compiles cold misses, whose back end no cache holds,
+// and the client stores the image in kcache. None of them changes the
+// image (TestServeSameImage compares it with the client's own compile).
+func workerOptions(options []string, pch bool) []string {
+	opts := append(slices.Clone(options), "-no-cache")
+	if pch {
+		opts = append(opts, "-pch", "-pch-messages=true")
+	}
+	return opts
 }
 
 // logPhases records, at debug level, where one compile's time went: the
