@@ -166,8 +166,8 @@ func TestWorkerOptions(t *testing.T) {
 		pch  bool
 		want []string
 	}{
-		{false, []string{"-std=c++17", "-I", "/inc", "-arch=sm_90", "-no-cache"}},
-		{true, []string{"-std=c++17", "-I", "/inc", "-arch=sm_90", "-no-cache", "-pch", "-pch-messages=true"}},
+		{false, []string{"-std=c++17", "-I", "/inc", "-arch=sm_90"}},
+		{true, []string{"-std=c++17", "-I", "/inc", "-arch=sm_90", "-pch", "-pch-messages=true"}},
 	} {
 		got := workerOptions(req, tc.pch)
 		if !slices.Equal(got, tc.want) {

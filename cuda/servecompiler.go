@@ -155,14 +155,19 @@ func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request, p
 
 // workerOptions are the options a worker gives NVRTC for a request's:
 // with pch, NVRTC's automatic PCH and its messages (whether a compile
-// used a PCH NVRTC says only in its log); always -no-cache, which keeps
-// NVRTC's back end from looking its input up in, and writing its output
-// to, the driver's ComputeCache (~/.nv/ComputeCache, CUDA 12.9+) on every
-// compile: a server compiles cold misses, whose back end no cache holds,
-// and the client stores the image in kcache. None of them changes the
-// image (TestServeSameImage compares it with the client's own compile).
+// used a PCH NVRTC says only in its log). Neither changes the image
+// (TestServeSameImage compares it with the client's own compile).
+//
+// Not -no-cache, though it leaves the image as it was and NVRTC's back
+// end then neither looks up nor writes the driver's ComputeCache: on the
+// H100 it did not make a PCH'd compile faster (-3 % to +1 %, alternating
+// in one process), and with it every served client's CUDA initialisation
+// took 100 ms longer and its exit 55 ms longer, as in a client alone on
+// the GPU: a worker whose NVRTC uses the ComputeCache goes through the
+// CUDA driver, which then stays initialised while the server runs
+// (bench/RESULTS-cuda.md, "Round 4").
 func workerOptions(options []string, pch bool) []string {
-	opts := append(slices.Clone(options), "-no-cache")
+	opts := slices.Clone(options)
 	if pch {
 		opts = append(opts, "-pch", "-pch-messages=true")
 	}
