@@ -164,8 +164,9 @@ func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request, p
 // in one process), and with it every served client's CUDA initialisation
 // took 100 ms longer and its exit 55 ms longer, as in a client alone on
 // the GPU: a worker whose NVRTC uses the ComputeCache goes through the
-// CUDA driver, which then stays initialised while the server runs
-// (bench/RESULTS-cuda.md, "Round 4").
+// CUDA driver and keeps it open (libcuda mapped, /dev/nvidia* open), and a
+// process that is not the only one with the driver open starts and exits
+// faster (bench/RESULTS-cuda.md, "Round 4").
 func workerOptions(options []string, pch bool) []string {
 	opts := slices.Clone(options)
 	if pch {
