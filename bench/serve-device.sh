@@ -7,7 +7,8 @@
 # Every client is a new process (cuda.test -test.run TestServeBenchClient)
 # that builds a kernel it never saw through cuda.Cache on an empty cache:
 # the key, the request to the server (or NVRTC here), the store, the launch.
-# PHASES, FAMS, PLAIN and WARM (clients per family) choose what runs.
+# PHASES, FAMS, PLAIN and WARM (clients per family) choose what runs;
+# phase "ab" times NVRTC options (AB) against the worker's in one process.
 B=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 exec > >(tee $OUT/run.log) 2>&1
@@ -49,7 +50,7 @@ many() { # label family first-idx: 8 clients at once
 
 if [[ $PHASES == *tests* ]]; then
   echo "== tests"
-  timeout 90 $V/compileserver.test -test.count=1 2>&1 | tail -3
+  [ -x $V/compileserver.test ] && timeout 90 $V/compileserver.test -test.count=1 2>&1 | tail -3
   timeout 150 $V/cuda.test -test.run 'TestServe' -test.v -test.count=1 2>&1 | grep -E "^(---|ok|PASS|FAIL)|serve.*go:" | tail -20
 fi
 
@@ -64,6 +65,17 @@ if [[ $PHASES == *phases* ]]; then
   (cd $T && tar czf $OUT/phases.tgz .)
   echo "-- the server's check of a CCCL-sized key, in parallel chunks and one file after another"
   $V/compileserver.test -test.run '^$' -test.bench CheckSince -test.benchtime 300x -test.count 3 2>&1 | grep Benchmark
+fi
+
+if [[ $PHASES == *ab* ]]; then
+  echo "== ab: NVRTC with PCH in one process, new kernels with and without AB=\"${AB:=-no-cache}\" alternately (TestServePhases)"
+  du -sk ~/.nv/ComputeCache 2>/dev/null
+  b=${AB_BASE:-2000}
+  for f in ${AB_FAMS:-$FAMS}; do
+    KCACHE_SERVE_PHASES=$f KCACHE_SERVE_PHASES_AB="$AB" KCACHE_SERVE_PHASES_BASE=$b timeout 120 $V/cuda.test -test.run '^TestServePhases$' -test.count=1 2>&1 | grep -E "PHASE|FAIL|Error|error" | cut -c1-400
+    b=$((b+100))
+  done
+  du -sk ~/.nv/ComputeCache 2>/dev/null
 fi
 
 if [[ $PHASES == *families* ]]; then

@@ -255,7 +255,8 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 	}
 	// A key that takes long is a cold miss's: its compile may begin in
 	// the compile server meanwhile (serveclient.go).
-	defer c.beginEarly(src, p)()
+	ctx, endEarly := c.beginEarly(ctx, src, p)
+	defer endEarly()
 	// A new process's first key comes from a dependency record whose
 	// stats run while the module is looked up; what that finds is used
 	// only once they all held, and where one did not, the key is

@@ -360,6 +360,9 @@ func TestServePhases(t *testing.T) {
 			phaseCompile(t, gpu, family, p, idx, "-pch", "-pch-messages=true")
 		}
 	}
+	if extra := os.Getenv("KCACHE_SERVE_PHASES_AB"); extra != "" {
+		phaseAB(t, gpu, family, p, strings.Fields(extra))
+	}
 	// The floor of a PCH'd compile over these headers: a kernel that
 	// uses none of them (the PCH's load and the rest of NVRTC's fixed
 	// work).
@@ -409,6 +412,8 @@ func leadingLines(code []byte) string {
 // phaseCompileSource is phaseCompile of src.
 func phaseCompileSource(t *testing.T, family string, src Source, p plan, extra ...string) []byte {
 	var before, after syscall.Rusage
+	memBefore := phaseMemory()
+	stopSampling := sampleVM()
 	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 	start := time.Now()
 	prog, err := NewProgram(src.Code, programName(src), src.Headers)
@@ -423,6 +428,16 @@ func phaseCompileSource(t *testing.T, family string, src Source, p plan, extra .
 	}
 	compiled := time.Now()
 	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	peakVM := stopSampling()
+	advised := ""
+	if phaseAdvisor != nil {
+		n, size, err := phaseAdvisor.advise()
+		advised = fmt.Sprintf(" thp_advised=%d/%dMB err=%v", n, size>>20, err)
+	}
+	if os.Getenv("KCACHE_SERVE_PHASES_MEM") != "" {
+		fmt.Printf("PHASE-MEM family=%s kernel=%s before{%s} after{%s} vm_peak_mb=%d%s\n", family, strings.TrimSuffix(programName(src), ".cu"),
+			memBefore, phaseMemory(), peakVM>>20, advised)
+	}
 	code, err := prog.CUBIN()
 	if err != nil {
 		t.Fatal(err)
@@ -442,4 +457,95 @@ func phaseCompileSource(t *testing.T, family string, src Source, p plan, extra .
 		strings.TrimSuffix(programName(src), ".cu"), strings.Join(extra, " "), ms(created.Sub(start)), ms(compiled.Sub(created)), ms(time.Since(compiled)), len(code), pch,
 		after.Minflt-before.Minflt, after.Majflt-before.Majflt, ms(cpu(after)-cpu(before)), ms(time.Duration(after.Stime.Nano()-before.Stime.Nano())))
 	return code
+}
+
+// phaseAdvisor, with $KCACHE_SERVE_PHASES_THP set, asks for huge pages on
+// the large anonymous mappings after every compile of TestServePhases, as
+// a worker does (ServeCompiler.HugePages).
+var phaseAdvisor = func() *hugePageAdvisor {
+	if os.Getenv("KCACHE_SERVE_PHASES_THP") == "" {
+		return nil
+	}
+	return newHugePageAdvisor(hugePageMin)
+}()
+
+// phaseMemory describes this process's memory for TestServePhases: its
+// resident and anonymous memory, what of it is in huge pages, and its
+// large anonymous mappings (count and size).
+func phaseMemory() string {
+	roll, _ := os.ReadFile("/proc/self/smaps_rollup")
+	var fields []string
+	for line := range strings.Lines(string(roll)) {
+		f := strings.Fields(line)
+		if len(f) == 3 && (f[0] == "Rss:" || f[0] == "Anonymous:" || f[0] == "AnonHugePages:") {
+			fields = append(fields, strings.TrimSuffix(f[0], ":")+"_mb="+strconv.Itoa(atoiOr0(f[1])>>10))
+		}
+	}
+	maps, _ := os.ReadFile("/proc/self/maps")
+	var total uintptr
+	big := anonymousMappings(maps, hugePageMin)
+	for _, r := range big {
+		total += r[1] - r[0]
+	}
+	return strings.Join(fields, " ") + fmt.Sprintf(" anon_maps=%d anon_maps_mb=%d", len(big), total>>20)
+}
+
+func atoiOr0(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// sampleVM samples the process's virtual size every millisecond until the
+// function it returns is called, which returns the largest growth seen:
+// memory NVRTC maps during a compile and unmaps before it returns.
+func sampleVM() func() int64 {
+	vm := func() int64 {
+		b, _ := os.ReadFile("/proc/self/statm")
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return 0
+		}
+		pages, _ := strconv.ParseInt(f[0], 10, 64)
+		return pages * int64(os.Getpagesize())
+	}
+	base := vm()
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if v := vm() - base; v > peak.Load() {
+					peak.Store(v)
+				}
+			}
+		}
+	}()
+	return func() int64 { close(stop); <-done; return peak.Load() }
+}
+
+// abKernel is phaseAB's kernel i: for block4 all of one tile (20), each
+// with its own offset; new to NVRTC in each run of its own phaseBase.
+func abKernel(i int) int { return phaseBase*100 + 20 + 100*i }
+
+// phaseAB compiles new kernels of family with the worker's options, then
+// with extra added, alternately (A B B A ...: the same PCH, the same
+// process, so only the options differ), and one kernel both ways, first
+// with extra, to check that extra leaves the image as it was.
+func phaseAB(t *testing.T, gpu *Context, family string, p plan, extra []string) {
+	a := []string{"-pch", "-pch-messages=true"}
+	b := append(slices.Clone(a), extra...)
+	for i := range 12 {
+		opts := a
+		if i%4 == 1 || i%4 == 2 {
+			opts = b
+		}
+		phaseCompile(t, gpu, family, p, abKernel(i), opts...)
+	}
+	withExtra := phaseCompile(t, gpu, family, p, abKernel(12), b...)
+	without := phaseCompile(t, gpu, family, p, abKernel(12), a...)
+	fmt.Printf("PHASE-AB family=%s extra=%q same_image=%v bytes=%d/%d\n", family, strings.Join(extra, " "), bytes.Equal(withExtra, without), len(withExtra), len(without))
 }

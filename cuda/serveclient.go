@@ -312,14 +312,17 @@ func ServeKeyEnv() []string {
 }
 
 // serveEarlyDelay is how long Module waits for its key before it sends
-// the compile to the server ahead of it. A key from the dependency record
-// of an earlier process took 1-2 ms on the H100 (bench/RESULTS-cuda.md,
-// "Hit path"), and the compiler's files it waits for 1.5-3.3 ms, so a hit
-// does not begin a compile; a key scanned afresh (a kernel never built)
-// took 90-300 ms on CCCL kernels, which the compile then overlaps. Every
-// millisecond of it is on a cold miss's path (it was 25 ms); a hit slower
-// than it costs the server a compile it abandons, not the client.
-const serveEarlyDelay = 10 * time.Millisecond
+// the compile to the server ahead of it, where the dependency scanner has
+// not said sooner that it scans afresh (deps.WithScanStart: no record of
+// an earlier process gave the files, so the key takes 90-300 ms on CCCL
+// kernels, and the compile is sent at once, 1-2 ms into Module). The delay
+// is for a key whose record's stats are slow: a key from the dependency
+// record of an earlier process took 1-2 ms on the H100
+// (bench/RESULTS-cuda.md, "Hit path"), and the compiler's files it waits
+// for 1.5-3.3 ms, so a hit does not begin a compile; a hit slower than it
+// costs the server a compile it abandons, not the client. A variable for
+// tests.
+var serveEarlyDelay = 10 * time.Millisecond
 
 // earlyCompile is a compile of one Module call sent to the server before
 // its key was known.
@@ -353,29 +356,42 @@ func earlyKeyOf(c *Cache, src Source, p plan) earlyKey {
 }
 
 // beginEarly arranges for src's compile to be sent to the server, where
-// ServeEnv asks for one, if the key takes longer than serveEarlyDelay. The
-// function it returns, which Module defers, abandons that compile unless
-// build claimed it. The server answers it only once build sent the key's
-// files and it found them as they were before the compile began
-// (compileserver.Request.FilesLater).
-func (c *Cache) beginEarly(src Source, p plan) func() {
+// ServeEnv asks for one, as soon as the key is known to be slow: when the
+// scanner begins a fresh scan (the context it returns carries the signal,
+// deps.WithScanStart), or after serveEarlyDelay. The function it returns,
+// which Module defers, abandons that compile unless build claimed it. The
+// server answers it only once build sent the key's files and it found them
+// as they were before the compile began (compileserver.Request.FilesLater).
+func (c *Cache) beginEarly(ctx context.Context, src Source, p plan) (context.Context, func()) {
 	if mode := os.Getenv(ServeEnv); mode == "" || mode == "off" {
-		return func() {}
+		return ctx, func() {}
 	}
 	// The request names this process's NVRTC: found now, the compile is
-	// sent as soon as the delay is over.
+	// sent as soon as the key is known to be slow.
 	identityAhead.Do(func() { go ServeIdentity() })
 	k := earlyKeyOf(c, src, p)
 	e := &earlyCompile{}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, loaded := earlies.LoadOrStore(k, e); loaded {
-		return func() {} // another call of Module for the same program has one
+		return ctx, func() {} // another call of Module for the same program has one
 	}
 	e.timer = time.AfterFunc(serveEarlyDelay, func() { e.send(c, src, p) })
-	return func() {
+	scanning := func() { e.sendNow(c, src, p) }
+	return deps.WithScanStart(ctx, scanning), func() {
 		earlies.CompareAndDelete(k, e)
 		e.stop()
+	}
+}
+
+// sendNow sends the compile now rather than after the delay, unless the
+// timer did or it was claimed or stopped. It does not wait: the scanner
+// calls it.
+func (e *earlyCompile) sendNow(c *Cache, src Source, p plan) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.done && e.timer.Stop() {
+		go e.send(c, src, p)
 	}
 }
 

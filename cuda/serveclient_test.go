@@ -1,13 +1,20 @@
 package cuda
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/cuda/compileserver"
 	"github.com/kcache/kcache/deps"
 )
@@ -95,6 +102,79 @@ func TestPCHUsedPattern(t *testing.T) {
 	} {
 		if got := pchUsedPattern.MatchString(line); got != want {
 			t.Errorf("%s: %v, want %v", line, got, want)
+		}
+	}
+}
+
+// TestEarlySentAtScanStart: a Module call whose key the scanner begins to
+// scan afresh sends its compile to the server then, not after
+// serveEarlyDelay (here an hour): the server (a bare listener) receives
+// the request with the program's source while the timer still waits.
+func TestEarlySentAtScanStart(t *testing.T) {
+	rt, err := os.MkdirTemp("", "kcs") // short: a socket's path is bounded
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(rt) })
+	t.Setenv("XDG_RUNTIME_DIR", rt)
+	t.Setenv(ServeEnv, "connect")
+	defer func(d time.Duration) { serveEarlyDelay = d }(serveEarlyDelay)
+	serveEarlyDelay = time.Hour
+	sock, err := compileserver.SocketPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.cuh"), "#define A 1\n")
+	src := Source{Code: []byte("#include \"a.cuh\"\n__global__ void k() {}\n"), Path: filepath.Join(dir, "k.cu")}
+	p := plan{options: []string{"-arch=sm_90"}, format: FormatCUBIN}
+	c := &Cache{bins: kcache.New(kcache.Config{}, nil)}
+	ctx, end := c.beginEarly(context.Background(), src, p)
+	defer end()
+	in := deps.Input{Source: src.Code, Path: src.Path, Args: p.options}
+	if _, _, err := deps.NewScanner(nil).AppendHeadersEarly(ctx, nil, in); err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetDeadline(time.Now().Add(30 * time.Second)) // a hang guard, not a measure
+	conn, err := l.Accept()
+	if err != nil {
+		t.Fatalf("no compile sent at the scan's start: %v", err)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var h [12]byte // the frame's header: KCSV, version, type, 2 spare, length
+	if _, err := io.ReadFull(conn, h[:]); err != nil || !bytes.HasPrefix(h[:], []byte("KCSV")) {
+		t.Fatalf("the server got %q (%v), want a frame", h, err)
+	}
+	payload := make([]byte, binary.BigEndian.Uint32(h[8:]))
+	if _, err := io.ReadFull(conn, payload); err != nil || !bytes.Contains(payload, src.Code) {
+		t.Errorf("the request (%v) does not hold the program: %q", err, payload)
+	}
+}
+
+// TestWorkerOptions: a worker compiles with the request's options, in
+// their order, and adds only options that leave the image as it was.
+func TestWorkerOptions(t *testing.T) {
+	req := []string{"-std=c++17", "-I", "/inc", "-arch=sm_90"}
+	for _, tc := range []struct {
+		pch  bool
+		want []string
+	}{
+		{false, []string{"-std=c++17", "-I", "/inc", "-arch=sm_90"}},
+		{true, []string{"-std=c++17", "-I", "/inc", "-arch=sm_90", "-pch", "-pch-messages=true"}},
+	} {
+		got := workerOptions(req, tc.pch)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("pch %v: %q, want %q", tc.pch, got, tc.want)
+		}
+		if !slices.Equal(req, []string{"-std=c++17", "-I", "/inc", "-arch=sm_90"}) {
+			t.Fatalf("the request's options changed: %q", req)
 		}
 	}
 }

@@ -123,12 +123,8 @@ func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request, p
 			return nil, err
 		}
 	}
-	opts := slices.Clone(r.Options)
-	if pch {
-		opts = append(opts, "-pch", "-pch-messages=true")
-	}
 	created := time.Now()
-	err = prog.Compile(opts)
+	err = prog.Compile(workerOptions(r.Options, pch))
 	compiled := time.Now()
 	var ce *CompileError
 	if errors.As(err, &ce) {
@@ -155,6 +151,28 @@ func (s *ServeCompiler) Compile(ctx context.Context, r *compileserver.Request, p
 	}
 	s.logPhases(r.Name, start, created, compiled, minorFaults()-faults, reply)
 	return reply, err
+}
+
+// workerOptions are the options a worker gives NVRTC for a request's:
+// with pch, NVRTC's automatic PCH and its messages (whether a compile
+// used a PCH NVRTC says only in its log). Neither changes the image
+// (TestServeSameImage compares it with the client's own compile).
+//
+// Not -no-cache, though it leaves the image as it was and NVRTC's back
+// end then neither looks up nor writes the driver's ComputeCache: on the
+// H100 it did not make a PCH'd compile faster (-3 % to +1 %, alternating
+// in one process), and with it every served client's CUDA initialisation
+// took 100 ms longer and its exit 55 ms longer, as in a client alone on
+// the GPU: a worker whose NVRTC uses the ComputeCache goes through the
+// CUDA driver and keeps it open (libcuda mapped, /dev/nvidia* open), and a
+// process that is not the only one with the driver open starts and exits
+// faster (bench/RESULTS-cuda.md, "Round 4").
+func workerOptions(options []string, pch bool) []string {
+	opts := slices.Clone(options)
+	if pch {
+		opts = append(opts, "-pch", "-pch-messages=true")
+	}
+	return opts
 }
 
 // logPhases records, at debug level, where one compile's time went: the

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/kcache/kcache"
@@ -123,5 +124,29 @@ func TestEarlyConcurrent(t *testing.T) {
 	wg.Wait()
 	if !s.Unchanged(in) {
 		t.Error("no memo after confirmed early keys")
+	}
+}
+
+// TestScanStart: the function of WithScanStart is called when an input is
+// scanned afresh, and not when a dependency record or the memo gives its
+// files.
+func TestScanStart(t *testing.T) {
+	_, in := recordTree(t)
+	store := newMemRecords()
+	var calls atomic.Int32
+	ctx := WithScanStart(context.Background(), func() { calls.Add(1) })
+	s := settledScanner(store)
+	if _, _, err := s.AppendHeadersEarly(ctx, nil, in); err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("a scan without a record: called %d times, want 1", calls.Load())
+	}
+	if _, _, err := s.AppendHeadersEarly(ctx, nil, in); err != nil || calls.Load() != 1 {
+		t.Errorf("the memo's answer: called %d times (%v), want still 1", calls.Load(), err)
+	}
+	_, confirm, err := settledScanner(store).AppendHeadersEarly(ctx, nil, in)
+	if err != nil || !confirm() || calls.Load() != 1 {
+		t.Errorf("a new process's record: called %d times (%v), want still 1", calls.Load(), err)
 	}
 }

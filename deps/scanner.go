@@ -309,6 +309,9 @@ func (s *Scanner) memoOf(ctx context.Context, in Input, early bool) (*memo, Conf
 			}
 		}
 	}
+	if f, ok := ctx.Value(scanStartKey{}).(func()); ok {
+		f()
+	}
 	sc := newScan(ctx, s, in, wd)
 	if err := sc.run(); err != nil {
 		return nil, nil, err
