@@ -174,20 +174,33 @@ static int kc_ready(void) {
 	return __atomic_load_n(&kc_init_done, __ATOMIC_ACQUIRE) && kc_enabled && !kc_forked;
 }
 
-// A context's creation tells the Go half that the driver has started (its
-// plugins are loaded): it finds the driver's files in the background, for
-// the key of the first build, which otherwise waits for that.
-static void kc_context_made(cl_context c) {
-	if (c != NULL && kc_ready()) {
-		kcGoContextMade();
+// A device listed or a context made tells the Go half that the driver has
+// started (its plugins are loaded): it finds the driver's files in the
+// background, for the key of the first build, which otherwise waits for
+// that. Each is a chance to start earlier or, where the driver loaded more
+// since, to find them again.
+static void kc_driver_started(void) {
+	if (kc_ready()) {
+		kcGoDriverStarted();
 	}
+}
+
+static cl_int CL_API_CALL kc_clGetDeviceIDs(cl_platform_id p, cl_device_type type, cl_uint n, cl_device_id *devs,
+                                            cl_uint *n_ret) {
+	cl_int e = kc_target->clGetDeviceIDs(p, type, n, devs, n_ret);
+	if (e == CL_SUCCESS && devs != NULL) {
+		kc_driver_started();
+	}
+	return e;
 }
 
 static cl_context CL_API_CALL kc_clCreateContext(const cl_context_properties *props, cl_uint nd, const cl_device_id *devs,
                                                  void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *),
                                                  void *user, cl_int *err) {
 	cl_context c = kc_target->clCreateContext(props, nd, devs, notify, user, err);
-	kc_context_made(c);
+	if (c != NULL) {
+		kc_driver_started();
+	}
 	return c;
 }
 
@@ -195,7 +208,9 @@ static cl_context CL_API_CALL kc_clCreateContextFromType(const cl_context_proper
                                                          void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *),
                                                          void *user, cl_int *err) {
 	cl_context c = kc_target->clCreateContextFromType(props, type, notify, user, err);
-	kc_context_made(c);
+	if (c != NULL) {
+		kc_driver_started();
+	}
 	return c;
 }
 
@@ -781,6 +796,7 @@ CL_API_ENTRY cl_int CL_API_CALL clInitLayer(cl_uint num_entries, const struct _c
 	atexit(kc_atexit);
 	pthread_atfork(NULL, NULL, kc_on_fork);
 	kc_start();
+	kc_dispatch.clGetDeviceIDs = kc_clGetDeviceIDs;
 	kc_dispatch.clCreateContext = kc_clCreateContext;
 	kc_dispatch.clCreateContextFromType = kc_clCreateContextFromType;
 	kc_dispatch.clCreateProgramWithSource = kc_clCreateProgramWithSource;

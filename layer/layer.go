@@ -235,9 +235,9 @@ func kcGoBuildInfo(w *C.kc_program, d C.cl_device_id, param C.cl_program_build_i
 	return C.kc_info_value(unsafe.Pointer(&b[0]), C.size_t(len(b)), size, value, sizeRet)
 }
 
-//export kcGoContextMade
-func kcGoContextMade() {
-	defer guard("a context's creation")
+//export kcGoDriverStarted
+func kcGoDriverStarted() {
+	defer guard("the driver's start")
 	keyparts.PrefetchOpenCLDriver()
 }
 

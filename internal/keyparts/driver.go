@@ -66,27 +66,44 @@ func OpenCLDriver() Driver {
 
 // PrefetchOpenCLDriver starts finding the drivers' files in the background,
 // for a later OpenCLDriver: a caller that knows the drivers are loaded (a
-// context was made) but will not need their files for a while. It does
-// nothing once they are found or while a prefetch is under way.
+// device was listed, a context made) but will not need their files for a
+// while. Each call after the first reads what the process tells the search
+// again, and searches again only if that changed since the previous
+// prefetch (a driver that loads its plugins late); it does nothing once
+// the drivers' files are found, nor after maxPrefetches calls (an
+// application that lists its devices in a loop).
 func PrefetchOpenCLDriver() {
 	loadedDriver.mu.Lock()
 	defer loadedDriver.mu.Unlock()
-	if len(loadedDriver.d.ICD) > 0 || loadedDriver.prefetch != nil {
+	if len(loadedDriver.d.ICD) > 0 || loadedDriver.prefetches >= maxPrefetches {
 		return
 	}
+	loadedDriver.prefetches++
+	prev := loadedDriver.prefetch
 	p := &driverPrefetch{done: make(chan struct{})}
 	loadedDriver.prefetch = p
 	go func() {
 		defer close(p.done)
 		p.in = readDriverInputs()
+		if prev != nil {
+			<-prev.done
+			if len(prev.d.ICD) > 0 && prev.in.equal(p.in) {
+				p.d = prev.d
+				return
+			}
+		}
 		p.d = openCLDriver(p.in.names, p.in.mapped, p.in.search)
 	}()
 }
 
+// maxPrefetches bounds PrefetchOpenCLDriver's searches in a process.
+const maxPrefetches = 4
+
 var loadedDriver struct {
-	mu       sync.Mutex
-	d        Driver
-	prefetch *driverPrefetch // under way or done, not yet taken
+	mu         sync.Mutex
+	d          Driver
+	prefetch   *driverPrefetch // the latest, under way or done, not yet taken
+	prefetches int             // started so far
 }
 
 // driverPrefetch is a driver found in the background, and what from.

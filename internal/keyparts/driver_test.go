@@ -592,3 +592,35 @@ func TestPrefetchTakenOnlyWhenInputsHold(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefetchChain checks that a prefetch after another takes the earlier
+// answer where the inputs did not change since, and searches again where
+// they did (a driver that mapped its plugins between the two).
+func TestPrefetchChain(t *testing.T) {
+	fake := Driver{ICD: Files{{Path: "/prefetched/libOpenCLdriver.so"}}}
+	t.Cleanup(ResetOpenCLDriver)
+	for _, stale := range []bool{false, true} {
+		ResetOpenCLDriver()
+		in := readDriverInputs()
+		if stale {
+			in.search = append(in.search, "/elsewhere")
+		}
+		first := &driverPrefetch{done: make(chan struct{}), in: in, d: fake}
+		close(first.done)
+		loadedDriver.prefetch = first
+		PrefetchOpenCLDriver()
+		got := OpenCLDriver()
+		taken := len(got.ICD) > 0 && got.ICD[0].Path == fake.ICD[0].Path
+		if taken == stale {
+			t.Errorf("earlier prefetch's inputs stale %v: its answer taken %v", stale, taken)
+		}
+	}
+	ResetOpenCLDriver()
+	for range maxPrefetches + 3 {
+		PrefetchOpenCLDriver()
+	}
+	if loadedDriver.prefetches != maxPrefetches {
+		t.Errorf("%d prefetches started, want at most %d", loadedDriver.prefetches, maxPrefetches)
+	}
+	OpenCLDriver()
+}

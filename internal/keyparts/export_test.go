@@ -6,5 +6,6 @@ func ResetOpenCLDriver() {
 	loadedDriver.mu.Lock()
 	loadedDriver.d = Driver{}
 	loadedDriver.prefetch = nil
+	loadedDriver.prefetches = 0
 	loadedDriver.mu.Unlock()
 }

@@ -92,7 +92,7 @@ func TestPrefetchOpenCLDriver(t *testing.T) {
 	}
 	keyparts.ResetOpenCLDriver()
 	keyparts.PrefetchOpenCLDriver()
-	keyparts.PrefetchOpenCLDriver() // a second while one is under way does nothing
+	keyparts.PrefetchOpenCLDriver() // a second, while the first may be under way, takes its answer
 	if got := keyparts.OpenCLDriver(); !reflect.DeepEqual(got, want) {
 		t.Errorf("prefetched driver:\n%v\nfound in the call:\n%v", got, want)
 	}
