@@ -36,13 +36,22 @@ static int kc_init_done;
 static pthread_mutex_t kc_init_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t kc_init_cv = PTHREAD_COND_INITIALIZER;
 
+// kc_driver_up is set when the application first lists devices or makes a
+// context (kc_driver_started), whether or not the Go half has started.
+static int kc_driver_up;
+
 static void kc_init(void) {
 	int enabled = kcGoInit();
 	pthread_mutex_lock(&kc_init_mu);
 	kc_enabled = enabled;
-	__atomic_store_n(&kc_init_done, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&kc_init_done, 1, __ATOMIC_SEQ_CST);
 	pthread_cond_broadcast(&kc_init_cv);
 	pthread_mutex_unlock(&kc_init_mu);
+	// A driver that started before the Go half did: the search for its
+	// files, which kc_driver_started could not ask for, starts now.
+	if (enabled && __atomic_load_n(&kc_driver_up, __ATOMIC_SEQ_CST) && !kc_forked) {
+		kcGoDriverStarted();
+	}
 }
 
 static void *kc_init_thread(void *arg) {
@@ -171,7 +180,7 @@ static cl_program *kc_translate_list(cl_uint n, const cl_program *ps, int *ok) {
 // kc_ready reports, without waiting, whether the Go half has started and
 // may be used.
 static int kc_ready(void) {
-	return __atomic_load_n(&kc_init_done, __ATOMIC_ACQUIRE) && kc_enabled && !kc_forked;
+	return __atomic_load_n(&kc_init_done, __ATOMIC_SEQ_CST) && kc_enabled && !kc_forked;
 }
 
 // A device listed or a context made tells the Go half that the driver has
@@ -180,6 +189,7 @@ static int kc_ready(void) {
 // that. Each is a chance to start earlier or, where the driver loaded more
 // since, to find them again.
 static void kc_driver_started(void) {
+	__atomic_store_n(&kc_driver_up, 1, __ATOMIC_SEQ_CST);
 	if (kc_ready()) {
 		kcGoDriverStarted();
 	}
