@@ -8,6 +8,8 @@
 #include "_cgo_export.h"
 
 #include <dlfcn.h>
+#include <link.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,6 +177,26 @@ static cl_program *kc_translate_list(cl_uint n, const cl_program *ps, int *ok) {
 		out[i] = kc_translate(ps[i]);
 	}
 	return out;
+}
+
+static int kc_loader_count_cb(struct dl_phdr_info *info, size_t size, void *data) {
+	unsigned long long *out = data;
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+		out[0] = info->dlpi_adds;
+		out[1] = info->dlpi_subs;
+		out[2] = 1;
+	}
+	return 1; // every object reports the same counts: the first is enough
+}
+
+// kc_loader_count gives the dynamic loader's counts of the objects it has
+// loaded and unloaded in this process; 0 where this glibc does not say.
+int kc_loader_count(unsigned long long *adds, unsigned long long *subs) {
+	unsigned long long out[3] = {0, 0, 0};
+	dl_iterate_phdr(kc_loader_count_cb, out);
+	*adds = out[0];
+	*subs = out[1];
+	return (int)out[2];
 }
 
 // kc_ready reports, without waiting, whether the Go half has started and

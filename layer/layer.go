@@ -149,8 +149,17 @@ func kcGoInit() (enabled C.int) {
 	} else if dir != "" {
 		l.log.Debug("kcache layer: PoCL's cache is off; this process's PoCL directory is private", "dir", dir)
 	}
+	keyparts.SetLoaderCounter(loaderCount)
 	theLayer = l
 	return 1
+}
+
+// loaderCount asks the dynamic loader how many objects it has loaded and
+// unloaded in this process (see keyparts.SetLoaderCounter).
+func loaderCount() (adds, subs uint64, ok bool) {
+	var a, s C.ulonglong
+	ok = C.kc_loader_count(&a, &s) != 0
+	return uint64(a), uint64(s), ok
 }
 
 // stderr returns a duplicate of the standard error the process has now,

@@ -75,4 +75,8 @@ cl_program kc_t_link_program(cl_context c, cl_uint nd, const cl_device_id *devs,
 cl_int kc_t_get_device_info(cl_device_id d, cl_device_info param, size_t size, void *value, size_t *size_ret);
 cl_int kc_t_get_platform_info(cl_platform_id p, cl_platform_info param, size_t size, void *value, size_t *size_ret);
 
+// kc_loader_count gives the dynamic loader's counts of the objects it has
+// loaded and unloaded; 0 where it does not say.
+int kc_loader_count(unsigned long long *adds, unsigned long long *subs);
+
 #endif

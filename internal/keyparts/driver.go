@@ -51,15 +51,15 @@ func OpenCLDriver() Driver {
 	if len(loadedDriver.d.ICD) > 0 {
 		return loadedDriver.d
 	}
-	in := readDriverInputs()
 	if p := loadedDriver.prefetch; p != nil {
 		loadedDriver.prefetch = nil
 		<-p.done
-		if len(p.d.ICD) > 0 && p.in.equal(in) {
+		if len(p.d.ICD) > 0 && p.in.holds() {
 			loadedDriver.d = p.d
 			return p.d
 		}
 	}
+	in := readDriverInputs()
 	loadedDriver.d = openCLDriver(in.names, in.mapped, in.search)
 	return loadedDriver.d
 }
@@ -115,18 +115,64 @@ type driverPrefetch struct {
 
 // driverInputs are what the process tells openCLDriver: which libraries
 // the ICD loader may load, where bare names are looked for, and what is
-// mapped.
+// mapped; and, where known, the dynamic loader's count of what it loaded.
 type driverInputs struct {
 	names, search []string
 	mapped        []Mapping
+	loads         loaderCount
 }
 
+// loaderCount is how many objects the dynamic loader had loaded (adds) and
+// unloaded (subs) in this process at a moment; ok false where unknown.
+type loaderCount struct {
+	adds, subs uint64
+	ok         bool
+}
+
+// loaderCounter, where set (SetLoaderCounter), returns the dynamic loader's
+// counts now.
+var loaderCounter func() (adds, subs uint64, ok bool)
+
+// SetLoaderCounter gives the package the dynamic loader's counts of the
+// objects it loaded and unloaded (glibc's dl_iterate_phdr dlpi_adds and
+// dlpi_subs, which a pure Go package cannot ask for): with them, a
+// prefetched driver is checked without reading the process's memory map,
+// thousands of lines in a large application. The libraries a driver's
+// files are found from (the ICD libraries, their plugins, what they
+// need) are all loaded by the dynamic loader, so counts that did not move
+// mean none of them changed. Set it before the first prefetch.
+func SetLoaderCounter(f func() (adds, subs uint64, ok bool)) { loaderCounter = f }
+
+func currentLoaderCount() loaderCount {
+	if loaderCounter == nil {
+		return loaderCount{}
+	}
+	adds, subs, ok := loaderCounter()
+	return loaderCount{adds: adds, subs: subs, ok: ok}
+}
+
+// readDriverInputs reads the inputs, the loader's count first: a library
+// loaded between the two reads then shows as a changed count.
 func readDriverInputs() driverInputs {
-	return driverInputs{names: icdNames(os.Getenv), mapped: ReadMaps(), search: librarySearchPath(os.Getenv("LD_LIBRARY_PATH"))}
+	loads := currentLoaderCount()
+	return driverInputs{names: icdNames(os.Getenv), mapped: ReadMaps(), search: librarySearchPath(os.Getenv("LD_LIBRARY_PATH")), loads: loads}
 }
 
 func (a driverInputs) equal(b driverInputs) bool {
 	return slices.Equal(a.names, b.names) && slices.Equal(a.search, b.search) && slices.Equal(a.mapped, b.mapped)
+}
+
+// holds reports whether the process still tells openCLDriver what a says:
+// by the loader's count where a has one (the memory map then unread),
+// else by the memory map.
+func (a driverInputs) holds() bool {
+	if !a.loads.ok {
+		return a.equal(readDriverInputs())
+	}
+	if now := currentLoaderCount(); now != a.loads {
+		return false
+	}
+	return slices.Equal(a.names, icdNames(os.Getenv)) && slices.Equal(a.search, librarySearchPath(os.Getenv("LD_LIBRARY_PATH")))
 }
 
 // openCLDriver finds the drivers that names (vendor files' library names)

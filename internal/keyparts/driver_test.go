@@ -624,3 +624,41 @@ func TestPrefetchChain(t *testing.T) {
 	}
 	OpenCLDriver()
 }
+
+// TestPrefetchCheckedByLoaderCount checks the check made with the dynamic
+// loader's counts: counts unchanged take the prefetched driver without
+// the memory map (here made to differ, which the map's check would
+// refuse); a count moved, or a vendor name changed, refuses it.
+func TestPrefetchCheckedByLoaderCount(t *testing.T) {
+	fake := Driver{ICD: Files{{Path: "/prefetched/libOpenCLdriver.so"}}}
+	adds, subs := uint64(40), uint64(2)
+	SetLoaderCounter(func() (uint64, uint64, bool) { return adds, subs, true })
+	t.Cleanup(func() { SetLoaderCounter(nil); ResetOpenCLDriver() })
+	prefetched := func(change func(*driverInputs)) bool {
+		ResetOpenCLDriver()
+		in := readDriverInputs()
+		in.mapped = nil // the map's check would refuse this prefetch
+		change(&in)
+		p := &driverPrefetch{done: make(chan struct{}), in: in, d: fake}
+		close(p.done)
+		loadedDriver.prefetch = p
+		got := OpenCLDriver()
+		return len(got.ICD) > 0 && got.ICD[0].Path == fake.ICD[0].Path
+	}
+	if !prefetched(func(*driverInputs) {}) {
+		t.Error("counts unchanged: the prefetched driver was not taken")
+	}
+	if prefetched(func(in *driverInputs) { in.loads.adds-- }) {
+		t.Error("a library loaded since: the prefetched driver was taken")
+	}
+	if prefetched(func(in *driverInputs) { in.loads.subs-- }) {
+		t.Error("a library unloaded since: the prefetched driver was taken")
+	}
+	if prefetched(func(in *driverInputs) { in.names = append(in.names, "libother.so") }) {
+		t.Error("a vendor name added: the prefetched driver was taken")
+	}
+	SetLoaderCounter(func() (uint64, uint64, bool) { return 0, 0, false })
+	if prefetched(func(*driverInputs) {}) {
+		t.Error("counts unknown: the map's check was not made")
+	}
+}
