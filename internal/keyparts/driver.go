@@ -154,12 +154,24 @@ func currentLoaderCount() loaderCount {
 // readDriverInputs reads the inputs, the loader's count first: a library
 // loaded between the two reads then shows as a changed count.
 func readDriverInputs() driverInputs {
-	loads := currentLoaderCount()
-	return driverInputs{names: icdNames(os.Getenv), mapped: ReadMaps(), search: librarySearchPath(os.Getenv("LD_LIBRARY_PATH")), loads: loads}
+	in := driverInputs{loads: currentLoaderCount()}
+	in.names, in.search = readDriverSearch()
+	in.mapped = ReadMaps()
+	return in
+}
+
+// readDriverSearch reads which libraries the ICD loader may load and where
+// bare names are looked for.
+func readDriverSearch() (names, search []string) {
+	return icdNames(os.Getenv), librarySearchPath(os.Getenv("LD_LIBRARY_PATH"))
 }
 
 func (a driverInputs) equal(b driverInputs) bool {
-	return slices.Equal(a.names, b.names) && slices.Equal(a.search, b.search) && slices.Equal(a.mapped, b.mapped)
+	return a.sameSearch(b.names, b.search) && slices.Equal(a.mapped, b.mapped)
+}
+
+func (a driverInputs) sameSearch(names, search []string) bool {
+	return slices.Equal(a.names, names) && slices.Equal(a.search, search)
 }
 
 // holds reports whether the process still tells openCLDriver what a says:
@@ -169,10 +181,7 @@ func (a driverInputs) holds() bool {
 	if !a.loads.ok {
 		return a.equal(readDriverInputs())
 	}
-	if now := currentLoaderCount(); now != a.loads {
-		return false
-	}
-	return slices.Equal(a.names, icdNames(os.Getenv)) && slices.Equal(a.search, librarySearchPath(os.Getenv("LD_LIBRARY_PATH")))
+	return currentLoaderCount() == a.loads && a.sameSearch(readDriverSearch())
 }
 
 // openCLDriver finds the drivers that names (vendor files' library names)

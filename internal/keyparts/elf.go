@@ -44,12 +44,6 @@ func closure(roots, mapped []Mapping) []Mapping {
 	return out
 }
 
-// neededLibraries returns the DT_NEEDED names of the ELF file at path.
-func neededLibraries(path string) ([]string, error) {
-	d, err := readDynamic(path)
-	return d.needed, err
-}
-
 // providesName reports whether the library at path is the one the loader
 // gives for the DT_NEEDED name: its file name is name, or it is a version
 // of it (libstdc++.so.6.0.30 for libstdc++.so.6) whose DT_SONAME is name.
@@ -64,13 +58,6 @@ func providesName(path, name string, libs dynCache) bool {
 	}
 	d, err := libs.read(path)
 	return err == nil && d.soname == name
-}
-
-// soname returns the DT_SONAME of the ELF file at path; "" where it has
-// none or cannot be read.
-func soname(path string) string {
-	d, _ := readDynamic(path)
-	return d.soname
 }
 
 // dynInfo is what a closure needs of a library's dynamic section.
