@@ -218,7 +218,9 @@ type Scanner struct {
 	// records keeps scans across processes; nil for none.
 	records RecordStore
 	writing atomic.Int64   // record writes under way
-	writes  sync.WaitGroup // the same, for tests to wait on
+	writes  sync.WaitGroup // the same, for WaitRecords
+	// recordWait is how long storeRecord waits for a write (WithRecordWait).
+	recordWait time.Duration
 	// builtins is the macro table of the last Input.Builtins seen, and
 	// builtinText their text (scan.builtinsMention).
 	builtins    builtinValue[*macroTable]
@@ -235,7 +237,7 @@ func NewScanner(logger *slog.Logger, opts ...Option) *Scanner {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Scanner{log: logger, fs: osFileSystem(), files: newFileCache(), dirs: newDirCache(), memos: newMemoCache(), reported: map[string]struct{}{}}
+	s := &Scanner{log: logger, fs: osFileSystem(), files: newFileCache(), dirs: newDirCache(), memos: newMemoCache(), reported: map[string]struct{}{}, recordWait: recordWriteWait}
 	for _, o := range opts {
 		o(s)
 	}
@@ -416,10 +418,10 @@ func (r loadedRecord) holds(ctx context.Context, s *Scanner, in Input) bool {
 }
 
 // storeRecord writes m as the dependency record of id, when every stat it
-// made was settled. It waits for the write a bounded time: long enough
-// for a disk write, so that a process that exits after its first key
-// still leaves its record, and short enough that a stalled store costs
-// a scan little. A record that is not stored costs the next process a
+// made was settled. It waits for the write a bounded time (unless
+// WithRecordWait made it zero): long enough for a disk write, so that a
+// process that exits after its first key still leaves its record, and
+// short enough that a stalled store costs a scan little. A record that is not stored costs the next process a
 // full scan, nothing more, so errors are only logged.
 func (s *Scanner) storeRecord(ctx context.Context, id kcache.Digest, m *memo) {
 	if s.records == nil || !m.recorded() {
@@ -442,7 +444,10 @@ func (s *Scanner) storeRecord(ctx context.Context, id kcache.Digest, m *memo) {
 			s.log.Debug("deps: dependency record not stored", "id", id, "err", err)
 		}
 	}()
-	wait := time.NewTimer(recordWriteWait)
+	if s.recordWait <= 0 {
+		return
+	}
+	wait := time.NewTimer(s.recordWait)
 	defer wait.Stop()
 	select {
 	case <-done:
@@ -452,7 +457,8 @@ func (s *Scanner) storeRecord(ctx context.Context, id kcache.Digest, m *memo) {
 }
 
 // Bounds of record writes. A disk write of a record takes milliseconds;
-// one that takes longer than recordWriteWait goes on in the background,
+// one that takes longer than recordWriteWait (by default; WithRecordWait)
+// goes on in the background,
 // at most maxRecordWrites at a time (past that a scan stores none), and
 // is abandoned after recordWriteTimeout where the store heeds contexts.
 const (

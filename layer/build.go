@@ -179,14 +179,19 @@ func (l *layer) lookup(ctx context.Context, src C.cl_program, st step, devs []C.
 	if len(all) == 0 {
 		return nil, errors.New("program has no devices")
 	}
+	ids := l.ids.all(all)
 	// A program's devices share its context, and so its platform.
-	headers, unchanged, err := l.scan.headers(ctx, code, opts, cwd, l.ids.of(all[0]).dev.Platform)
+	headers, unchanged, err := l.scan.headers(ctx, code, opts, cwd, l.ids.platform(all[0]))
+	if err != nil {
+		return nil, err
+	}
+	idl, err := ids()
 	if err != nil {
 		return nil, err
 	}
 	slots := make([]*slot, len(all))
 	for i, d := range all {
-		id := l.ids.of(d)
+		id := idl[i]
 		slots[i] = &slot{dev: d, index: i, unchanged: unchanged, cwd: cwd,
 			key: layerstore.Key(id.dev, id.comp, st.format, code, headers, opts, l.env)}
 	}
@@ -503,6 +508,9 @@ func (l *layer) exit(ctx context.Context) {
 	defer cancel()
 	if !l.writes.wait(ctx) {
 		l.log.Debug("kcache layer: entries still being written at exit are lost")
+	}
+	if !l.scan.waitRecords(ctx) {
+		l.log.Debug("kcache layer: dependency records still being written at exit are lost")
 	}
 	if err := l.bins.Close(ctx); err != nil {
 		l.log.Debug("kcache layer: closing the cache at exit", "err", err)

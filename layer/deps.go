@@ -14,6 +14,9 @@ import (
 // was settled then): only then may the binary be stored under that key.
 type scanner interface {
 	headers(ctx context.Context, src []byte, options, cwd, platform string) (headers []kcache.Header, unchanged func() bool, err error)
+	// waitRecords waits for the dependency records being written, for
+	// the process's exit; it reports whether they were all written.
+	waitRecords(ctx context.Context) bool
 }
 
 // depsScanner finds them with the project's scanner, by the rules the
@@ -36,3 +39,5 @@ func (d depsScanner) headers(ctx context.Context, src []byte, options, cwd, plat
 	}
 	return headers, unchanged, nil
 }
+
+func (d depsScanner) waitRecords(ctx context.Context) bool { return d.s.WaitRecords(ctx) }

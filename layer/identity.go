@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/kcache/kcache"
@@ -60,4 +61,57 @@ func (s *identities) of(d C.cl_device_id) identity {
 	s.ids[d] = id
 	s.mu.Unlock()
 	return id
+}
+
+// all returns a function that returns the identities of devs, in order.
+// Those not known yet are computed on another goroutine meanwhile: a
+// device's first identity waits for the driver's files, which a
+// background search may still be finding, and the caller has other work
+// (the scan) to do until it needs them. The function fails where that
+// goroutine panicked, which a guest in the application's process must not
+// let through.
+func (s *identities) all(devs []C.cl_device_id) func() ([]identity, error) {
+	out := make([]identity, len(devs))
+	missing := false
+	s.mu.Lock()
+	for i, d := range devs {
+		id, ok := s.ids[d]
+		out[i], missing = id, missing || !ok
+	}
+	s.mu.Unlock()
+	if !missing {
+		return func() ([]identity, error) { return out, nil }
+	}
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("kcache layer: a device's identity: %v", r)
+			}
+		}()
+		for i, d := range devs {
+			out[i] = s.of(d)
+		}
+	}()
+	return func() ([]identity, error) {
+		<-done
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+}
+
+// platform returns the name of d's platform, which the scan needs, without
+// waiting for the driver's files.
+func (s *identities) platform(d C.cl_device_id) string {
+	s.mu.Lock()
+	id, ok := s.ids[d]
+	s.mu.Unlock()
+	if ok {
+		return id.dev.Platform
+	}
+	return platformString(devicePlatform(d), C.CL_PLATFORM_NAME)
 }

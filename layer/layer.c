@@ -43,15 +43,18 @@ static pthread_cond_t kc_init_cv = PTHREAD_COND_INITIALIZER;
 static int kc_driver_up;
 
 static void kc_init(void) {
-	int enabled = kcGoInit();
+	// A driver that started before the Go half did: kcGoInit starts the
+	// search for its files, which kc_driver_started could not ask for,
+	// before it opens the cache, so that the two run side by side.
+	int up_before = __atomic_load_n(&kc_driver_up, __ATOMIC_SEQ_CST) && !kc_forked;
+	int enabled = kcGoInit(up_before);
 	pthread_mutex_lock(&kc_init_mu);
 	kc_enabled = enabled;
 	__atomic_store_n(&kc_init_done, 1, __ATOMIC_SEQ_CST);
 	pthread_cond_broadcast(&kc_init_cv);
 	pthread_mutex_unlock(&kc_init_mu);
-	// A driver that started before the Go half did: the search for its
-	// files, which kc_driver_started could not ask for, starts now.
-	if (enabled && __atomic_load_n(&kc_driver_up, __ATOMIC_SEQ_CST) && !kc_forked) {
+	// One that started while the Go half did: the search starts now.
+	if (enabled && !up_before && __atomic_load_n(&kc_driver_up, __ATOMIC_SEQ_CST) && !kc_forked) {
 		kcGoDriverStarted();
 	}
 }

@@ -73,7 +73,9 @@ type layer struct {
 
 // open makes the layer from the environment. It fails when there is no
 // usable persistent tier: without one the layer has nothing to offer.
-func open(environ []string, stderr io.Writer) (*layer, error) {
+// driverUp says the application listed devices or made a context already:
+// the driver's files are then sought while the cache opens.
+func open(environ []string, stderr io.Writer, driverUp bool) (*layer, error) {
 	cfg, err := kcache.LoadConfig()
 	if err != nil {
 		return nil, err
@@ -84,6 +86,9 @@ func open(environ []string, stderr io.Writer) (*layer, error) {
 	}
 	if !cfg.Persistent || cfg.Dir == "" {
 		return nil, fmt.Errorf("kcache layer: no persistent cache (set %s)", kcache.EnvDir)
+	}
+	if driverUp {
+		keyparts.PrefetchOpenCLDriver()
 	}
 	opts := disk.FromConfig(cfg)
 	opts.Logger = log
@@ -97,7 +102,10 @@ func open(environ []string, stderr io.Writer) (*layer, error) {
 		// With PoCL's cache off, each process compiles from a PoCL
 		// directory of its own (privatePoCLDir), which is part of every
 		// scan's input: no other process could use its records.
-		scanOpts = append(scanOpts, deps.WithRecords(bins))
+		// The scan runs on the application's thread, inside its build
+		// call: the record's write overlaps the driver's build, and exit
+		// waits for it (waitRecords).
+		scanOpts = append(scanOpts, deps.WithRecords(bins), deps.WithRecordWait(0))
 	}
 	return &layer{
 		bins:  bins,
@@ -135,9 +143,10 @@ func guard(what string) {
 }
 
 //export kcGoInit
-func kcGoInit() (enabled C.int) {
+func kcGoInit(driverUp C.int) (enabled C.int) {
 	defer guard("init")
-	l, err := open(os.Environ(), stderr())
+	keyparts.SetLoaderCounter(loaderCount)
+	l, err := open(os.Environ(), stderr(), driverUp != 0)
 	if err != nil {
 		if d, _ := kcache.ConfigFromEnv(); d.Debug {
 			slog.New(slog.NewTextHandler(stderr(), nil)).Warn("kcache layer: cache off; every call passes through", "err", err)
@@ -149,7 +158,6 @@ func kcGoInit() (enabled C.int) {
 	} else if dir != "" {
 		l.log.Debug("kcache layer: PoCL's cache is off; this process's PoCL directory is private", "dir", dir)
 	}
-	keyparts.SetLoaderCounter(loaderCount)
 	theLayer = l
 	return 1
 }

@@ -67,9 +67,11 @@ func OpenCLDriver() Driver {
 // PrefetchOpenCLDriver starts finding the drivers' files in the background,
 // for a later OpenCLDriver: a caller that knows the drivers are loaded (a
 // device was listed, a context made) but will not need their files for a
-// while. Each call after the first reads what the process tells the search
-// again, and searches again only if that changed since the previous
-// prefetch (a driver that loads its plugins late); it does nothing once
+// while. It also finds the compiler's built-in headers that OpenCLScan
+// names. Each call after the first searches again only if what the
+// process tells the search changed since the previous prefetch (a driver
+// that loads its plugins late): by the dynamic loader's counts where
+// SetLoaderCounter gave them, else by the memory map. It does nothing once
 // the drivers' files are found, nor after maxPrefetches calls (an
 // application that lists its devices in a loop).
 func PrefetchOpenCLDriver() {
@@ -79,18 +81,29 @@ func PrefetchOpenCLDriver() {
 		return
 	}
 	loadedDriver.prefetches++
+	if loadedDriver.prefetches == 1 {
+		// The compiler's own headers, which the first scan asks for, are
+		// found beside the driver's files, off the application's thread.
+		go builtinHeaders()
+	}
 	prev := loadedDriver.prefetch
 	p := &driverPrefetch{done: make(chan struct{})}
 	loadedDriver.prefetch = p
 	go func() {
 		defer close(p.done)
-		p.in = readDriverInputs()
 		if prev != nil {
 			<-prev.done
-			if len(prev.d.ICD) > 0 && prev.in.equal(p.in) {
-				p.d = prev.d
+			if len(prev.d.ICD) > 0 && prev.in.loads.ok && prev.in.holds() {
+				// Nothing was loaded or unloaded since: the memory map,
+				// thousands of lines in a large application, is not read.
+				p.in, p.d = prev.in, prev.d
 				return
 			}
+		}
+		p.in = readDriverInputs()
+		if prev != nil && len(prev.d.ICD) > 0 && prev.in.equal(p.in) {
+			p.d = prev.d
+			return
 		}
 		p.d = openCLDriver(p.in.names, p.in.mapped, p.in.search)
 	}()

@@ -3,9 +3,11 @@ package keyparts
 import (
 	"bytes"
 	"debug/elf"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -660,5 +662,124 @@ func TestPrefetchCheckedByLoaderCount(t *testing.T) {
 	SetLoaderCounter(func() (uint64, uint64, bool) { return 0, 0, false })
 	if prefetched(func(*driverInputs) {}) {
 		t.Error("counts unknown: the map's check was not made")
+	}
+}
+
+// TestPrefetchChainByLoaderCount checks a chained prefetch under the
+// dynamic loader's counts: counts and search unchanged since the earlier
+// prefetch take its answer without the memory map (here made to differ,
+// which the map's check would refuse); a count moved searches again.
+func TestPrefetchChainByLoaderCount(t *testing.T) {
+	fake := Driver{ICD: Files{{Path: "/prefetched/libOpenCLdriver.so"}}}
+	adds := uint64(40)
+	SetLoaderCounter(func() (uint64, uint64, bool) { return adds, 2, true })
+	t.Cleanup(func() { SetLoaderCounter(nil); ResetOpenCLDriver() })
+	chained := func(loadedSince bool) bool {
+		ResetOpenCLDriver()
+		in := readDriverInputs()
+		in.mapped = nil // the map's check would refuse the earlier answer
+		first := &driverPrefetch{done: make(chan struct{}), in: in, d: fake}
+		close(first.done)
+		loadedDriver.prefetch = first
+		if loadedSince {
+			adds++
+		}
+		PrefetchOpenCLDriver()
+		got := OpenCLDriver()
+		return len(got.ICD) > 0 && got.ICD[0].Path == fake.ICD[0].Path
+	}
+	if !chained(false) {
+		t.Error("nothing loaded since: the earlier prefetch's answer was not taken")
+	}
+	if chained(true) {
+		t.Error("a library loaded since: the earlier prefetch's answer was taken")
+	}
+}
+
+// parseMapsByFields is parseMaps as strings.SplitN and strconv read a
+// line, the reference the in-place parser must agree with.
+func parseMapsByFields(text string) []Mapping {
+	var out []Mapping
+	seen := map[string]bool{}
+	for _, line := range strings.Split(text, "\n") {
+		fields := strings.SplitN(line, " ", 6)
+		if len(fields) < 6 {
+			continue
+		}
+		path := strings.TrimLeft(fields[5], " ")
+		ino, err := strconv.ParseUint(fields[4], 10, 64)
+		if err != nil || ino == 0 || !strings.HasPrefix(path, "/") || seen[path] {
+			continue
+		}
+		seen[path] = true
+		maj, min, _ := strings.Cut(fields[3], ":")
+		major, err1 := strconv.ParseUint(maj, 16, 32)
+		minor, err2 := strconv.ParseUint(min, 16, 32)
+		dev := uint64(0)
+		if err1 == nil && err2 == nil {
+			dev = (major&0xfff)<<8 | (major&^0xfff)<<32 | minor&0xff | (minor&^0xff)<<12
+		}
+		out = append(out, Mapping{Path: path, Dev: dev, Inode: ino})
+	}
+	return out
+}
+
+// sameMappings compares parseMaps's answer with the reference's, devices
+// only where the reference could read them (it stops at 32 bits).
+func sameMappings(got, want []Mapping) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if got[i].Path != want[i].Path || got[i].Inode != want[i].Inode || (want[i].Dev != 0 && got[i].Dev != want[i].Dev) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestParseMapsAsByFields: the process's own map, read whole, parses as
+// the reference parses it.
+func TestParseMapsAsByFields(t *testing.T) {
+	data, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skip(err)
+	}
+	got, want := parseMaps(bytes.NewReader(data)), parseMapsByFields(string(data))
+	if len(want) == 0 || !sameMappings(got, want) {
+		t.Errorf("parseMaps = %v,\nwant %v", got, want)
+	}
+}
+
+// FuzzParseMaps checks the in-place parser against the reference on any
+// bytes: the kernel writes the file, but a parser must not trust it.
+func FuzzParseMaps(f *testing.F) {
+	if data, err := os.ReadFile("/proc/self/maps"); err == nil {
+		f.Add(data)
+	}
+	f.Add([]byte("7f0000002000-7f0000003000 r--p 00000000 103:02 42     /opt/my libs/libx.so\n"))
+	f.Add([]byte("a b c fff:fffff 18446744073709551615 /x\na b c 1:2 99999999999999999999 /y\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, want := parseMaps(bytes.NewReader(data)), parseMapsByFields(string(data))
+		if !sameMappings(got, want) {
+			t.Errorf("parseMaps(%q) = %v, want %v", data, got, want)
+		}
+	})
+}
+
+// BenchmarkParseMaps parses a map the size of a large application's
+// (1,600 lines, 400 libraries).
+func BenchmarkParseMaps(b *testing.B) {
+	var sb strings.Builder
+	for i := range 400 {
+		for j := range 4 {
+			fmt.Fprintf(&sb, "7f%010x-7f%010x r-xp %08x fe:00 %d                     /usr/lib/x86_64-linux-gnu/lib%d-plugin.so.%d\n", i*4+j, i*4+j+1, j*4096, 100000+i, i, j%2)
+		}
+	}
+	data := []byte(sb.String())
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		parseMaps(bytes.NewReader(data))
 	}
 }

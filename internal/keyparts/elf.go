@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 )
 
 // closure returns roots and every mapped library they need, directly or
@@ -78,10 +81,60 @@ type dynResult struct {
 func (c dynCache) read(path string) (dynInfo, error) {
 	r, ok := c[path]
 	if !ok {
-		r.d, r.err = readDynamic(path)
+		r.d, r.err = dynSections.read(path)
 		c[path] = r
 	}
 	return r.d, r.err
+}
+
+// dynSections keeps, for the process, each library's dynamic section by
+// the identity of the file it was read from (device, inode, size, change
+// and modification times): a library is read once however many searches
+// ask for it (a driver search after an application loaded its own
+// plugins finds the same driver libraries), and again if its file is
+// replaced or rewritten. Failed reads are not kept.
+var dynSections = dynMemo{m: map[fileIdentity]dynInfo{}}
+
+// dynReads counts readDynamic's reads, for tests.
+var dynReads atomic.Int64
+
+type dynMemo struct {
+	mu sync.Mutex
+	m  map[fileIdentity]dynInfo
+}
+
+// fileIdentity is what a stat says of a file's identity and content.
+type fileIdentity struct {
+	path         string
+	dev, ino     uint64
+	size         int64
+	mtime, ctime syscall.Timespec
+}
+
+func (c *dynMemo) read(path string) (dynInfo, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return readDynamic(path) // says why
+	}
+	id := fileIdentity{path: path, dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
+	c.mu.Lock()
+	d, ok := c.m[id]
+	c.mu.Unlock()
+	if ok {
+		return d, nil
+	}
+	d, err := readDynamic(path)
+	if err != nil {
+		return d, err
+	}
+	var after syscall.Stat_t
+	if syscall.Stat(path, &after) != nil || after.Ino != st.Ino || after.Dev != st.Dev || after.Size != st.Size || after.Mtim != st.Mtim || after.Ctim != st.Ctim {
+		return d, nil // changed while read: used once, not kept
+	}
+	c.mu.Lock()
+	c.m[id] = d
+	c.mu.Unlock()
+	return d, nil
 }
 
 // readDynamic reads the DT_NEEDED and DT_SONAME strings of the ELF file at
@@ -91,6 +144,7 @@ func (c dynCache) read(path string) (dynInfo, error) {
 // debug/elf's reading of every section header. A file this reader cannot
 // make sense of is read again by debug/elf, which says why it fails.
 func readDynamic(path string) (dynInfo, error) {
+	dynReads.Add(1)
 	if d, err := readDynamicFast(path); err == nil {
 		return d, nil
 	}

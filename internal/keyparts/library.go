@@ -1,11 +1,10 @@
 package keyparts
 
 import (
-	"bufio"
+	"bytes"
 	"io"
+	"math"
 	"os"
-	"strconv"
-	"strings"
 )
 
 // Library is a library's identity for a key: its path, size and
@@ -59,34 +58,117 @@ func ReadMaps() []Mapping {
 	return parseMaps(f)
 }
 
+// mapsReadSize is the buffer /proc/self/maps is read with: a large
+// application's map is 1,500 lines and more (darktable's, 150 KB), and
+// each read is a round of the kernel's generating lines.
+const mapsReadSize = 256 << 10
+
 // parseMaps reads the file mappings of a maps file (address, permissions,
 // offset, device major:minor in hex, inode, path); anonymous mappings and
-// pseudo-files ([heap], [vdso]) have inode 0 and are left out.
+// pseudo-files ([heap], [vdso]) have inode 0 and are left out. It reads
+// the whole file and takes each line's fields in place: a string is made
+// only for a path kept.
 func parseMaps(r io.Reader) []Mapping {
+	data, err := readAllSized(r, mapsReadSize)
+	if err != nil && len(data) == 0 {
+		return nil
+	}
 	var out []Mapping
 	seen := map[string]bool{}
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		fields := strings.SplitN(sc.Text(), " ", 6)
-		if len(fields) < 6 {
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		m, ok := parseMapsLine(line)
+		if !ok || seen[string(m.path)] {
 			continue
 		}
-		path := strings.TrimLeft(fields[5], " ")
-		ino, err := strconv.ParseUint(fields[4], 10, 64)
-		if err != nil || ino == 0 || !strings.HasPrefix(path, "/") || seen[path] {
-			continue
-		}
+		path := string(m.path)
 		seen[path] = true
-		out = append(out, Mapping{Path: path, Dev: parseDev(fields[3]), Inode: ino})
+		out = append(out, Mapping{Path: path, Dev: parseDev(m.dev), Inode: m.inode})
 	}
 	return out
 }
 
+// mapsLine is a maps line's fields that parseMaps keeps, in place.
+type mapsLine struct {
+	dev, path []byte
+	inode     uint64
+}
+
+// parseMapsLine splits a line as strings.SplitN(line, " ", 6) would and
+// keeps a mapping of a file: inode not 0, an absolute path.
+func parseMapsLine(line []byte) (mapsLine, bool) {
+	var fields [5][]byte
+	for i := range fields {
+		j := bytes.IndexByte(line, ' ')
+		if j < 0 {
+			return mapsLine{}, false
+		}
+		fields[i], line = line[:j], line[j+1:]
+	}
+	path := bytes.TrimLeft(line, " ")
+	ino, ok := parseUint(fields[4], 10)
+	if !ok || ino == 0 || len(path) == 0 || path[0] != '/' {
+		return mapsLine{}, false
+	}
+	return mapsLine{dev: fields[3], path: path, inode: ino}, true
+}
+
+// readAllSized reads r to its end with reads of at least size bytes.
+func readAllSized(r io.Reader, size int) ([]byte, error) {
+	buf := make([]byte, 0, size)
+	for {
+		if cap(buf)-len(buf) < size/4 {
+			buf = append(buf, make([]byte, size)...)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
 // parseDev turns a maps file's "major:minor" (hex) into the number stat
 // reports as st_dev, glibc's encoding of the pair.
-func parseDev(s string) uint64 {
-	maj, min, _ := strings.Cut(s, ":")
-	major, _ := strconv.ParseUint(maj, 16, 32)
-	minor, _ := strconv.ParseUint(min, 16, 32)
+func parseDev(s []byte) uint64 {
+	maj, min, _ := bytes.Cut(s, []byte(":"))
+	major, _ := parseUint(maj, 16)
+	minor, _ := parseUint(min, 16)
 	return (major&0xfff)<<8 | (major&^0xfff)<<32 | minor&0xff | (minor&^0xff)<<12
+}
+
+// parseUint parses b, digits in base 10 or 16, as strconv.ParseUint does
+// (without its string: a maps file has thousands of numbers); false for
+// no digits, a byte that is not one, or a value past 64 bits.
+func parseUint(b []byte, base uint64) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		var d uint64
+		switch {
+		case '0' <= c && c <= '9':
+			d = uint64(c - '0')
+		case base == 16 && 'a' <= c && c <= 'f':
+			d = uint64(c-'a') + 10
+		case base == 16 && 'A' <= c && c <= 'F':
+			d = uint64(c-'A') + 10
+		default:
+			return 0, false
+		}
+		if v > (math.MaxUint64-d)/base {
+			return 0, false
+		}
+		v = v*base + d
+	}
+	return v, true
 }
