@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"debug/elf"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -745,9 +747,11 @@ func TestParseMapsAsByFields(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	got, want := parseMaps(bytes.NewReader(data)), parseMapsByFields(string(data))
-	if len(want) == 0 || !sameMappings(got, want) {
-		t.Errorf("parseMaps = %v,\nwant %v", got, want)
+	want := parseMapsByFields(string(data))
+	for _, r := range []io.Reader{bytes.NewReader(data), iotest.HalfReader(bytes.NewReader(data))} {
+		if got := parseMaps(r); len(want) == 0 || !sameMappings(got, want) {
+			t.Errorf("parseMaps = %v,\nwant %v", got, want)
+		}
 	}
 }
 
