@@ -67,7 +67,8 @@ type elfLayout struct {
 }
 
 // parseDynamic reads r, an ELF file, as readDynamicFast describes.
-func parseDynamic(r io.ReaderAt) (dynInfo, error) {
+func parseDynamic(file io.ReaderAt) (dynInfo, error) {
+	r := &prefixReader{r: file}
 	lay, err := readELFHeader(r)
 	if err != nil {
 		return dynInfo{}, err
@@ -119,24 +120,99 @@ func parseDynamic(r io.ReaderAt) (dynInfo, error) {
 	if !ok || strsz == 0 {
 		return dynInfo{}, errNotDynamicELF
 	}
-	for _, off := range needed {
-		s, err := readName(r, base, strsz, off)
-		if err != nil {
-			return dynInfo{}, err
-		}
-		d.needed = append(d.needed, s)
-	}
+	offs := needed
 	if hasSoname {
-		if d.soname, err = readName(r, base, strsz, soname); err != nil {
-			return dynInfo{}, err
-		}
+		offs = append(offs, soname)
+	}
+	names, err := readNames(r, base, strsz, offs)
+	if err != nil {
+		return dynInfo{}, err
+	}
+	d.needed = names[:len(needed)]
+	if hasSoname {
+		d.soname = names[len(needed)]
 	}
 	return d, nil
 }
 
+// prefixReader reads the first prefixSize bytes of a file once and serves
+// every read within them from memory: the ELF header and the program
+// headers lie there in any library a linker made, one read for both.
+type prefixReader struct {
+	r      io.ReaderAt
+	prefix []byte // the file's first bytes, as read
+	loaded bool
+}
+
+const prefixSize = 4 << 10
+
+func (p *prefixReader) ReadAt(b []byte, off int64) (int, error) {
+	if !p.loaded {
+		p.loaded = true
+		buf := make([]byte, prefixSize)
+		n, _ := p.r.ReadAt(buf, 0)
+		p.prefix = buf[:n]
+	}
+	if off >= 0 && off+int64(len(b)) <= int64(len(p.prefix)) {
+		return copy(b, p.prefix[off:]), nil
+	}
+	return p.r.ReadAt(b, off)
+}
+
+// maxNamesWindow bounds the one read readNames makes for every name of a
+// library; names spread wider are read one by one.
+const maxNamesWindow = 64 << 10
+
+// readNames reads the dynamic strings at offs of the table at base, of
+// strsz bytes: as readName reads each, but in one read where they lie
+// within maxNamesWindow of each other.
+func readNames(r io.ReaderAt, base, strsz uint64, offs []uint64) ([]string, error) {
+	if len(offs) == 0 {
+		return nil, nil
+	}
+	lo, hi := offs[0], uint64(0)
+	for _, off := range offs {
+		if off >= strsz {
+			return nil, fmt.Errorf("a dynamic string at %d, past its table of %d bytes: %w", off, strsz, errNotDynamicELF)
+		}
+		lo, hi = min(lo, off), max(hi, off+min(strsz-off, maxDynamicString))
+	}
+	out := make([]string, 0, len(offs))
+	if hi-lo > maxNamesWindow {
+		for _, off := range offs {
+			s, err := readName(r, base, strsz, off)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	window := make([]byte, hi-lo)
+	got, err := r.ReadAt(window, int64(base+lo))
+	window = window[:got]
+	for _, off := range offs {
+		start := off - lo
+		end := min(start+min(strsz-off, maxDynamicString), uint64(len(window)))
+		if start > end {
+			start = end
+		}
+		i := bytes.IndexByte(window[start:end], 0)
+		if i < 0 {
+			if err == nil {
+				err = errNotDynamicELF // no NUL within the bound or the table
+			}
+			return nil, fmt.Errorf("reading a dynamic string: %w", err)
+		}
+		out = append(out, string(window[start:start+uint64(i)]))
+	}
+	return out, nil
+}
+
 func readELFHeader(r io.ReaderAt) (elfLayout, error) {
 	var h [64]byte
-	if _, err := r.ReadAt(h[:52], 0); err != nil {
+	n, _ := r.ReadAt(h[:], 0) // 52 bytes for a 32-bit file, 64 for a 64-bit one
+	if n < 52 {
 		return elfLayout{}, errNotDynamicELF
 	}
 	if !bytes.Equal(h[:4], []byte(elf.ELFMAG)) {
@@ -153,7 +229,7 @@ func readELFHeader(r io.ReaderAt) (elfLayout, error) {
 	}
 	switch elf.Class(h[elf.EI_CLASS]) {
 	case elf.ELFCLASS64:
-		if _, err := r.ReadAt(h[:64], 0); err != nil {
+		if n < 64 {
 			return elfLayout{}, errNotDynamicELF
 		}
 		lay.is64 = true
