@@ -260,14 +260,14 @@ func inputID(in Input, wd string) kcache.Digest {
 	put(in.BaseDir)
 	list(in.Args)
 	list(in.Depends)
-	put(in.MainDir)
+	put(idMainDir(in))
 	list(in.Builtins)
 	list(in.SystemDirs)
 	list(in.CompilerHeaders)
 	list(in.CompilerMacros)
 	var flags uint
 	count(int(in.Trigraphs))
-	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate, in.VerifiesPredefines} {
+	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate, in.VerifiesPredefines, in.PrivateDir != ""} {
 		if f {
 			flags |= 1 << i
 		}
@@ -304,6 +304,7 @@ func hashInput(seed maphash.Seed, in Input, wd string) uint64 {
 	put(in.WorkDir)
 	put(in.BaseDir)
 	put(in.MainDir)
+	put(in.PrivateDir)
 	list(in.Args)
 	list(in.Depends)
 	list(in.Builtins)
@@ -325,6 +326,7 @@ func hashInput(seed maphash.Seed, in Input, wd string) uint64 {
 func sameInput(a, b Input) bool {
 	return bytes.Equal(a.Source, b.Source) &&
 		a.Path == b.Path && a.WorkDir == b.WorkDir && a.BaseDir == b.BaseDir && a.MainDir == b.MainDir &&
+		a.PrivateDir == b.PrivateDir &&
 		a.Trigraphs == b.Trigraphs && a.SearchWorkDir == b.SearchWorkDir &&
 		a.CompleteSearchPath == b.CompleteSearchPath && a.EveryCandidate == b.EveryCandidate &&
 		a.VerifiesPredefines == b.VerifiesPredefines &&
@@ -344,7 +346,7 @@ func cloneInput(in Input) Input {
 
 // inputSize is about the bytes a copy of in holds.
 func inputSize(in Input) int {
-	n := len(in.Source) + len(in.Path) + len(in.WorkDir) + len(in.BaseDir) + len(in.MainDir)
+	n := len(in.Source) + len(in.Path) + len(in.WorkDir) + len(in.BaseDir) + len(in.MainDir) + len(in.PrivateDir)
 	for _, l := range [][]string{in.Args, in.Depends, in.Builtins, in.SystemDirs, in.CompilerHeaders, in.CompilerMacros} {
 		for _, s := range l {
 			n += len(s) + 16
@@ -382,6 +384,9 @@ var scannerBuild = sync.OnceValue(func() string {
 // stat stats path for the scan and remembers the answer for its memo.
 func (sc *scan) stat(path string) (fs.FileInfo, error) {
 	fi, err := sc.s.fs.statFile(path)
+	if sc.private != "" && !sc.probing && under(path, sc.private) {
+		sc.unportable = true
+	}
 	if !sc.observed[path] {
 		sc.observed[path] = true
 		sc.seen = append(sc.seen, observe(path, fi, err, sc.s.fs.now()))
