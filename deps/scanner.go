@@ -381,7 +381,8 @@ func workDir() (string, error) {
 
 // loadedRecord is a dependency record read and decoded, not yet checked.
 type loadedRecord struct {
-	m            *memo // nil when there is none, or it did not decode
+	m            *memo        // nil when there is none, or it did not decode
+	check        *recordCheck // the stats of m's places, begun as it was decoded; nil for none yet
 	id           kcache.Digest
 	bytes        int
 	read, decode time.Duration
@@ -405,9 +406,16 @@ func (s *Scanner) loadRecord(ctx context.Context, id kcache.Digest, in Input, wd
 		return r
 	}
 	read := time.Now()
-	m, err := decodeRecord(id, data)
-	if err == nil && in.PrivateDir != "" {
-		err = rerootRecord(m, in, wd)
+	var m *memo
+	if in.PrivateDir == "" {
+		// The stats begin while the record is decoded (recordCheck).
+		r.check = newRecordCheck(s.fs)
+		m, err = decodeRecordChecked(id, data, r.check)
+	} else {
+		// Its places are known once re-rooted, after the decode.
+		if m, err = decodeRecord(id, data); err == nil {
+			err = rerootRecord(m, in, wd)
+		}
 	}
 	if err != nil {
 		s.log.Debug("deps: dependency record ignored, scanning", "id", id, "err", err)
@@ -423,7 +431,12 @@ func (s *Scanner) loadRecord(ctx context.Context, id kcache.Digest, in Input, wd
 // every new process scan.
 func (r loadedRecord) holds(ctx context.Context, s *Scanner, in Input) bool {
 	start := time.Now()
-	ok := r.m.valid(s.fs)
+	var ok bool
+	if r.check != nil {
+		ok = r.check.wait()
+	} else {
+		ok = r.m.valid(s.fs)
+	}
 	if s.log.Enabled(ctx, slog.LevelDebug) {
 		msg := "deps: dependency record holds"
 		if !ok {
