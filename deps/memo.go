@@ -168,7 +168,7 @@ func (m *memo) valid(fsys *fileSystem) bool {
 	now := fsys.now()
 	n := len(m.seen)
 	if n <= statChunk {
-		return m.validRange(fsys, nil, now, m.seen, nil)
+		return validRange(fsys, nil, now, m.seen, nil)
 	}
 	var failed atomic.Bool
 	var next atomic.Int64
@@ -188,7 +188,7 @@ func (m *memo) valid(fsys *fileSystem) bool {
 				if i >= n {
 					return
 				}
-				if !m.validRange(fsys, dirs, now, m.seen[i:min(i+statChunk, n)], &failed) {
+				if !validRange(fsys, dirs, now, m.seen[i:min(i+statChunk, n)], &failed) {
 					failed.Store(true)
 				}
 			}
@@ -211,7 +211,7 @@ func statWorkers() int { return min(2*runtime.GOMAXPROCS(0), 16) }
 // validRange checks the observations of seen, giving up early once
 // another goroutine found a difference (failed set). With dirs, places
 // are stat'd relative to their directories where runs of them share one.
-func (m *memo) validRange(fsys *fileSystem, dirs *dirStats, now time.Time, seen []observation, failed *atomic.Bool) bool {
+func validRange(fsys *fileSystem, dirs *dirStats, now time.Time, seen []observation, failed *atomic.Bool) bool {
 	for i, o := range seen {
 		if failed != nil && i%16 == 0 && failed.Load() {
 			return false

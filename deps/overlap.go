@@ -76,7 +76,7 @@ func (c *recordCheck) work() {
 		if c.failed.Load() {
 			return
 		}
-		if !(*memo)(nil).validRange(c.fsys, dirs, c.now, c.seen[i:min(i+statChunk, n)], &c.failed) {
+		if !validRange(c.fsys, dirs, c.now, c.seen[i:min(i+statChunk, n)], &c.failed) {
 			c.failed.Store(true)
 		}
 	}
@@ -103,7 +103,7 @@ func (c *recordCheck) abort() {
 // wait returns whether every place held, as valid would have answered.
 func (c *recordCheck) wait() bool {
 	if c.ready == nil {
-		return !c.failed.Load() && (*memo)(nil).validRange(c.fsys, nil, c.now, c.seen, nil)
+		return !c.failed.Load() && validRange(c.fsys, nil, c.now, c.seen, nil)
 	}
 	c.wg.Wait()
 	return !c.failed.Load()
