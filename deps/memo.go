@@ -236,7 +236,9 @@ func validRange(fsys *fileSystem, dirs *dirStats, now time.Time, seen []observat
 // system, wd standing for in.WorkDir: it names the memo of in in this
 // process and its dependency record in every process. It hashes every
 // field of Input (TestInputIDCoversEveryField fails for a field it
-// misses), the working directory, and the record version.
+// misses), the working directory, and the record version. PrivateDir
+// enters only as being set, and MainDir with it replaced by privateRoot
+// (idMainDir): processes whose private directories differ share records.
 func inputID(in Input, wd string) kcache.Digest {
 	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte
