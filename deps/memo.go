@@ -168,7 +168,7 @@ func (m *memo) valid(fsys *fileSystem) bool {
 	now := fsys.now()
 	n := len(m.seen)
 	if n <= statChunk {
-		return m.validRange(fsys, nil, now, m.seen, nil)
+		return validRange(fsys, nil, now, m.seen, nil)
 	}
 	var failed atomic.Bool
 	var next atomic.Int64
@@ -188,7 +188,7 @@ func (m *memo) valid(fsys *fileSystem) bool {
 				if i >= n {
 					return
 				}
-				if !m.validRange(fsys, dirs, now, m.seen[i:min(i+statChunk, n)], &failed) {
+				if !validRange(fsys, dirs, now, m.seen[i:min(i+statChunk, n)], &failed) {
 					failed.Store(true)
 				}
 			}
@@ -211,7 +211,7 @@ func statWorkers() int { return min(2*runtime.GOMAXPROCS(0), 16) }
 // validRange checks the observations of seen, giving up early once
 // another goroutine found a difference (failed set). With dirs, places
 // are stat'd relative to their directories where runs of them share one.
-func (m *memo) validRange(fsys *fileSystem, dirs *dirStats, now time.Time, seen []observation, failed *atomic.Bool) bool {
+func validRange(fsys *fileSystem, dirs *dirStats, now time.Time, seen []observation, failed *atomic.Bool) bool {
 	for i, o := range seen {
 		if failed != nil && i%16 == 0 && failed.Load() {
 			return false
@@ -236,7 +236,9 @@ func (m *memo) validRange(fsys *fileSystem, dirs *dirStats, now time.Time, seen 
 // system, wd standing for in.WorkDir: it names the memo of in in this
 // process and its dependency record in every process. It hashes every
 // field of Input (TestInputIDCoversEveryField fails for a field it
-// misses), the working directory, and the record version.
+// misses), the working directory, and the record version. PrivateDir
+// enters only as being set, and MainDir with it replaced by privateRoot
+// (idMainDir): processes whose private directories differ share records.
 func inputID(in Input, wd string) kcache.Digest {
 	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte
@@ -260,14 +262,14 @@ func inputID(in Input, wd string) kcache.Digest {
 	put(in.BaseDir)
 	list(in.Args)
 	list(in.Depends)
-	put(in.MainDir)
+	put(idMainDir(in))
 	list(in.Builtins)
 	list(in.SystemDirs)
 	list(in.CompilerHeaders)
 	list(in.CompilerMacros)
 	var flags uint
 	count(int(in.Trigraphs))
-	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate, in.VerifiesPredefines} {
+	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate, in.VerifiesPredefines, in.PrivateDir != ""} {
 		if f {
 			flags |= 1 << i
 		}
@@ -304,6 +306,7 @@ func hashInput(seed maphash.Seed, in Input, wd string) uint64 {
 	put(in.WorkDir)
 	put(in.BaseDir)
 	put(in.MainDir)
+	put(in.PrivateDir)
 	list(in.Args)
 	list(in.Depends)
 	list(in.Builtins)
@@ -325,6 +328,7 @@ func hashInput(seed maphash.Seed, in Input, wd string) uint64 {
 func sameInput(a, b Input) bool {
 	return bytes.Equal(a.Source, b.Source) &&
 		a.Path == b.Path && a.WorkDir == b.WorkDir && a.BaseDir == b.BaseDir && a.MainDir == b.MainDir &&
+		a.PrivateDir == b.PrivateDir &&
 		a.Trigraphs == b.Trigraphs && a.SearchWorkDir == b.SearchWorkDir &&
 		a.CompleteSearchPath == b.CompleteSearchPath && a.EveryCandidate == b.EveryCandidate &&
 		a.VerifiesPredefines == b.VerifiesPredefines &&
@@ -344,7 +348,7 @@ func cloneInput(in Input) Input {
 
 // inputSize is about the bytes a copy of in holds.
 func inputSize(in Input) int {
-	n := len(in.Source) + len(in.Path) + len(in.WorkDir) + len(in.BaseDir) + len(in.MainDir)
+	n := len(in.Source) + len(in.Path) + len(in.WorkDir) + len(in.BaseDir) + len(in.MainDir) + len(in.PrivateDir)
 	for _, l := range [][]string{in.Args, in.Depends, in.Builtins, in.SystemDirs, in.CompilerHeaders, in.CompilerMacros} {
 		for _, s := range l {
 			n += len(s) + 16
@@ -382,6 +386,9 @@ var scannerBuild = sync.OnceValue(func() string {
 // stat stats path for the scan and remembers the answer for its memo.
 func (sc *scan) stat(path string) (fs.FileInfo, error) {
 	fi, err := sc.s.fs.statFile(path)
+	if sc.private != "" && !sc.probing && under(path, sc.private) {
+		sc.unportable = true
+	}
 	if !sc.observed[path] {
 		sc.observed[path] = true
 		sc.seen = append(sc.seen, observe(path, fi, err, sc.s.fs.now()))

@@ -263,6 +263,13 @@ func (e *recordEncoder) str(prev, s string) {
 // decodeRecord parses a record and checks that it is whole, of this
 // version, and the record of id. Any failure wraps errBadRecord.
 func decodeRecord(id kcache.Digest, data []byte) (*memo, error) {
+	return decodeRecordChecked(id, data, nil)
+}
+
+// decodeRecordChecked is decodeRecord that starts check on the record's
+// observations as they are decoded (nil: none); check is aborted when the
+// record fails.
+func decodeRecordChecked(id kcache.Digest, data []byte, check *recordCheck) (*memo, error) {
 	if len(data) < len(recordMagic)+crcSize || string(data[:len(recordMagic)]) != recordMagic {
 		return nil, fmt.Errorf("%w: no record header", errBadRecord)
 	}
@@ -270,12 +277,22 @@ func decodeRecord(id kcache.Digest, data []byte) (*memo, error) {
 	if crc32.Checksum(body, recordCRC) != binary.LittleEndian.Uint32(data[len(body):]) {
 		return nil, fmt.Errorf("%w: checksum mismatch", errBadRecord)
 	}
-	return parseRecord(id, body[len(recordMagic):])
+	m, err := parseRecordChecked(id, body[len(recordMagic):], check)
+	if err != nil && check != nil {
+		check.abort()
+	}
+	return m, err
 }
 
 // parseRecord parses a record's body: what follows the magic, less the
 // checksum.
 func parseRecord(id kcache.Digest, body []byte) (*memo, error) {
+	return parseRecordChecked(id, body, nil)
+}
+
+// parseRecordChecked is parseRecord that starts check (when not nil) on
+// the observations as they are decoded.
+func parseRecordChecked(id kcache.Digest, body []byte, check *recordCheck) (*memo, error) {
 	d := recordDecoder{wire.NewDecoder(body)}
 	if v := d.Uvarint(); v != recordVersion {
 		return nil, fmt.Errorf("%w: version %d, want %d", errBadRecord, v, recordVersion)
@@ -286,7 +303,7 @@ func parseRecord(id kcache.Digest, body []byte) (*memo, error) {
 	m := &memo{}
 	flags := d.byte()
 	m.date = flags&1 != 0
-	m.seen = d.observations()
+	m.seen = d.observations(check)
 	m.trace = d.dependencies(m.seen)
 	m.headers = d.headers(m.trace)
 	switch {
@@ -349,7 +366,7 @@ func (d *recordDecoder) str(prev string) string {
 // buffer of the length the record gives, unzeroed (strings.Builder), and
 // sliced from it: a record of thousands of paths costs one allocation
 // for them, of the size they need, and no copy.
-func (d *recordDecoder) observations() []observation {
+func (d *recordDecoder) observations(check *recordCheck) []observation {
 	n := d.Count(4)
 	pathBytes := d.Uvarint()
 	if pathBytes > uint64(n)*maxPathLen {
@@ -357,6 +374,9 @@ func (d *recordDecoder) observations() []observation {
 		return nil
 	}
 	seen := make([]observation, n)
+	if check != nil && d.OK {
+		check.start(seen)
+	}
 	var arena strings.Builder
 	// A damaged length could claim more than the record could hold:
 	// past four bytes of path for each byte of record (the paths'
@@ -392,6 +412,12 @@ func (d *recordDecoder) observations() []observation {
 			o.settled = true
 		default:
 			d.Fail()
+		}
+		if !d.OK {
+			return nil
+		}
+		if check != nil {
+			check.decoded(i + 1)
 		}
 	}
 	if uint64(arena.Len()) != pathBytes {

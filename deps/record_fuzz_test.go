@@ -49,5 +49,10 @@ func FuzzRecord(f *testing.F) {
 		if !reflect.DeepEqual(again, m) {
 			t.Fatalf("re-encoded %+v\nwant %+v", again, m)
 		}
+		// A record of a process's private directory is re-rooted
+		// after its decode: whatever it holds, that may only refuse it.
+		if err := rerootRecord(m, Input{MainDir: "/p", PrivateDir: "/p"}, "/wd"); err != nil && !errors.Is(err, errBadRecord) {
+			t.Fatalf("re-rooting failed with %v, not errBadRecord", err)
+		}
 	})
 }

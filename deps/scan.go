@@ -67,6 +67,14 @@ type scan struct {
 	// seen is every stat the scan made, once per path, for its memo.
 	seen     []observation
 	observed map[string]bool
+	// private is Input.PrivateDir where a record may name it by
+	// privateRoot, and mainDir the directory the main source's quoted
+	// includes are searched in first; probing says a stat is such a
+	// probe, and unportable that the scan looked under private otherwise
+	// (or private is unusable): it then stores no record.
+	private, mainDir string
+	probing          bool
+	unportable       bool
 }
 
 func newScan(ctx context.Context, s *Scanner, in Input, wd string) *scan {
@@ -93,6 +101,11 @@ func (sc *scan) run() error {
 	}
 	if sc.in.MainDir != "" {
 		mainDir = sc.abs(sc.in.MainDir)
+	}
+	sc.mainDir = mainDir
+	if sc.in.PrivateDir != "" {
+		sc.private = usablePrivate(sc.in, sc.wd)
+		sc.unportable = sc.private == "" || namesPrivate(sc.in, sc.wd, sc.private)
 	}
 	// A -include file is searched first in the working directory, then
 	// as a quoted include of the main source.
@@ -559,8 +572,15 @@ func (sc *scan) include(name string, angle bool, includerDir, rule string, kind 
 	// the includer's, which the scan does not track: every place on the
 	// path is keyed, found or absent.
 	every := kind == dIncludeNext || sc.in.EveryCandidate
-	for _, c := range sc.candidates(name, angle, includerDir) {
+	// The first candidate of a quoted relative name from the main source
+	// is MainDir joined with the name, which another process's scan makes
+	// with its own directory: the one place under PrivateDir a record may
+	// re-root.
+	mainProbe := sc.private != "" && !angle && !filepath.IsAbs(name) && includerDir == sc.mainDir && depth == 0
+	for i, c := range sc.candidates(name, angle, includerDir) {
+		sc.probing = mainProbe && i == 0
 		fi, err := sc.stat(c)
+		sc.probing = false
 		if err == nil && fi.Mode().IsRegular() {
 			if err := sc.file(c, fi, rule, kind, depth); err != nil {
 				return err

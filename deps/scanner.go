@@ -121,6 +121,16 @@ type Input struct {
 	// compiles program text from a temporary file in its cache
 	// directory, so a header there shadows every other.
 	MainDir string
+	// PrivateDir, when set, is a directory of this process's own, the
+	// one MainDir names: kcache's commands give PoCL a new scratch
+	// directory in every process. A dependency record names it by a
+	// placeholder, so that one process's record serves the next, whose
+	// own PrivateDir takes its place when the record is checked: each
+	// place the scan probed there is probed in the new directory, and a
+	// file that appears there is seen. A scan that found anything there,
+	// looked there other than for the main source's quoted includes, or
+	// whose other fields name the directory stores no record.
+	PrivateDir string
 	// Trigraphs says whether the compiler replaces trigraphs; the zero
 	// value, TrigraphsUnknown, makes a source uncacheable where the
 	// answer would change its directives.
@@ -301,7 +311,7 @@ func (s *Scanner) memoOf(ctx context.Context, in Input, early bool) (*memo, Conf
 	if m == nil {
 		// A memo of this process is newer than any record, which was
 		// loaded or written with it.
-		if r := s.loadRecord(ctx, key); r.m != nil {
+		if r := s.loadRecord(ctx, key, in, wd); r.m != nil {
 			if early {
 				return r.m, s.confirmLater(ctx, r, in, wd, h), nil
 			}
@@ -327,7 +337,12 @@ func (s *Scanner) memoOf(ctx context.Context, in Input, early bool) (*memo, Conf
 	sortHeaders(headers)
 	m = &memo{seen: sc.seen, headers: headers, trace: sc.trace, date: sc.date}
 	s.memos.put(h, key, in, wd, m)
-	s.storeRecord(ctx, key, m)
+	switch {
+	case in.PrivateDir == "":
+		s.storeRecord(ctx, key, m)
+	case !sc.unportable && m.portable(sc.private):
+		s.storeRecord(ctx, key, m.portableCopy(sc.private))
+	}
 	return m, confirmed, nil
 }
 
@@ -368,15 +383,18 @@ func workDir() (string, error) {
 
 // loadedRecord is a dependency record read and decoded, not yet checked.
 type loadedRecord struct {
-	m            *memo // nil when there is none, or it did not decode
+	m            *memo        // nil when there is none, or it did not decode
+	check        *recordCheck // the stats of m's places, begun as it was decoded; nil for none yet
 	id           kcache.Digest
 	bytes        int
 	read, decode time.Duration
 }
 
-// loadRecord reads and decodes the dependency record of the input whose
-// id is id. Whether it still holds is for holds to say.
-func (s *Scanner) loadRecord(ctx context.Context, id kcache.Digest) loadedRecord {
+// loadRecord reads and decodes the dependency record of in, whose id is
+// id (wd standing for its working directory), with its places under
+// privateRoot in in.PrivateDir. Whether it still holds is for holds to
+// say.
+func (s *Scanner) loadRecord(ctx context.Context, id kcache.Digest, in Input, wd string) loadedRecord {
 	r := loadedRecord{id: id}
 	if s.records == nil {
 		return r
@@ -390,7 +408,17 @@ func (s *Scanner) loadRecord(ctx context.Context, id kcache.Digest) loadedRecord
 		return r
 	}
 	read := time.Now()
-	m, err := decodeRecord(id, data)
+	var m *memo
+	if in.PrivateDir == "" {
+		// The stats begin while the record is decoded (recordCheck).
+		r.check = newRecordCheck(s.fs)
+		m, err = decodeRecordChecked(id, data, r.check)
+	} else {
+		// Its places are known once re-rooted, after the decode.
+		if m, err = decodeRecord(id, data); err == nil {
+			err = rerootRecord(m, in, wd)
+		}
+	}
 	if err != nil {
 		s.log.Debug("deps: dependency record ignored, scanning", "id", id, "err", err)
 		return r
@@ -405,7 +433,12 @@ func (s *Scanner) loadRecord(ctx context.Context, id kcache.Digest) loadedRecord
 // every new process scan.
 func (r loadedRecord) holds(ctx context.Context, s *Scanner, in Input) bool {
 	start := time.Now()
-	ok := r.m.valid(s.fs)
+	var ok bool
+	if r.check != nil {
+		ok = r.check.wait()
+	} else {
+		ok = r.m.valid(s.fs)
+	}
 	if s.log.Enabled(ctx, slog.LevelDebug) {
 		msg := "deps: dependency record holds"
 		if !ok {

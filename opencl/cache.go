@@ -23,6 +23,13 @@ type CacheOptions struct {
 	// directory first, so every scan names it, and its records could
 	// serve no other process.
 	NoRecords bool
+	// PrivateDir names PoCL's directory (POCL_CACHE_DIR) when it is this
+	// process's own: kcache's commands give PoCL a new one in every
+	// process. PoCL searches it first, so every scan names it; the
+	// dependency records of this cache's scans name it by a placeholder
+	// instead (deps.Input.PrivateDir), and serve the next process, whose
+	// own directory takes its place.
+	PrivateDir string
 	// BaseDir, when set, makes keys name the places under it relative to
 	// it, so checkouts of a project in different places, built with
 	// absolute paths, share entries (ccache's base_dir); "" takes the
@@ -66,6 +73,7 @@ type Cache struct {
 	programs *objcache.Cache[programKey, *programEntry]
 	kernels  *objcache.Cache[kernelKey, *SafeKernel]
 	headers  *deps.Scanner
+	private  string // see CacheOptions.PrivateDir
 	env      []kcache.EnvVar
 	delay    time.Duration
 	baseDir  string // see CacheOptions.BaseDir
@@ -107,7 +115,7 @@ func NewCache(cl *Context, bins *kcache.Cache, opts CacheOptions) *Cache {
 	if !opts.NoRecords {
 		scanOpts = append(scanOpts, deps.WithRecords(bins))
 	}
-	c := &Cache{cl: cl, bins: bins, headers: deps.NewScanner(bins.Logger(), scanOpts...), env: keyparts.OpenCLEnv.Select(keyparts.Environ(opts.Environ)), delay: delay, ids: map[uintptr]identity{}, baseDir: cmp.Or(opts.BaseDir, cfg.BaseDir)}
+	c := &Cache{cl: cl, bins: bins, headers: deps.NewScanner(bins.Logger(), scanOpts...), env: keyparts.OpenCLEnv.Select(keyparts.Environ(opts.Environ)), delay: delay, ids: map[uintptr]identity{}, baseDir: cmp.Or(opts.BaseDir, cfg.BaseDir), private: opts.PrivateDir}
 	// Kernels are released with their program (releaseProgram), not by
 	// the kernel tier: a caller holding a program may use its kernels.
 	c.kernels = objcache.New[kernelKey, *SafeKernel](objcache.Options[*SafeKernel]{Logger: bins.Logger()})

@@ -141,14 +141,16 @@ func privatePoCLDir() (cleanup func()) {
 		return func() {}
 	}
 	os.Setenv("POCL_CACHE_DIR", dir)
-	privatePoCL = true
+	privatePoCL = dir
 	return func() { os.RemoveAll(dir) }
 }
 
-// privatePoCL says PoCL got a directory of this process's own: every key's
-// scan then names it (PoCL searches it first), so a dependency record of
-// the scan could serve no other process, and the command writes none.
-var privatePoCL bool
+// privatePoCL is the PoCL directory this process gave itself, "" when it
+// gave none: every key's scan names it (PoCL searches it first), so the
+// OpenCL cache's dependency records name it by a placeholder
+// (opencl.CacheOptions.PrivateDir) and serve later processes, whose
+// directories are others.
+var privatePoCL string
 
 // scratchRoot returns a memory-backed directory for scratch files where
 // there is one ($XDG_RUNTIME_DIR, then /dev/shm), else the temporary

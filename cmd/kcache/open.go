@@ -63,7 +63,7 @@ func openSessionWith(n int, commitDelay time.Duration, open func(kcache.Config, 
 		return nil, err
 	}
 	bins, store := open(cfg, logger(cfg.Debug || cfg.Trace))
-	cache := opencl.NewCache(cl, bins, opencl.CacheOptions{CommitDelay: commitDelay, NoRecords: privatePoCL})
+	cache := opencl.NewCache(cl, bins, opencl.CacheOptions{CommitDelay: commitDelay, PrivateDir: privatePoCL})
 	return &session{dev: dev, cl: cl, bins: bins, store: store, cache: cache}, nil
 }
 
