@@ -78,7 +78,7 @@ type slot struct {
 	buildTime time.Duration
 	bin       []byte // a hit's binary, until the program is made from it
 	// unchanged reports whether the files the key was computed from are
-	// still as the scan saw them (see scanner).
+	// still as the scan saw them (see depsScanner).
 	unchanged func() bool
 }
 

@@ -49,7 +49,7 @@ type layer struct {
 	debug     bool
 	env       []kcache.EnvVar
 	ids       identities
-	scan      scanner
+	scan      depsScanner
 	delay     time.Duration
 
 	mu    sync.Mutex // guards progs, due and linked; never held across a driver call, nor taken under a program's mu
@@ -97,16 +97,10 @@ func open(environ []string, stderr io.Writer, driverUp bool) (*layer, error) {
 		return nil, err
 	}
 	bins := kcache.New(cfg, log, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st})
-	var scanOpts []deps.Option
-	if os.Getenv(envPoCLKernelCache) != "0" {
-		// With PoCL's cache off, each process compiles from a PoCL
-		// directory of its own (privatePoCLDir), which is part of every
-		// scan's input: no other process could use its records.
-		// The scan runs on the application's thread, inside its build
-		// call: the record's write overlaps the driver's build, and exit
-		// waits for it (waitRecords).
-		scanOpts = append(scanOpts, deps.WithRecords(bins), deps.WithRecordWait(0))
-	}
+	// The scan runs on the application's thread, inside its build call:
+	// the record's write overlaps the driver's build, and exit waits for
+	// it (waitRecords).
+	scanOpts := []deps.Option{deps.WithRecords(bins), deps.WithRecordWait(0)}
 	return &layer{
 		bins:  bins,
 		locks: st,
@@ -157,6 +151,9 @@ func kcGoInit(driverUp C.int) (enabled C.int) {
 		l.log.Warn("kcache layer: no private PoCL directory; processes loading the same binary at once may abort", "err", err)
 	} else if dir != "" {
 		l.log.Debug("kcache layer: PoCL's cache is off; this process's PoCL directory is private", "dir", dir)
+		// PoCL searches it first: the scans' records name it in a
+		// form other processes, each with its own, can check.
+		l.scan.private = dir
 	}
 	theLayer = l
 	return 1

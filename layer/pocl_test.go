@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestPrivatePoCLDir checks when the layer gives the process a PoCL
@@ -104,5 +106,48 @@ func TestConcurrentWarmStarts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRecordsAcrossPrivatePoCLDirs: with PoCL's cache off each process
+// compiles from a PoCL directory of its own, which PoCL searches first and
+// so every scan names. The dependency records of the first process's
+// scans serve the next process, which writes none again; a header edited
+// since is still seen.
+func TestRecordsAcrossPrivatePoCLDirs(t *testing.T) {
+	a, dir, cache := headerApp(t)
+	if first := a.run(t, dir, cache); first.err != nil {
+		t.Fatal(first.err)
+	}
+	stamps := func() map[string]time.Time {
+		out := map[string]time.Time{}
+		for path := range dependencyRecordFiles(cache) {
+			if fi, err := os.Stat(path); err == nil {
+				out[path] = fi.ModTime()
+			}
+		}
+		return out
+	}
+	records := stamps()
+	if len(records) == 0 {
+		t.Fatal("no dependency record stored with PoCL's cache off")
+	}
+	second := a.run(t, dir, cache)
+	if second.err != nil {
+		t.Fatal(second.err)
+	}
+	if second.hits != a.programs || second.misses != 0 {
+		t.Errorf("second process: %d hits, %d misses, want %d and 0", second.hits, second.misses, a.programs)
+	}
+	if got := stamps(); !maps.Equal(got, records) {
+		t.Errorf("the second process wrote dependency records again:\n%v\nafter the first:\n%v", got, records)
+	}
+	writeFile(t, filepath.Join(dir, "scale.h"), "#define SCALE 3.0f\n")
+	edited := a.run(t, dir, cache)
+	if edited.err != nil {
+		t.Fatal(edited.err)
+	}
+	if edited.misses != 1 || !strings.Contains(edited.stdout, "scaled sum 98176.0") {
+		t.Errorf("after the header edit: %d misses, want 1; output:\n%s", edited.misses, edited.stdout)
 	}
 }

@@ -43,12 +43,18 @@ func Key(dev kcache.Device, comp kcache.Compiler, format string, source []byte, 
 // after the build, whether every file the key was computed from is still
 // as the scan saw it (and was settled then): only then may the binary be
 // stored under that key. trace is the scan's trace, for KCACHE_TRACE.
-func Headers(ctx context.Context, s *deps.Scanner, src []byte, options, cwd, platform string) (headers []kcache.Header, unchanged func() bool, trace []deps.Dependency, err error) {
+// privateDir names the process's own PoCL directory where it has one
+// (deps.Input.PrivateDir): the scan's dependency record then serves other
+// processes, each with its own.
+func Headers(ctx context.Context, s *deps.Scanner, src []byte, options, cwd, platform, privateDir string) (headers []kcache.Header, unchanged func() bool, trace []deps.Dependency, err error) {
 	in, err := keyparts.OpenCLScan(src, options, platform)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	in.WorkDir = cwd
+	if privateDir != "" && in.MainDir == privateDir {
+		in.PrivateDir = privateDir
+	}
 	headers, trace, err = s.Scan(ctx, in)
 	if err != nil {
 		return nil, nil, nil, err
