@@ -1,0 +1,137 @@
+package deps
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kcache/kcache"
+)
+
+// writePerFieldID is inputID as it was written before its fields were
+// encoded into one buffer: a write per count and per string. Records are
+// named by it, so inputID must hash the very same bytes.
+func writePerFieldID(in Input, wd string) kcache.Digest {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	count := func(v int) { h.Write(n[:binary.PutUvarint(n[:], uint64(v))]) }
+	put := func(s string) {
+		count(len(s))
+		h.Write([]byte(s))
+	}
+	list := func(l []string) {
+		count(len(l))
+		for _, s := range l {
+			put(s)
+		}
+	}
+	put("kcache/deps-input")
+	count(recordVersion)
+	put(scannerBuild())
+	put(string(in.Source))
+	put(in.Path)
+	put(wd)
+	put(in.BaseDir)
+	list(in.Args)
+	list(in.Depends)
+	put(in.MainDir)
+	list(in.Builtins)
+	list(in.SystemDirs)
+	list(in.CompilerHeaders)
+	list(in.CompilerMacros)
+	var flags uint
+	count(int(in.Trigraphs))
+	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate, in.VerifiesPredefines} {
+		if f {
+			flags |= 1 << i
+		}
+	}
+	count(int(flags))
+	var d kcache.Digest
+	h.Sum(d[:0])
+	return d
+}
+
+// manyMacros is an input shaped like NVRTC's: a long list of compiler
+// macros, a source larger than the pooled buffer's first size.
+func manyMacros() Input {
+	macros := make([]string, 300)
+	for i := range macros {
+		macros[i] = fmt.Sprintf("cudaMacro%d_%s", i, strings.Repeat("x", i%40))
+	}
+	return Input{Source: []byte(strings.Repeat("__global__ void k() {}\n", 2000)), Path: "k.cu",
+		Args: []string{"-arch=sm_90", "-I", "inc"}, CompilerHeaders: []string{"__nv_nvrtc_builtin_header.h"},
+		CompilerMacros: macros, CompleteSearchPath: true, VerifiesPredefines: true, Trigraphs: 2}
+}
+
+// TestInputIDEncoding: inputID names the same records as a write per
+// field did, for every field changed, an empty input and a large one.
+func TestInputIDEncoding(t *testing.T) {
+	base := Input{Source: []byte("s"), Args: []string{"-Ia"}, Depends: []string{"d"}, Builtins: []string{"b"},
+		SystemDirs: []string{"/s"}, CompilerHeaders: []string{"h"}, CompilerMacros: []string{"M"}}
+	cases := changedInputs(t, base)
+	cases["base"], cases["empty"], cases["nvrtc-like"] = base, Input{}, manyMacros()
+	for name, in := range cases {
+		for _, wd := range []string{"/wd", "", "/a/much/longer/working/directory"} {
+			if got, want := inputID(in, wd), writePerFieldID(in, wd); got != want {
+				t.Errorf("%s, wd %q: inputID %x, a write per field %x", name, wd, got[:8], want[:8])
+			}
+		}
+	}
+}
+
+// TestInputHashesConcurrent: the pooled buffers are not shared by
+// concurrent hashes (run with -race).
+func TestInputHashesConcurrent(t *testing.T) {
+	seed := maphash.MakeSeed()
+	in := manyMacros()
+	wantID, wantHash := writePerFieldID(in, "/wd"), hashInput(seed, in, "/wd")
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			other := Input{Source: []byte(fmt.Sprint(g)), CompilerMacros: []string{"A", "B"}}
+			for range 200 {
+				if inputID(in, "/wd") != wantID || hashInput(seed, in, "/wd") != wantHash {
+					t.Error("a concurrent hash changed")
+					return
+				}
+				inputID(other, "/x")
+				hashInput(seed, other, "/x")
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func BenchmarkInputID(b *testing.B) {
+	in := manyMacros()
+	in.Source = []byte("#include \"a.h\"\n__global__ void k() {}\n")
+	b.Run("buffered", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			inputID(in, "/wd")
+		}
+	})
+	b.Run("write-per-field", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			writePerFieldID(in, "/wd")
+		}
+	})
+}
+
+func BenchmarkHashInput(b *testing.B) {
+	in := manyMacros()
+	in.Source = []byte("#include \"a.h\"\n__global__ void k() {}\n")
+	seed := maphash.MakeSeed()
+	b.ReportAllocs()
+	for b.Loop() {
+		hashInput(seed, in, "/wd")
+	}
+}
