@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -133,5 +134,31 @@ func BenchmarkHashInput(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		hashInput(seed, in, "/wd")
+	}
+}
+
+// TestMemoMiddleMacro: hashInput takes only the ends of the compiler's
+// macros, so inputs that differ in a middle one share a slot; the memo of
+// one is never the other's.
+func TestMemoMiddleMacro(t *testing.T) {
+	c := newMemoCache()
+	a, b := manyMacros(), manyMacros()
+	b.CompilerMacros = slices.Clone(b.CompilerMacros)
+	b.CompilerMacros[len(b.CompilerMacros)/2] = "changed"
+	ha, hb := hashInput(c.seed, a, "/wd"), hashInput(c.seed, b, "/wd")
+	if ha != hb {
+		t.Fatal("the inputs' hashes differ: this test no longer tests a shared slot")
+	}
+	ma, mb := &memo{}, &memo{}
+	c.put(ha, inputID(a, "/wd"), a, "/wd", ma)
+	if m, _ := c.lookup(b, "/wd"); m != nil {
+		t.Fatal("b found a's memo")
+	}
+	c.put(hb, inputID(b, "/wd"), b, "/wd", mb)
+	if m, _ := c.lookup(a, "/wd"); m != ma {
+		t.Errorf("a finds %p, want its own memo %p", m, ma)
+	}
+	if m, _ := c.lookup(b, "/wd"); m != mb {
+		t.Errorf("b finds %p, want its own memo %p", m, mb)
 	}
 }
