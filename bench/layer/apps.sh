@@ -14,7 +14,8 @@
 # empty caches, and prints every pair, both medians and their ratio: the
 # comparison the recommended configuration must win, settled by many pairs.
 # Usage: bench/layer/apps.sh [clpeak] [pyopencl] [hashcat] [opencv] [ffmpeg] [clfft] [clblast] [gegl] [darktable] [darktable-fail]
-# LAYER=PATH takes another build of the layer (a kcache command beside it).
+# LAYER=PATH takes another build of the layer (a kcache command beside it);
+# with COLD_PAIRS, BASE_LAYER=PATH adds a third build to each pair.
 # Needs ./libkcache-layer.so and ./kcache beside it, the worker the layer
 # starts (make layer builds both).
 set -euo pipefail
@@ -107,29 +108,54 @@ run_app() {
 
 # run_pairs times COLD_PAIRS interleaved cold pairs: PoCL's cache alone, then
 # both, each on empty caches, the worker waited for after each "both" run.
+# With BASE_LAYER set, each pair gets a third run, "both" through that
+# build of the layer (main's, say), the order rotating, so that a change
+# to the layer is measured side by side with what it changes.
 run_pairs() {
 	local name=$1 marker=$2
 	shift 2
 	local home=$work/home-$name
-	local pocl=$work/pocl-$name kc2=$work/kcache2-$name pocl2=$work/pocl2-$name
-	local pc=() bc=() pairs=()
+	local pocl=$work/pocl-$name kc2=$work/kcache2-$name pocl2=$work/pocl2-$name kc3=$work/kcache3-$name pocl3=$work/pocl3-$name
+	local pc=() bc=() cc=() pairs=()
+	local i=0
 	for _ in $(seq "$COLD_PAIRS"); do
-		rm -rf "$pocl" "$kc2" "$pocl2"
-		local a b
-		a=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=1 POCL_CACHE_DIR="$pocl" "$@")
-		b=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=1 POCL_CACHE_DIR="$pocl2" KCACHE_DIR="$kc2" OPENCL_LAYERS="$lib" "$@")
-		bg_wait "$kc2" >/dev/null
-		pc+=("$a") bc+=("$b") pairs+=("$a/$b")
+		rm -rf "$pocl" "$kc2" "$pocl2" "$kc3" "$pocl3"
+		local a b c="" order=(p b)
+		[ -z "${BASE_LAYER:-}" ] || case $((i % 3)) in 0) order=(p b c) ;; 1) order=(b c p) ;; 2) order=(c p b) ;; esac
+		for v in "${order[@]}"; do
+			case $v in
+			p) a=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=1 POCL_CACHE_DIR="$pocl" "$@") ;;
+			b) b=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=1 POCL_CACHE_DIR="$pocl2" KCACHE_DIR="$kc2" OPENCL_LAYERS="$lib" "$@")
+				bg_wait "$kc2" >/dev/null ;;
+			c) c=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=1 POCL_CACHE_DIR="$pocl3" KCACHE_DIR="$kc3" OPENCL_LAYERS="$BASE_LAYER" "$@")
+				bg_wait "$kc3" >/dev/null ;;
+			esac
+		done
+		i=$((i + 1))
+		pc+=("$a") bc+=("$b")
+		if [ -n "$c" ]; then cc+=("$c") pairs+=("$a/$b/$c"); else pairs+=("$a/$b"); fi
 	done
 	local pm bm
 	pm=$(median "${pc[@]}") bm=$(median "${bc[@]}")
-	printf '| %s | %s | %s | %s | %s |\n' "$name" "$pm" "$bm" "$(awk -v a="$pm" -v b="$bm" 'BEGIN { printf "%.2fx", a / b }')" "${pairs[*]}"
+	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
+	if [ -n "${BASE_LAYER:-}" ]; then
+		local cm
+		cm=$(median "${cc[@]}")
+		printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$pm" "$bm" "$cm" "$(ratio "$pm" "$bm")" "$(ratio "$pm" "$cm")" "${pairs[*]}"
+	else
+		printf '| %s | %s | %s | %s | %s |\n' "$name" "$pm" "$bm" "$(ratio "$pm" "$bm")" "${pairs[*]}"
+	fi
 }
 
 if [ -n "${COLD_PAIRS:-}" ]; then
 	run_app() { run_pairs "$@"; }
-	echo "| application | PoCL cache cold (median ms) | both cold | PoCL cold / both cold | pairs, PoCL/both (ms) |"
-	echo "| --- | --- | --- | --- | --- |"
+	if [ -n "${BASE_LAYER:-}" ]; then
+		echo "| application | PoCL cache cold (median ms) | both cold | both cold, BASE_LAYER | PoCL cold / both cold | PoCL cold / BASE_LAYER | runs, PoCL/both/base (ms) |"
+		echo "| --- | --- | --- | --- | --- | --- | --- |"
+	else
+		echo "| application | PoCL cache cold (median ms) | both cold | PoCL cold / both cold | pairs, PoCL/both (ms) |"
+		echo "| --- | --- | --- | --- | --- |"
+	fi
 else
 echo "| application | no cache (ms) | layer cold (bg) | layer warm | PoCL cache cold | PoCL cache warm | both cold (bg) | both warm | PoCL warm / layer warm | PoCL cold / both cold | PoCL warm / both warm |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
