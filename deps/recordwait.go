@@ -3,6 +3,8 @@ package deps
 import (
 	"context"
 	"time"
+
+	"github.com/kcache/kcache/internal/ctxwait"
 )
 
 // WithRecordWait sets how long a scan that stores a dependency record
@@ -20,15 +22,5 @@ func WithRecordWait(d time.Duration) Option {
 // a write is under way loses that record (the store's writes are atomic:
 // no torn record is left), and its next process scans again.
 func (s *Scanner) WaitRecords(ctx context.Context) bool {
-	done := make(chan struct{})
-	go func() {
-		s.writes.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return ctxwait.WaitGroup(ctx, &s.writes)
 }

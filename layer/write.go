@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/internal/ctxwait"
 )
 
 // writes are the stores under way on goroutines of the layer's. A
@@ -55,16 +56,5 @@ func (w *writes) commit(ctx context.Context, pending *kcache.Pending, bin []byte
 // wait waits for this process's writes under way, until ctx is done, and
 // reports whether they all finished.
 func (w *writes) wait(ctx context.Context) bool {
-	s := w.set()
-	done := make(chan struct{})
-	go func() {
-		s.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return ctxwait.WaitGroup(ctx, &w.set().wg)
 }

@@ -1,0 +1,26 @@
+// Package ctxwait waits for a sync.WaitGroup within a context: an exit
+// path that waits for background writes must not hang behind a stalled
+// file system.
+package ctxwait
+
+import (
+	"context"
+	"sync"
+)
+
+// WaitGroup waits until wg's count is zero or ctx is done, and reports
+// whether the count reached zero. When ctx ends first, a goroutine goes on
+// waiting for wg and ends with it.
+func WaitGroup(ctx context.Context, wg *sync.WaitGroup) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
