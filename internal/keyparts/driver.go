@@ -51,15 +51,13 @@ func OpenCLDriver() Driver {
 	if len(loadedDriver.d.ICD) > 0 {
 		return loadedDriver.d
 	}
-	if p := loadedDriver.prefetch; p != nil {
-		loadedDriver.prefetch = nil
-		<-p.done
-		if len(p.d.ICD) > 0 && p.in.holds() {
-			loadedDriver.d = p.d
-			return p.d
-		}
+	p := loadedDriver.prefetch
+	loadedDriver.prefetch = nil
+	in, ok := p.reuse()
+	if ok {
+		loadedDriver.d = p.d
+		return p.d
 	}
-	in := readDriverInputs()
 	loadedDriver.d = openCLDriver(in.names, in.mapped, in.search)
 	return loadedDriver.d
 }
@@ -91,17 +89,8 @@ func PrefetchOpenCLDriver() {
 	loadedDriver.prefetch = p
 	go func() {
 		defer close(p.done)
-		if prev != nil {
-			<-prev.done
-			if len(prev.d.ICD) > 0 && prev.in.loads.ok && prev.in.holds() {
-				// Nothing was loaded or unloaded since: the memory map,
-				// thousands of lines in a large application, is not read.
-				p.in, p.d = prev.in, prev.d
-				return
-			}
-		}
-		p.in = readDriverInputs()
-		if prev != nil && len(prev.d.ICD) > 0 && prev.in.equal(p.in) {
+		in, ok := prev.reuse()
+		if p.in = in; ok {
 			p.d = prev.d
 			return
 		}
@@ -117,6 +106,32 @@ var loadedDriver struct {
 	d          Driver
 	prefetch   *driverPrefetch // the latest, under way or done, not yet taken
 	prefetches int             // started so far
+}
+
+// reuse waits for p (nil: none) and reports whether its driver still
+// holds: the process tells the search what it told p. Where p has the
+// dynamic loader's counts, they decide with the vendor names and search
+// path, and the memory map is not read; elsewhere the memory map is
+// compared too. in is what the process tells the search now: p's own
+// inputs where they hold, else read afresh, for a new search.
+func (p *driverPrefetch) reuse() (in driverInputs, ok bool) {
+	if p == nil {
+		return readDriverInputs(), false
+	}
+	<-p.done
+	switch {
+	case len(p.d.ICD) == 0:
+		return readDriverInputs(), false
+	case p.in.loads.ok:
+		// The memory map, thousands of lines in a large application,
+		// is read only for the new search.
+		if currentLoaderCount() == p.in.loads && p.in.sameSearch(readDriverSearch()) {
+			return p.in, true
+		}
+		return readDriverInputs(), false
+	}
+	in = readDriverInputs()
+	return in, p.in.equal(in)
 }
 
 // driverPrefetch is a driver found in the background, and what from.
@@ -185,16 +200,6 @@ func (a driverInputs) equal(b driverInputs) bool {
 
 func (a driverInputs) sameSearch(names, search []string) bool {
 	return slices.Equal(a.names, names) && slices.Equal(a.search, search)
-}
-
-// holds reports whether the process still tells openCLDriver what a says:
-// by the loader's count where a has one (the memory map then unread),
-// else by the memory map.
-func (a driverInputs) holds() bool {
-	if !a.loads.ok {
-		return a.equal(readDriverInputs())
-	}
-	return currentLoaderCount() == a.loads && a.sameSearch(readDriverSearch())
 }
 
 // openCLDriver finds the drivers that names (vendor files' library names)

@@ -111,24 +111,31 @@ type fileIdentity struct {
 	mtime, ctime syscall.Timespec
 }
 
-func (c *dynMemo) read(path string) (dynInfo, error) {
+// statIdentity stats the file at path.
+func statIdentity(path string) (fileIdentity, error) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(path, &st); err != nil {
+		return fileIdentity{}, err
+	}
+	return fileIdentity{path: path, dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}, nil
+}
+
+func (c *dynMemo) read(path string) (dynInfo, error) {
+	id, err := statIdentity(path)
+	if err != nil {
 		return readDynamic(path) // says why
 	}
-	id := fileIdentity{path: path, dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
 	c.mu.Lock()
 	d, ok := c.m[id]
 	c.mu.Unlock()
 	if ok {
 		return d, nil
 	}
-	d, err := readDynamic(path)
+	d, err = readDynamic(path)
 	if err != nil {
 		return d, err
 	}
-	var after syscall.Stat_t
-	if syscall.Stat(path, &after) != nil || after.Ino != st.Ino || after.Dev != st.Dev || after.Size != st.Size || after.Mtim != st.Mtim || after.Ctim != st.Ctim {
+	if after, err := statIdentity(path); err != nil || after != id {
 		return d, nil // changed while read: used once, not kept
 	}
 	c.mu.Lock()

@@ -140,15 +140,13 @@ func parseDynamic(file io.ReaderAt) (dynInfo, error) {
 // headers lie there in any library a linker made, one read for both.
 type prefixReader struct {
 	r      io.ReaderAt
-	prefix []byte // the file's first bytes, as read
-	loaded bool
+	prefix []byte // the file's first bytes, as read; nil until the first read
 }
 
 const prefixSize = 4 << 10
 
 func (p *prefixReader) ReadAt(b []byte, off int64) (int, error) {
-	if !p.loaded {
-		p.loaded = true
+	if p.prefix == nil {
 		buf := make([]byte, prefixSize)
 		n, _ := p.r.ReadAt(buf, 0)
 		p.prefix = buf[:n]

@@ -3,9 +3,9 @@ package keyparts
 import (
 	"bytes"
 	"io"
-	"math"
 	"os"
 	"slices"
+	"strconv"
 )
 
 // Library is a library's identity for a key: its path, size and
@@ -114,8 +114,8 @@ func parseMapsLine(line []byte) (mapsLine, bool) {
 		fields[i], line = line[:j], line[j+1:]
 	}
 	path := bytes.TrimLeft(line, " ")
-	ino, ok := parseUint(fields[4], 10)
-	if !ok || ino == 0 || len(path) == 0 || path[0] != '/' {
+	ino, err := strconv.ParseUint(string(fields[4]), 10, 64)
+	if err != nil || ino == 0 || len(path) == 0 || path[0] != '/' {
 		return mapsLine{}, false
 	}
 	return mapsLine{dev: fields[3], path: path, inode: ino}, true
@@ -141,35 +141,7 @@ func readInChunks(r io.Reader, chunk int) ([]byte, error) {
 // reports as st_dev, glibc's encoding of the pair.
 func parseDev(s []byte) uint64 {
 	maj, min, _ := bytes.Cut(s, []byte(":"))
-	major, _ := parseUint(maj, 16)
-	minor, _ := parseUint(min, 16)
+	major, _ := strconv.ParseUint(string(maj), 16, 32)
+	minor, _ := strconv.ParseUint(string(min), 16, 32)
 	return (major&0xfff)<<8 | (major&^0xfff)<<32 | minor&0xff | (minor&^0xff)<<12
-}
-
-// parseUint parses b, digits in base 10 or 16, as strconv.ParseUint does
-// (without its string: a maps file has thousands of numbers); false for
-// no digits, a byte that is not one, or a value past 64 bits.
-func parseUint(b []byte, base uint64) (uint64, bool) {
-	if len(b) == 0 {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		var d uint64
-		switch {
-		case '0' <= c && c <= '9':
-			d = uint64(c - '0')
-		case base == 16 && 'a' <= c && c <= 'f':
-			d = uint64(c-'a') + 10
-		case base == 16 && 'A' <= c && c <= 'F':
-			d = uint64(c-'A') + 10
-		default:
-			return 0, false
-		}
-		if v > (math.MaxUint64-d)/base {
-			return 0, false
-		}
-		v = v*base + d
-	}
-	return v, true
 }
