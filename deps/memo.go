@@ -165,37 +165,14 @@ func (c *memoCache) put(h uint64, id kcache.Digest, in Input, wd string, m *memo
 // that mostly waits on locks and the dentry cache, and a record of
 // thousands of headers is checked on every new process's first lookup.
 func (m *memo) valid(fsys *fileSystem) bool {
-	now := fsys.now()
+	c := &recordCheck{fsys: fsys, now: fsys.now(), seen: m.seen}
 	n := len(m.seen)
 	if n <= statChunk {
-		return validRange(fsys, nil, now, m.seen, nil)
+		return validRange(fsys, nil, c.now, m.seen, nil)
 	}
-	var failed atomic.Bool
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(statWorkers(), (n+statChunk-1)/statChunk) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var dirs *dirStats
-			if fsys.stat == nil {
-				// Large memos are where places share directories.
-				dirs = new(dirStats)
-				defer dirs.close()
-			}
-			for !failed.Load() {
-				i := int(next.Add(statChunk)) - statChunk
-				if i >= n {
-					return
-				}
-				if !validRange(fsys, dirs, now, m.seen[i:min(i+statChunk, n)], &failed) {
-					failed.Store(true)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return !failed.Load()
+	c.spawn((n + statChunk - 1) / statChunk) // every chunk is there: no ready to wait for
+	c.wg.Wait()
+	return !c.failed.Load()
 }
 
 // statChunk is how many stats one goroutine of valid takes at a time:

@@ -14,17 +14,18 @@ import (
 // decoder goes on with the rest of the record: the answer is valid's,
 // for the same observations, at the same moment's clock.
 
-// recordCheck is memo.valid run over a record's observations while they
-// are decoded. The decoder calls start once it knows their number, then
-// decoded as each is done, and abort if the record turns out bad; wait
-// returns valid's answer.
+// recordCheck is memo.valid's stats, in chunks on a few goroutines, run
+// over a record's observations while they are decoded. The decoder calls
+// start once it knows their number, then decoded as each is done, and
+// abort if the record turns out bad; wait returns valid's answer. valid
+// itself runs the same workers over observations all there (ready nil).
 type recordCheck struct {
 	fsys *fileSystem
 	now  time.Time
 	seen []observation
 	// ready[k] is closed once chunk k of seen is decoded (or the decode
-	// failed); published is the number of chunks closed, for the decoder
-	// only.
+	// failed); nil where seen is whole. published is the number of chunks
+	// closed, for the decoder only.
 	ready     []chan struct{}
 	published int
 	next      atomic.Int64
@@ -51,6 +52,11 @@ func (c *recordCheck) start(seen []observation) {
 	for k := range c.ready {
 		c.ready[k] = make(chan struct{})
 	}
+	c.spawn(chunks)
+}
+
+// spawn starts the workers that stat the chunks of seen.
+func (c *recordCheck) spawn(chunks int) {
 	for range min(statWorkers(), chunks) {
 		c.wg.Add(1)
 		go c.work()
@@ -63,7 +69,7 @@ func (c *recordCheck) work() {
 	defer c.wg.Done()
 	var dirs *dirStats
 	if c.fsys.stat == nil {
-		dirs = new(dirStats) // as valid: large records are where places share directories
+		dirs = new(dirStats) // large memos are where places share directories
 		defer dirs.close()
 	}
 	n := len(c.seen)
@@ -72,9 +78,11 @@ func (c *recordCheck) work() {
 		if i >= n {
 			return
 		}
-		<-c.ready[i/statChunk]
-		if c.failed.Load() {
-			return
+		if c.ready != nil {
+			<-c.ready[i/statChunk]
+			if c.failed.Load() {
+				return
+			}
 		}
 		if !validRange(c.fsys, dirs, c.now, c.seen[i:min(i+statChunk, n)], &c.failed) {
 			c.failed.Store(true)

@@ -454,8 +454,9 @@ func (r loadedRecord) holds(ctx context.Context, s *Scanner, in Input) bool {
 // made was settled. It waits for the write a bounded time (unless
 // WithRecordWait made it zero): long enough for a disk write, so that a
 // process that exits after its first key still leaves its record, and
-// short enough that a stalled store costs a scan little. A record that is not stored costs the next process a
-// full scan, nothing more, so errors are only logged.
+// short enough that a stalled store costs a scan little. A record that
+// is not stored costs the next process a full scan, nothing more, so
+// errors are only logged.
 func (s *Scanner) storeRecord(ctx context.Context, id kcache.Digest, m *memo) {
 	if s.records == nil || !m.recorded() {
 		return
@@ -491,9 +492,9 @@ func (s *Scanner) storeRecord(ctx context.Context, id kcache.Digest, m *memo) {
 
 // Bounds of record writes. A disk write of a record takes milliseconds;
 // one that takes longer than recordWriteWait (by default; WithRecordWait)
-// goes on in the background,
-// at most maxRecordWrites at a time (past that a scan stores none), and
-// is abandoned after recordWriteTimeout where the store heeds contexts.
+// goes on in the background, at most maxRecordWrites at a time (past that
+// a scan stores none), and is abandoned after recordWriteTimeout where
+// the store heeds contexts.
 const (
 	recordWriteWait    = 100 * time.Millisecond
 	recordWriteTimeout = 30 * time.Second

@@ -47,13 +47,10 @@ type identities struct {
 }
 
 func (s *identities) of(d C.cl_device_id) identity {
-	s.mu.Lock()
-	id, ok := s.ids[d]
-	s.mu.Unlock()
-	if ok {
+	if id, ok := s.known(d); ok {
 		return id
 	}
-	id = deviceIdentity(d)
+	id := deviceIdentity(d)
 	s.mu.Lock()
 	if s.ids == nil {
 		s.ids = map[C.cl_device_id]identity{}
@@ -61,6 +58,14 @@ func (s *identities) of(d C.cl_device_id) identity {
 	s.ids[d] = id
 	s.mu.Unlock()
 	return id
+}
+
+// known returns d's identity if it was computed already.
+func (s *identities) known(d C.cl_device_id) (identity, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.ids[d]
+	return id, ok
 }
 
 // all returns a function that returns the identities of devs, in order.
@@ -73,12 +78,10 @@ func (s *identities) of(d C.cl_device_id) identity {
 func (s *identities) all(devs []C.cl_device_id) func() ([]identity, error) {
 	out := make([]identity, len(devs))
 	missing := false
-	s.mu.Lock()
 	for i, d := range devs {
-		id, ok := s.ids[d]
+		id, ok := s.known(d)
 		out[i], missing = id, missing || !ok
 	}
-	s.mu.Unlock()
 	if !missing {
 		return func() ([]identity, error) { return out, nil }
 	}
@@ -107,10 +110,7 @@ func (s *identities) all(devs []C.cl_device_id) func() ([]identity, error) {
 // platform returns the name of d's platform, which the scan needs, without
 // waiting for the driver's files.
 func (s *identities) platform(d C.cl_device_id) string {
-	s.mu.Lock()
-	id, ok := s.ids[d]
-	s.mu.Unlock()
-	if ok {
+	if id, ok := s.known(d); ok {
 		return id.dev.Platform
 	}
 	return platformString(devicePlatform(d), C.CL_PLATFORM_NAME)

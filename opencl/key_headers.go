@@ -40,9 +40,7 @@ func (c *Cache) dependencies(platform string, src Source) ([]kcache.Header, stri
 func (c *Cache) scanInput(platform string, src Source) (deps.Input, string, error) {
 	in, err := keyparts.OpenCLScan(src.Code, src.Options, platform)
 	in.Path, in.Depends = src.Path, src.Depends
-	if c.private != "" && in.MainDir == c.private {
-		in.PrivateDir = c.private
-	}
+	in = keyparts.WithPrivateDir(in, c.private)
 	if err != nil || c.baseDir == "" {
 		return in, src.Options, err
 	}

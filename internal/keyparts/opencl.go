@@ -204,6 +204,18 @@ func OpenCLScan(src []byte, options, platform string) (deps.Input, error) {
 	return in, nil
 }
 
+// WithPrivateDir returns in with dir, a PoCL directory of the process's
+// own, as its private directory (deps.Input.PrivateDir) where it is the
+// directory PoCL searches first (in.MainDir, from POCL_CACHE_DIR): the
+// scan's dependency record then serves other processes, each with its
+// own. "" leaves in as it is.
+func WithPrivateDir(in deps.Input, dir string) deps.Input {
+	if dir != "" && in.MainDir == dir {
+		in.PrivateDir = dir
+	}
+	return in
+}
+
 // withPoCLExtraFlags returns the options PoCL compiles with: the build
 // options and then POCL_EXTRA_BUILD_FLAGS, joined by a blank
 // (lib/CL/pocl_build.c compile_and_link_program), whose -I and -D the

@@ -52,9 +52,7 @@ func Headers(ctx context.Context, s *deps.Scanner, src []byte, options, cwd, pla
 		return nil, nil, nil, err
 	}
 	in.WorkDir = cwd
-	if privateDir != "" && in.MainDir == privateDir {
-		in.PrivateDir = privateDir
-	}
+	in = keyparts.WithPrivateDir(in, privateDir)
 	headers, trace, err = s.Scan(ctx, in)
 	if err != nil {
 		return nil, nil, nil, err
