@@ -211,27 +211,48 @@ func openCLDriver(names []string, mapped []Mapping, search []string) Driver {
 	}
 	var d Driver
 	roots := slices.Clone(icd)
-	var data []string
+	var disk [][]string
 	for _, m := range icd {
 		d.ICD = append(d.ICD, mappedID(m))
-		plugins, disk := pluginFiles(m.Path, mapped)
+		plugins, unmapped := pluginFiles(m.Path, mapped)
 		roots = append(roots, plugins...)
-		data = append(data, disk...)
-		data = append(data, dataFiles(m.Path)...)
+		disk = append(disk, unmapped)
 	}
+	// The data directories' walk and stats (PoCL's headers and kernel
+	// library) run beside the closure's reads: a new process's first
+	// build waits for both.
+	dataIDs := make(chan Files, 1)
+	go func() {
+		var data []string
+		for i, m := range icd {
+			data = append(data, disk[i]...)
+			data = append(data, dataFiles(m.Path)...)
+		}
+		dataIDs <- statFiles(data)
+	}()
 	libs := closure(roots, mapped)
+	var headers []string
 	for _, m := range libs {
 		d.Files = append(d.Files, mappedID(m))
-		data = append(data, resourceHeaders(m.Path)...)
+		headers = append(headers, resourceHeaders(m.Path)...)
 	}
-	for _, p := range data {
+	d.Files = append(d.Files, <-dataIDs...)
+	d.Files = append(d.Files, statFiles(headers)...)
+	return d
+}
+
+// statFiles returns the identities of the files at paths, in order; one
+// that cannot be read is keyed by its path, marked.
+func statFiles(paths []string) Files {
+	out := make(Files, 0, len(paths))
+	for _, p := range paths {
 		id, err := statReal(p)
 		if err != nil {
 			id.Path += " (unreadable)"
 		}
-		d.Files = append(d.Files, id)
+		out = append(out, id)
 	}
-	return d
+	return out
 }
 
 // mappedID returns the identity of a mapped file: the file on disk, or,

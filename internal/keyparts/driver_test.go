@@ -787,3 +787,30 @@ func BenchmarkParseMaps(b *testing.B) {
 		parseMaps(bytes.NewReader(data))
 	}
 }
+
+// FuzzCandidatesByName checks the closure's index against mayProvide
+// asked of every mapped file: the same files, in mapped's order.
+func FuzzCandidatesByName(f *testing.F) {
+	f.Add("libstdc++.so.6.0.30", "libstdc++.so.6", "libc.so.6", "libstdc++.so.6")
+	f.Add("libx.so", "libx.so.1", "x", "libx.so.1.2")
+	f.Add("a..so", "a.so.so", "a.s.so", "a..so.1")
+	f.Add("libz.so.1", "libz.so.1.2.13", "libzstd.so.1", "libz")
+	f.Fuzz(func(t *testing.T, a, b, c, name string) {
+		var mapped []Mapping
+		for i, base := range []string{a, b, c, a} {
+			if strings.Contains(base, "/") || base == "" {
+				return
+			}
+			mapped = append(mapped, Mapping{Path: "/lib" + strconv.Itoa(i) + "/" + base})
+		}
+		var want []Mapping
+		for _, m := range mapped {
+			if mayProvide(m.Path, name) {
+				want = append(want, m)
+			}
+		}
+		if got := candidatesByName(mapped)(name); !slices.Equal(got, want) {
+			t.Errorf("candidatesByName(%q) = %v, want %v", name, got, want)
+		}
+	})
+}

@@ -21,23 +21,33 @@ import (
 func closure(roots, mapped []Mapping) []Mapping {
 	out := []Mapping{}
 	seen := map[string]bool{}
+	libs := newDynCache()
+	defer libs.close()
 	add := func(m Mapping) {
 		if !seen[m.Path] {
 			seen[m.Path] = true
 			out = append(out, m)
+			libs.start(m.Path)
 		}
 	}
 	for _, r := range roots {
 		add(r)
 	}
-	libs := dynCache{}
+	byName := candidatesByName(mapped)
 	for i := 0; i < len(out); i++ { // out grows as needed libraries are found
 		d, err := libs.read(out[i].Path)
 		if err != nil {
 			continue
 		}
 		for _, name := range d.needed {
-			for _, m := range mapped {
+			for _, m := range byName(name) {
+				if filepath.Base(m.Path) != name {
+					libs.start(m.Path) // its DT_SONAME decides: read it beside the others
+				}
+			}
+		}
+		for _, name := range d.needed {
+			for _, m := range byName(name) {
 				if providesName(m.Path, name, libs) {
 					add(m)
 				}
@@ -47,16 +57,52 @@ func closure(roots, mapped []Mapping) []Mapping {
 	return out
 }
 
-// providesName reports whether the library at path is the one the loader
-// gives for the DT_NEEDED name: its file name is name, or it is a version
-// of it (libstdc++.so.6.0.30 for libstdc++.so.6) whose DT_SONAME is name.
-func providesName(path, name string, libs dynCache) bool {
+// candidatesByName indexes mapped by what mayProvide matches a DT_NEEDED
+// name by, and returns the lookup: the mapped files that may provide a
+// name, in mapped's order. A large application maps hundreds of files;
+// a driver's closure asks for a few hundred names.
+func candidatesByName(mapped []Mapping) func(name string) []Mapping {
+	byBase := map[string][]Mapping{}
+	byStem := map[string][]Mapping{} // "libstdc++" for libstdc++.so.6.0.30
+	for _, m := range mapped {
+		base := filepath.Base(m.Path)
+		byBase[base] = append(byBase[base], m)
+		if stem, _, ok := strings.Cut(base, ".so"); ok {
+			byStem[stem] = append(byStem[stem], m)
+		}
+	}
+	return func(name string) []Mapping {
+		stem, _, ok := strings.Cut(name, ".so")
+		if !ok {
+			return byBase[name]
+		}
+		// A name with ".so" in it is matched by its stem (the text before
+		// its first ".so"), which every file mayProvide accepts has as its
+		// own: the file named name among them.
+		return byStem[stem]
+	}
+}
+
+// mayProvide reports whether the library at path can be the one the
+// loader gives for the DT_NEEDED name, by its file name alone: it is
+// name, or a version of it whose DT_SONAME then decides.
+func mayProvide(path, name string) bool {
 	base := filepath.Base(path)
 	if base == name {
 		return true
 	}
 	stem, _, ok := strings.Cut(name, ".so")
-	if !ok || !strings.HasPrefix(base, stem+".so") {
+	return ok && strings.HasPrefix(base, stem+".so")
+}
+
+// providesName reports whether the library at path is the one the loader
+// gives for the DT_NEEDED name: its file name is name, or it is a version
+// of it (libstdc++.so.6.0.30 for libstdc++.so.6) whose DT_SONAME is name.
+func providesName(path, name string, libs *dynCache) bool {
+	if filepath.Base(path) == name {
+		return true
+	}
+	if !mayProvide(path, name) {
 		return false
 	}
 	d, err := libs.read(path)
@@ -69,22 +115,70 @@ type dynInfo struct {
 	soname string   // DT_SONAME; "" where there is none
 }
 
-// dynCache keeps each library's dynamic section as read, by path: a
-// closure asks for a library's needs and for its name, each once.
-type dynCache map[string]dynResult
-
-type dynResult struct {
-	d   dynInfo
-	err error
+// dynCache keeps each library's dynamic section by path, for one closure,
+// which asks for a library's needs and for its name, each once. A read
+// starts as soon as the closure knows it will ask (start), so that the
+// reads of a level of the closure (libpocl's LLVM, clang, C++ runtime and
+// the rest) run side by side, on dynReaders goroutines: in a new process
+// each is a few system calls and the first touch of its pages, and the
+// application's thread waits for the whole closure at its first build.
+// Only the closure's goroutine uses the map; each read writes its own
+// result and closes its done.
+type dynCache struct {
+	reads map[string]*dynRead
+	jobs  chan *dynRead // to the readers, which start with the first read
 }
 
-func (c dynCache) read(path string) (dynInfo, error) {
-	r, ok := c[path]
-	if !ok {
-		r.d, r.err = dynSections.read(path)
-		c[path] = r
+// dynReaders is how many libraries a closure reads at once: enough to
+// overlap the system calls of a level, few enough that their stacks, each
+// fresh memory in a new process, cost little.
+const dynReaders = 3
+
+// dynRead is one library's read, done when done is closed.
+type dynRead struct {
+	path string
+	done chan struct{}
+	d    dynInfo
+	err  error
+}
+
+func newDynCache() *dynCache { return &dynCache{reads: map[string]*dynRead{}} }
+
+// start begins reading the library at path, unless it was begun.
+func (c *dynCache) start(path string) *dynRead {
+	r, ok := c.reads[path]
+	if ok {
+		return r
 	}
+	if c.jobs == nil {
+		c.jobs = make(chan *dynRead, 64)
+		for range dynReaders {
+			go func() {
+				for r := range c.jobs {
+					r.d, r.err = dynSections.read(r.path)
+					close(r.done)
+				}
+			}()
+		}
+	}
+	r = &dynRead{path: path, done: make(chan struct{})}
+	c.reads[path] = r
+	c.jobs <- r
+	return r
+}
+
+// read returns the library's dynamic section, waiting for its read.
+func (c *dynCache) read(path string) (dynInfo, error) {
+	r := c.start(path)
+	<-r.done
 	return r.d, r.err
+}
+
+// close lets the readers end once the reads started are done.
+func (c *dynCache) close() {
+	if c.jobs != nil {
+		close(c.jobs)
+	}
 }
 
 // dynSections keeps, for the process, each library's dynamic section by
@@ -135,9 +229,10 @@ func (c *dynMemo) read(path string) (dynInfo, error) {
 	if err != nil {
 		return d, err
 	}
-	if after, err := statIdentity(path); err != nil || after != id {
-		return d, nil // changed while read: used once, not kept
-	}
+	// Kept under the identity stated before the read. A file written
+	// while it was read has another identity now (its change time moved),
+	// so what was read is found by no later stat; no second stat is
+	// needed to keep it out.
 	c.mu.Lock()
 	c.m[id] = d
 	c.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"syscall"
 )
 
@@ -68,7 +69,9 @@ type elfLayout struct {
 
 // parseDynamic reads r, an ELF file, as readDynamicFast describes.
 func parseDynamic(file io.ReaderAt) (dynInfo, error) {
-	r := &prefixReader{r: file}
+	scratch := elfScratches.Get().(*elfScratch)
+	defer elfScratches.Put(scratch)
+	r := &prefixReader{r: file, buf: scratch.prefix[:]}
 	lay, err := readELFHeader(r)
 	if err != nil {
 		return dynInfo{}, err
@@ -84,7 +87,7 @@ func parseDynamic(file io.ReaderAt) (dynInfo, error) {
 	if dyn.filesz > maxDynamicSection {
 		return dynInfo{}, errNotDynamicELF
 	}
-	data := make([]byte, dyn.filesz)
+	data := scratch.bytes(int(dyn.filesz))
 	if _, err := r.ReadAt(data, int64(dyn.offset)); err != nil {
 		return dynInfo{}, err
 	}
@@ -124,7 +127,7 @@ func parseDynamic(file io.ReaderAt) (dynInfo, error) {
 	if hasSoname {
 		offs = append(offs, soname)
 	}
-	names, err := readNames(r, base, strsz, offs)
+	names, err := readNames(r, base, strsz, offs, scratch)
 	if err != nil {
 		return dynInfo{}, err
 	}
@@ -140,16 +143,37 @@ func parseDynamic(file io.ReaderAt) (dynInfo, error) {
 // headers lie there in any library a linker made, one read for both.
 type prefixReader struct {
 	r      io.ReaderAt
-	prefix []byte // the file's first bytes, as read; nil until the first read
+	buf    []byte // where the prefix is read: prefixSize bytes
+	prefix []byte // the file's first bytes, as read into buf; nil until the first read
 }
 
 const prefixSize = 4 << 10
 
+// elfScratch is the memory one library's read uses and gives back: its
+// prefix, and the dynamic segment or the names' window (one at a time).
+// A new process reads some thirty libraries for its first key, and fresh
+// memory costs a page fault for every page first touched: the buffers are
+// reused (elfScratches) rather than allocated for each library.
+type elfScratch struct {
+	prefix [prefixSize]byte
+	buf    []byte
+}
+
+var elfScratches = sync.Pool{New: func() any { return new(elfScratch) }}
+
+// bytes returns n bytes of the scratch buffer, grown if need be; their
+// content is undefined.
+func (s *elfScratch) bytes(n int) []byte {
+	if cap(s.buf) < n {
+		s.buf = make([]byte, n)
+	}
+	return s.buf[:n]
+}
+
 func (p *prefixReader) ReadAt(b []byte, off int64) (int, error) {
 	if p.prefix == nil {
-		buf := make([]byte, prefixSize)
-		n, _ := p.r.ReadAt(buf, 0)
-		p.prefix = buf[:n]
+		n, _ := p.r.ReadAt(p.buf, 0)
+		p.prefix = p.buf[:n]
 	}
 	if off >= 0 && off+int64(len(b)) <= int64(len(p.prefix)) {
 		return copy(b, p.prefix[off:]), nil
@@ -164,7 +188,7 @@ const maxNamesWindow = 64 << 10
 // readNames reads the dynamic strings at offs of the table at base, of
 // strsz bytes: as readName reads each, but in one read where they lie
 // within maxNamesWindow of each other.
-func readNames(r io.ReaderAt, base, strsz uint64, offs []uint64) ([]string, error) {
+func readNames(r io.ReaderAt, base, strsz uint64, offs []uint64, scratch *elfScratch) ([]string, error) {
 	if len(offs) == 0 {
 		return nil, nil
 	}
@@ -186,7 +210,7 @@ func readNames(r io.ReaderAt, base, strsz uint64, offs []uint64) ([]string, erro
 		}
 		return out, nil
 	}
-	window := make([]byte, hi-lo)
+	window := scratch.bytes(int(hi - lo))
 	got, err := r.ReadAt(window, int64(base+lo))
 	window = window[:got]
 	for _, off := range offs {

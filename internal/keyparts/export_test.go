@@ -9,3 +9,11 @@ func ResetOpenCLDriver() {
 	loadedDriver.prefetches = 0
 	loadedDriver.mu.Unlock()
 }
+
+// ResetDynSections forgets every library's dynamic section read so far,
+// as a new process starts.
+func ResetDynSections() {
+	dynSections.mu.Lock()
+	clear(dynSections.m)
+	dynSections.mu.Unlock()
+}

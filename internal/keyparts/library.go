@@ -1,10 +1,10 @@
 package keyparts
 
 import (
+	"bufio"
 	"bytes"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 )
 
@@ -69,31 +69,33 @@ const mapsReadSize = 32 << 10
 // parseMaps reads the file mappings of a maps file (address, permissions,
 // offset, device major:minor in hex, inode, path); anonymous mappings and
 // pseudo-files ([heap], [vdso]) have inode 0 and are left out. It reads
-// the whole file and takes each line's fields in place: a string is made
-// only for a path kept.
+// the file in mapsReadSize pieces and takes each line's fields in place,
+// in the reader's buffer: a string is made only for a path kept, and no
+// copy of the whole file is made or grown.
 func parseMaps(r io.Reader) []Mapping {
-	data, err := readInChunks(r, mapsReadSize)
-	if err != nil && len(data) == 0 {
-		return nil
-	}
+	br := bufio.NewReaderSize(r, mapsReadSize)
 	var out []Mapping
 	seen := map[string]bool{}
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		m, ok := parseMapsLine(line)
-		if !ok || seen[string(m.path)] {
+	var long []byte // a line longer than the buffer, gathered
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long = append(long, line...)
 			continue
 		}
-		path := string(m.path)
-		seen[path] = true
-		out = append(out, Mapping{Path: path, Dev: parseDev(m.dev), Inode: m.inode})
+		if long != nil {
+			line, long = append(long, line...), nil
+		}
+		line = bytes.TrimSuffix(line, []byte{'\n'})
+		if m, ok := parseMapsLine(line); ok && !seen[string(m.path)] {
+			path := string(m.path)
+			seen[path] = true
+			out = append(out, Mapping{Path: path, Dev: parseDev(m.dev), Inode: m.inode})
+		}
+		if err != nil {
+			return out
+		}
 	}
-	return out
 }
 
 // mapsLine is a maps line's fields that parseMaps keeps, in place.
@@ -119,22 +121,6 @@ func parseMapsLine(line []byte) (mapsLine, bool) {
 		return mapsLine{}, false
 	}
 	return mapsLine{dev: fields[3], path: path, inode: ino}, true
-}
-
-// readInChunks reads r to its end, each read of chunk bytes.
-func readInChunks(r io.Reader, chunk int) ([]byte, error) {
-	buf := make([]byte, 0, 4*chunk)
-	for {
-		buf = slices.Grow(buf, chunk)
-		n, err := r.Read(buf[len(buf) : len(buf)+chunk])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
 }
 
 // parseDev turns a maps file's "major:minor" (hex) into the number stat
