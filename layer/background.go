@@ -8,6 +8,7 @@ import "C"
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,29 +86,93 @@ func (l *layer) order(p *program) {
 		}
 		pending := s.pending
 		s.pending = nil
-		o := layerstore.Order{
-			Key:     s.key.Digest(),
-			Format:  s.key.Image.Format,
-			Source:  s.key.Image.Source,
-			Options: s.key.Options.Compile,
-			Dir:     s.cwd,
-			Env:     l.buildEnv,
-			Device:  l.ids.of(s.dev).cl,
-			Log:     s.log,
-			PID:     os.Getpid(),
+		key, b, err := s.encodedOrder(l)
+		if err == nil {
+			err = l.queue.PutEncoded(key, b)
 		}
-		if err := l.queue.Put(o); err != nil {
+		if err != nil {
 			l.warn("writing a build order", "err", err)
 			pending.Abort(err)
 			continue
 		}
 		pending.Drop("left to the background worker")
-		l.mine.Store(o.Key, true)
-		l.log.Debug("kcache layer: ordered", "key", o.Key)
+		l.mine.Store(key, true)
+		l.log.Debug("kcache layer: ordered", "key", key)
 		ordered = true
 	}
 	if ordered {
 		l.scheduleWorker()
+	}
+}
+
+// encodedOrder is a slot's build order, its key's digest and its bytes,
+// once done is closed.
+type encodedOrder struct {
+	done chan struct{}
+	key  kcache.Digest
+	b    []byte
+	err  error
+}
+
+// prepareOrders encodes the build orders of the slots still pending, on a
+// goroutine of their own: a program left to the worker has its order
+// written at a commit point or at the process's exit, on the
+// application's thread, where the encoding (the key's digest, the order's
+// JSON and checksum: GEGL's exit wrote sixteen) would otherwise be spent.
+// Called before the slots are shared.
+func (l *layer) prepareOrders(slots []*slot) {
+	var todo []*slot
+	for _, s := range slots {
+		if s.pending != nil {
+			s.order = &encodedOrder{done: make(chan struct{})}
+			todo = append(todo, s)
+		}
+	}
+	if len(todo) == 0 {
+		return
+	}
+	go func() {
+		for _, s := range todo {
+			func() {
+				defer close(s.order.done)
+				defer func() {
+					if r := recover(); r != nil {
+						s.order.err = fmt.Errorf("kcache layer: encoding a build order: %v", r)
+					}
+				}()
+				o := l.orderOf(s)
+				s.order.key = o.Key
+				s.order.b, s.order.err = o.Encode()
+			}()
+		}
+	}()
+}
+
+// encodedOrder returns the slot's build order as prepareOrders encoded
+// it, waiting for it, or encodes it now where it was not prepared.
+func (s *slot) encodedOrder(l *layer) (kcache.Digest, []byte, error) {
+	if s.order == nil {
+		o := l.orderOf(s)
+		b, err := o.Encode()
+		return o.Key, b, err
+	}
+	<-s.order.done
+	return s.order.key, s.order.b, s.order.err
+}
+
+// orderOf is the slot's build order: its key, source, options and
+// device, and the build log the application saw.
+func (l *layer) orderOf(s *slot) layerstore.Order {
+	return layerstore.Order{
+		Key:     s.key.Digest(),
+		Format:  s.key.Image.Format,
+		Source:  s.key.Image.Source,
+		Options: s.key.Options.Compile,
+		Dir:     s.cwd,
+		Env:     l.buildEnv,
+		Device:  l.ids.of(s.dev).cl,
+		Log:     s.log,
+		PID:     os.Getpid(),
 	}
 }
 

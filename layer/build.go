@@ -80,6 +80,9 @@ type slot struct {
 	// unchanged reports whether the files the key was computed from are
 	// still as the scan saw them (see depsScanner).
 	unchanged func() bool
+	// order is the slot's build order, encoded beside the application
+	// once the build is done (prepareOrders); nil where none was.
+	order *encodedOrder
 }
 
 var errDeviceSubset = errors.New("build for a subset of the program's devices")
@@ -339,6 +342,9 @@ func (l *layer) built(ctx context.Context, p *program, st step, slots []*slot, t
 		}
 	}
 	bg := st.format == buildStep.format && l.onPoCL(slots)
+	if bg {
+		l.prepareOrders(slots)
+	}
 	p.mu.Lock()
 	p.done, p.slots, p.real, p.builtAt, p.bg = true, slots, p.src, time.Now(), bg
 	p.mu.Unlock()

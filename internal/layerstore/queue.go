@@ -61,6 +61,13 @@ func (q Queue) Put(o Order) error {
 	if err != nil {
 		return err
 	}
+	return q.PutEncoded(o.Key, b)
+}
+
+// PutEncoded writes an order encoded already (Order.Encode) for the key
+// digest d, replacing an order of the same key: a process encodes its
+// orders while it runs and writes them at its commit points or exit.
+func (q Queue) PutEncoded(d kcache.Digest, b []byte) error {
 	if err := os.MkdirAll(q.dir, 0o700); err != nil {
 		return fmt.Errorf("kcache layer: build orders: %w", err)
 	}
@@ -73,7 +80,7 @@ func (q Queue) Put(o Order) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), q.path(o.Key))
+		err = os.Rename(f.Name(), q.path(d))
 	}
 	if err != nil {
 		os.Remove(f.Name())
