@@ -200,3 +200,32 @@ func TestScanStart(t *testing.T) {
 		t.Errorf("a new process's record: called %d times (%v), want still 1", calls.Load(), err)
 	}
 }
+
+// BenchmarkEarlySmallRecord is a new process's first early key of a
+// source whose record lists a few places: checked on a goroutine of its
+// own while the caller goes on (the path of larger records), or before
+// AppendHeadersEarly returns. Each iteration is a new Scanner; the record
+// comes from memory, so what differs is the goroutine and the wait.
+func BenchmarkEarlySmallRecord(b *testing.B) {
+	_, in := recordTree(b)
+	store := newMemRecords()
+	want, _ := scanRecorded(b, settledScanner(store), in)
+	for _, bc := range []struct {
+		name   string
+		inline int
+	}{{"goroutine", 0}, {"inline", earlyInlinePlaces}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				s := settledScanner(store)
+				s.earlyInline = bc.inline
+				b.StartTimer()
+				got, confirm := appendEarly(b, s, in)
+				if !confirm() || len(got) != len(want) {
+					b.Fatalf("headers %v, want %v confirmed", got, want)
+				}
+			}
+		})
+	}
+}
