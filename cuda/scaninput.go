@@ -41,11 +41,12 @@ func scanInputs(src Source, p plan) []deps.Input {
 
 // scannedEarly returns the files src includes, as the scanner finds them.
 // With early, a new process's first key takes them from the dependency
-// records of src's inputs before the records' stats are done, and
-// confirm waits for those stats (deps.Scanner.AppendHeadersEarly): the
-// caller looks its binary up meanwhile (a disk read, a module load, which
-// on a CUB kernel take longer than the stats of its 700 files) and uses
-// nothing it found unless confirm returns true.
+// records of src's inputs before the records' stats are done (records of
+// more than a few places), and confirm waits for those stats
+// (deps.Scanner.AppendHeadersEarly): the caller looks its binary up
+// meanwhile (a disk read, a module load, which on a CUB kernel take longer
+// than the stats of its 700 files) and uses nothing it found unless
+// confirm returns true.
 func (c *Cache) scannedEarly(ctx context.Context, src Source, p plan, early bool) (_ []kcache.Header, confirm deps.Confirm, err error) {
 	if !early {
 		scanned, err := c.scanned(ctx, nil, src, p)

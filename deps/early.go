@@ -14,6 +14,17 @@ import (
 // stats run (a disk read, a module load), provided it uses nothing it
 // found before they all answered as recorded: AppendHeadersEarly.
 
+// earlyInlinePlaces is the most places a record may list for
+// AppendHeadersEarly to stat them on the caller's goroutine before it
+// returns, as AppendHeaders does, rather than on a goroutine of their own
+// while the caller looks its binary up. A one-header kernel's record lists
+// a handful; in a new process, starting the goroutine and waiting for its
+// answer cost more than the stats themselves (H100, cold first requests,
+// medians: 14 and 6 us, against about 1 us a stat; bench/RESULTS-cuda.md,
+// hit7). A record past it is checked as before: the stats of hundreds of
+// headers are worth overlapping with a disk read and a module load.
+const earlyInlinePlaces = 16
+
 // Confirm reports whether the headers AppendHeadersEarly returned hold:
 // every stat of the record they came from answered as recorded, and every
 // file it pins was settled. It waits for the stats; it may be called any
@@ -24,9 +35,9 @@ type Confirm func() bool
 func confirmed() bool { return true }
 
 // AppendHeadersEarly is AppendHeaders, except where this process has no
-// memo of in and in's dependency record loads: it then appends the
-// record's headers at once and checks the record by stat on another
-// goroutine. The caller must not use anything found with the headers (a
+// memo of in and in's dependency record loads and lists more than a few
+// places (earlyInlinePlaces): it then appends the record's headers at once
+// and checks the record by stat on another goroutine. The caller must not use anything found with the headers (a
 // key, a binary) before confirm returns true; when it returns false the
 // record was stale, and AppendHeaders, called again, scans. Elsewhere
 // the headers hold on return, and confirm returns true at once. in must

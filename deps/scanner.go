@@ -231,6 +231,9 @@ type Scanner struct {
 	writes  sync.WaitGroup // the same, for WaitRecords
 	// recordWait is how long storeRecord waits for a write (WithRecordWait).
 	recordWait time.Duration
+	// earlyInline is the most places a record may list for an early key
+	// to check them before it returns (early.go).
+	earlyInline int
 	// builtins is the macro table of the last Input.Builtins seen, and
 	// builtinText their text (scan.builtinsMention).
 	builtins    builtinValue[*macroTable]
@@ -247,7 +250,7 @@ func NewScanner(logger *slog.Logger, opts ...Option) *Scanner {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Scanner{log: logger, fs: osFileSystem(), files: newFileCache(), dirs: newDirCache(), memos: newMemoCache(), reported: map[string]struct{}{}, recordWait: recordWriteWait}
+	s := &Scanner{log: logger, fs: osFileSystem(), files: newFileCache(), dirs: newDirCache(), memos: newMemoCache(), reported: map[string]struct{}{}, recordWait: recordWriteWait, earlyInline: earlyInlinePlaces}
 	for _, o := range opts {
 		o(s)
 	}
@@ -312,7 +315,7 @@ func (s *Scanner) memoOf(ctx context.Context, in Input, early bool) (*memo, Conf
 		// A memo of this process is newer than any record, which was
 		// loaded or written with it.
 		if r := s.loadRecord(ctx, key, in, wd); r.m != nil {
-			if early {
+			if early && len(r.m.seen) > s.earlyInline {
 				return r.m, s.confirmLater(ctx, r, in, wd, h), nil
 			}
 			if r.holds(ctx, s, in) {

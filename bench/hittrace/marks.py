@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Puts the hittrace marks into a copy of the tree (never into a branch).
+
+Usage: python3 bench/hittrace/marks.py COPY [fine]
+
+COPY is a scratch copy of the repository (git worktree add --detach). The
+script writes internal/hittrace from hittrace.patch, marks the steps of
+cuda.Cache.Module, of the scanner's memoOf and loadRecord and of the CUDA
+demo's phases; with "fine", also the record key, the disk tier's read
+(leaf, open, read, parse, compare, CRC, close, access time) and the
+record's check. Made on main at 4d83ac0 (branch hit7); a step whose text
+moved makes it stop with the text it missed.
+"""
+import os, re, sys
+
+root = sys.argv[1]
+fine = len(sys.argv) > 2 and sys.argv[2] == 'fine'
+here = os.path.dirname(os.path.abspath(__file__))
+
+def hittrace_source():
+    patch = open(os.path.join(here, 'hittrace.patch')).read()
+    part = patch.split('+++ b/internal/hittrace/hittrace.go\n', 1)[1]
+    lines = part.split('\n')[1:]  # the hunk header
+    return '\n'.join(l[1:] for l in lines if l.startswith('+')) + '\n'
+
+def edit(path, pairs):
+    p = os.path.join(root, path)
+    s = open(p).read()
+    if 'internal/hittrace' not in s:
+        s = s.replace('import (\n', 'import (\n\t"github.com/kcache/kcache/internal/hittrace"\n', 1)
+    for old, new in pairs:
+        if old not in s:
+            sys.exit('marks.py: not found in %s:\n%s' % (path, old))
+        s = s.replace(old, new, 1)
+    open(p, 'w').write(s)
+
+os.makedirs(os.path.join(root, 'internal/hittrace'), exist_ok=True)
+open(os.path.join(root, 'internal/hittrace/hittrace.go'), 'w').write(hittrace_source())
+edit('internal/demo/cuda_phase.go',[
+ ('\tstart := time.Now()\n\tm, err := sess.Cache.Module(ctx, src)\n','\thittrace.Reset()\n\tstart := time.Now()\n\tm, err := sess.Cache.Module(ctx, src)\n\thittrace.Mark("module")\n'),
+ ('\tr := cudaResult{Outcome: m.Outcome.String(), MS: msSince(start), Bytes: len(m.Image()), Format: m.Format()}\n','\tr := cudaResult{Outcome: m.Outcome.String(), MS: msSince(start), Bytes: len(m.Image()), Format: m.Format()}\n\thittrace.Mark("launch")\n\thittrace.Dump(os.Stderr, "cache "+c.Name)\n'),
+ ('\tstart := time.Now()\n\timg, err := os.ReadFile(base + ext)\n','\thittrace.Reset()\n\tstart := time.Now()\n\timg, err := os.ReadFile(base + ext)\n\thittrace.Mark("read")\n'),
+ ('\tm, err := ctx.LoadModule(img, nil)\n','\tm, err := ctx.LoadModule(img, nil)\n\thittrace.Mark("LoadModule")\n'),
+ ('\tr := cudaResult{Outcome: mode, MS: msSince(start), Bytes: len(img), Format: ext[1:]}\n','\tr := cudaResult{Outcome: mode, MS: msSince(start), Bytes: len(img), Format: ext[1:]}\n\thittrace.Mark("launch")\n\thittrace.Dump(os.Stderr, mode+" "+c.Name)\n'),
+])
+edit('cuda/cache.go',[
+ ('\tp, err := c.plan(src)\n\tif err != nil {\n\t\treturn nil, err\n\t}\n\t// A key that takes long','\tp, err := c.plan(src)\n\thittrace.Mark("plan")\n\tif err != nil {\n\t\treturn nil, err\n\t}\n\t// A key that takes long'),
+ ('\tdefer endEarly()\n','\tdefer endEarly()\n\thittrace.Mark("early")\n'),
+ ('\te, h := c.keys.lookup(src)\n\tscanned, confirm, err := c.scannedEarly(ctx, src, p, early)\n','\te, h := c.keys.lookup(src)\n\thittrace.Mark("keymemo")\n\tscanned, confirm, err := c.scannedEarly(ctx, src, p, early)\n\thittrace.Mark("scanned")\n'),
+ ('\tprep := c.keyWith(src, p, headers).Prepare()\n','\tkk := c.keyWith(src, p, headers)\n\thittrace.Mark("keyWith")\n\tprep := kk.Prepare()\n\thittrace.Mark("Prepare")\n'),
+ ('\td := prep.Digests().Key\n\tif h, ok := c.modules.Get(d); ok {','\td := prep.Digests().Key\n\thittrace.Mark("prepared")\n\tif h, ok := c.modules.Get(d); ok {'),
+ ('\tr, err := c.bins.GetLocal(ctx, prep)\n','\thittrace.Mark("objtier")\n\tr, err := c.bins.GetLocal(ctx, prep)\n\thittrace.Mark("GetLocal")\n'),
+ ('\tim, err := decodeImage(blob)\n\tif err != nil {\n\t\treturn nil, err\n\t}\n\tm, err := c.ctx.LoadModule(im.code, c.jit)\n','\tim, err := decodeImage(blob)\n\thittrace.Mark("decode")\n\tif err != nil {\n\t\treturn nil, err\n\t}\n\tm, err := c.ctx.LoadModule(im.code, c.jit)\n\thittrace.Mark("LoadModule")\n'),
+ ('\tif !confirm() || errors.Is(err, errStaleRecord) {','\thittrace.Mark("loaded")\n\tif !confirm() || errors.Is(err, errStaleRecord) {'),
+])
+edit('deps/scanner.go',[
+ ('\tm, h := s.memos.lookup(in, wd)\n\tif m != nil && m.valid(s.fs) {\n\t\treturn m, confirmed, nil','\thittrace.Mark("s.wd")\n\tm, h := s.memos.lookup(in, wd)\n\thittrace.Mark("s.memo")\n\tif m != nil && m.valid(s.fs) {\n\t\treturn m, confirmed, nil'),
+ ('\tkey := inputID(in, wd)\n\tif m == nil {','\tkey := inputID(in, wd)\n\thittrace.Mark("s.inputID")\n\tif m == nil {'),
+ ('\tdata, err := s.records.LoadRecord(ctx, id)\n','\tdata, err := s.records.LoadRecord(ctx, id)\n\thittrace.Mark("s.rec.read")\n'),
+ ('\tr.m, r.bytes, r.read, r.decode = m, len(data), read.Sub(start), time.Since(read)\n','\tr.m, r.bytes, r.read, r.decode = m, len(data), read.Sub(start), time.Since(read)\n\thittrace.Mark("s.rec.decode")\n'),
+ ('\t\t\t\treturn r.m, s.confirmLater(ctx, r, in, wd, h), nil','\t\t\t\tcf := s.confirmLater(ctx, r, in, wd, h)\n\t\t\t\thittrace.Mark("s.confirmStart")\n\t\t\t\treturn r.m, cf, nil'),
+])
+if fine:
+    edit('deprecord.go',[('\t\t\tp = preparedRecordKey(id)\n','\t\t\tp = preparedRecordKey(id)\n\t\t\thittrace.Mark("r.prepKey")\n')])
+    edit('disk/store.go',[
+     ('\tleaf := s.leafDir(s.preparedDigests(p))\n\tnow := s.now()\n','\tleaf := s.leafDir(s.preparedDigests(p))\n\tnow := s.now()\n\thittrace.Mark("d.leaf")\n'),
+     ('\tfd, err := openRead(path)\n','\tfd, err := openRead(path)\n\thittrace.Mark("d.open")\n'),
+     ('\tdata, mtime, err := readEntryFile(fd, path)\n','\tdata, mtime, err := readEntryFile(fd, path)\n\thittrace.Mark("d.read")\n'),
+     ('\trec, bin, err := parseEntry(data)\n','\trec, bin, err := parseEntry(data)\n\thittrace.Mark("d.parse")\n'),
+     ('\tif !rec.embedded {\n\t\tbin, err = readBinary','\thittrace.Mark("d.cmp")\n\tif !rec.embedded {\n\t\tbin, err = readBinary'),
+     ('\tif mtime.IsZero() {\n\t\tif mtime, err = entryMtime','\thittrace.Mark("d.crc")\n\tif mtime.IsZero() {\n\t\tif mtime, err = entryMtime'),
+     ('\ts.touch(h.path, h.mtime)\n','\thittrace.Mark("d.close")\n\ts.touch(h.path, h.mtime)\n\thittrace.Mark("d.touch")\n'),
+    ])
+    edit('cache.go',[('\t\te, err := getFrom(ctx, t.Store, p)\n','\t\te, err := getFrom(ctx, t.Store, p)\n\t\thittrace.Mark("c.got")\n')])
+    edit('deps/scanner.go',[('\t\t\tif r.holds(ctx, s, in) {\n','\t\t\thittrace.Mark("s.preholds")\n\t\t\tif r.holds(ctx, s, in) {\n\t\t\t\thittrace.Mark("s.holds")\n')])
