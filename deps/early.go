@@ -37,11 +37,12 @@ func confirmed() bool { return true }
 // AppendHeadersEarly is AppendHeaders, except where this process has no
 // memo of in and in's dependency record loads and lists more than a few
 // places (earlyInlinePlaces): it then appends the record's headers at once
-// and checks the record by stat on another goroutine. The caller must not use anything found with the headers (a
-// key, a binary) before confirm returns true; when it returns false the
-// record was stale, and AppendHeaders, called again, scans. Elsewhere
-// the headers hold on return, and confirm returns true at once. in must
-// stay unchanged until confirm returns.
+// and checks the record by stat on another goroutine. The caller must not
+// use anything found with the headers (a key, a binary) before confirm
+// returns true; when it returns false the record was stale, and
+// AppendHeaders, called again, scans. Elsewhere the headers hold on
+// return, and confirm returns true at once. in must stay unchanged until
+// confirm returns.
 func (s *Scanner) AppendHeadersEarly(ctx context.Context, dst []kcache.Header, in Input) (_ []kcache.Header, confirm Confirm, err error) {
 	m, confirm, err := s.memoOf(ctx, in, true)
 	if err != nil {

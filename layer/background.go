@@ -140,9 +140,7 @@ func (l *layer) prepareOrders(slots []*slot) {
 						s.order.err = fmt.Errorf("kcache layer: encoding a build order: %v", r)
 					}
 				}()
-				o := l.orderOf(s)
-				s.order.key = o.Key
-				s.order.b, s.order.err = o.Encode()
+				s.order.key, s.order.b, s.order.err = l.encodeOrder(s)
 			}()
 		}
 	}()
@@ -152,18 +150,16 @@ func (l *layer) prepareOrders(slots []*slot) {
 // it, waiting for it, or encodes it now where it was not prepared.
 func (s *slot) encodedOrder(l *layer) (kcache.Digest, []byte, error) {
 	if s.order == nil {
-		o := l.orderOf(s)
-		b, err := o.Encode()
-		return o.Key, b, err
+		return l.encodeOrder(s)
 	}
 	<-s.order.done
 	return s.order.key, s.order.b, s.order.err
 }
 
-// orderOf is the slot's build order: its key, source, options and
-// device, and the build log the application saw.
-func (l *layer) orderOf(s *slot) layerstore.Order {
-	return layerstore.Order{
+// encodeOrder encodes the slot's build order: its key, source, options
+// and device, and the build log the application saw.
+func (l *layer) encodeOrder(s *slot) (kcache.Digest, []byte, error) {
+	o := layerstore.Order{
 		Key:     s.key.Digest(),
 		Format:  s.key.Image.Format,
 		Source:  s.key.Image.Source,
@@ -174,6 +170,8 @@ func (l *layer) orderOf(s *slot) layerstore.Order {
 		Log:     s.log,
 		PID:     os.Getpid(),
 	}
+	b, err := o.Encode()
+	return o.Key, b, err
 }
 
 // scheduleWorker starts the worker workerDelay from now, or at exit
