@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/disk"
+	"github.com/kcache/kcache/internal/syncbuf"
 )
 
 // benchFamily is one kind of CCCL kernel of the compile server's
@@ -128,7 +128,7 @@ func TestServeBenchClient(t *testing.T) {
 	gpu := requireGPU(t)
 	family := os.Getenv("KCACHE_SERVE_BENCH_FAMILY")
 	hdr := os.Getenv("KCACHE_SERVE_BENCH_HDR")
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	gpuAt := at()
 	c := newBenchCache(t, gpu, filepath.Join(os.Getenv("KCACHE_SERVE_BENCH_DIR"), "cache"), logs)
 	src, check := benchSource(t, gpu, family, hdr, idx)
@@ -258,7 +258,7 @@ func runBench(t *testing.T, gpu *Context, m *CachedModule) int {
 
 // newBenchCache is newServeCache with its log kept, at debug level, in
 // logs: the cache says there why it compiled here.
-func newBenchCache(t *testing.T, gpu *Context, dir string, logs *syncBuffer) *Cache {
+func newBenchCache(t *testing.T, gpu *Context, dir string, logs *syncbuf.Buffer) *Cache {
 	cfg, err := kcache.LoadConfig(func(c *kcache.Config) { c.Dir = dir; c.Persistent = true })
 	if err != nil {
 		t.Fatal(err)
@@ -280,24 +280,6 @@ func newBenchCache(t *testing.T, gpu *Context, dir string, logs *syncBuffer) *Ca
 	}
 	t.Cleanup(c.Close)
 	return c
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,42 +1,23 @@
 package opencl
 
 import (
-	"bytes"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/disk"
 	"github.com/kcache/kcache/internal/keyparts"
+	"github.com/kcache/kcache/internal/syncbuf"
 )
-
-// logBuffer is an io.Writer safe for the scanner's concurrent logging.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // privateProcess is a tier set over the disk tier in cache, as a kcache
 // command with its own PoCL directory dir makes one, logging at debug
 // level into its buffer.
-func privateProcess(t *testing.T, cache, dir string) (*tierSet, *logBuffer) {
+func privateProcess(t *testing.T, cache, dir string) (*tierSet, *syncbuf.Buffer) {
 	t.Helper()
 	t.Setenv("POCL_CACHE_DIR", dir) // what keyparts.PoCLTempDir reads for the key
 	f := testFixture(t)
@@ -44,7 +25,7 @@ func privateProcess(t *testing.T, cache, dir string) (*tierSet, *logBuffer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &logBuffer{}
+	log := &syncbuf.Buffer{}
 	logger := slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	bins := kcache.New(kcache.DefaultConfig(func(string) string { return "" }), logger, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st})
 	ctx, err := NewContext(f.dev)

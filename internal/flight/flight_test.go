@@ -1,7 +1,6 @@
 package flight
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,25 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/kcache/kcache/internal/syncbuf"
 )
-
-// lockedBuffer is a log destination safe for the builds' goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // awaitCallers blocks until n callers asked for key's build under way. It
 // orders the test's steps; it asserts nothing about time.
@@ -94,7 +77,7 @@ func TestDoPanic(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var logs lockedBuffer
+			var logs syncbuf.Buffer
 			g := Group[string, int]{Log: slog.New(slog.NewTextHandler(&logs, nil))}
 			gate := make(chan struct{})
 			panicky := func(context.Context) (int, error) {
@@ -138,7 +121,7 @@ func panicInBuilder(v any) { panic(v) }
 // TestDoGoexit checks that a build calling runtime.Goexit ends as an error
 // for every caller instead of leaving them waiting.
 func TestDoGoexit(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	g := Group[string, int]{Log: slog.New(slog.NewTextHandler(&logs, nil))}
 	gate := make(chan struct{})
 	build := func(context.Context) (int, error) {
