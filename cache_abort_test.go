@@ -1,7 +1,6 @@
 package kcache
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"runtime"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kcache/kcache/internal/flight"
+	"github.com/kcache/kcache/internal/syncbuf"
 )
 
 // guard bounds a test's wait for something that must happen, so that a
@@ -35,7 +35,7 @@ func TestGetOrBuildBuilderAborts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &countingLocker{mapStore: newMapStore()}
-			var logs safeBuffer
+			var logs syncbuf.Buffer
 			c := New(Config{}, testLogger(&logs), Tier{OutcomeDisk, store})
 			gate := make(chan struct{})
 			abort := func(context.Context) ([]byte, error) {
@@ -109,22 +109,4 @@ func TestGetOrBuildStress(t *testing.T) {
 	for store.locked.Load() != store.unlocked.Load() {
 		runtime.Gosched()
 	}
-}
-
-// safeBuffer is a log destination safe for the builds' goroutines.
-type safeBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *safeBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *safeBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,13 +34,20 @@ func newTierSet(t *testing.T, dir string) *tierSet {
 // newTierSetWith is newTierSet with the program cache's options.
 func newTierSetWith(t *testing.T, dir string, opts CacheOptions) *tierSet {
 	t.Helper()
+	return newTierSetLogged(t, dir, opts, nil)
+}
+
+// newTierSetLogged is newTierSetWith whose binary cache logs to logger
+// (nil: the default logger).
+func newTierSetLogged(t *testing.T, dir string, opts CacheOptions, logger *slog.Logger) *tierSet {
+	t.Helper()
 	f := testFixture(t)
 	st, err := disk.Open(disk.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := kcache.DefaultConfig(func(string) string { return "" })
-	bins := kcache.New(cfg, nil, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st})
+	bins := kcache.New(cfg, logger, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st})
 	ctx, err := NewContext(f.dev)
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/kcache/kcache"
-	"github.com/kcache/kcache/disk"
 	"github.com/kcache/kcache/internal/keyparts"
 	"github.com/kcache/kcache/internal/syncbuf"
 )
@@ -20,28 +19,13 @@ import (
 func privateProcess(t *testing.T, cache, dir string) (*tierSet, *syncbuf.Buffer) {
 	t.Helper()
 	t.Setenv("POCL_CACHE_DIR", dir) // what keyparts.PoCLTempDir reads for the key
-	f := testFixture(t)
-	st, err := disk.Open(disk.Options{Dir: cache})
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := &syncbuf.Buffer{}
 	logger := slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	bins := kcache.New(kcache.DefaultConfig(func(string) string { return "" }), logger, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st})
-	ctx, err := NewContext(f.dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := ctx.NewQueue(f.dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := NewCache(ctx, bins, CacheOptions{CommitDelay: -1, PrivateDir: dir, Environ: []string{}})
-	t.Cleanup(func() { c.Close(); q.Release(); ctx.Release() })
-	if c.identity(f.dev).dev.Platform != keyparts.PoCL {
+	ts := newTierSetLogged(t, cache, CacheOptions{CommitDelay: -1, PrivateDir: dir}, logger)
+	if ts.cache.identity(testFixture(t).dev).dev.Platform != keyparts.PoCL {
 		t.Skip("the private directory is PoCL's")
 	}
-	return &tierSet{bins: bins, store: st, cache: c, ctx: ctx, q: q}, log
+	return ts, log
 }
 
 // TestPrivatePoCLDirRecords: caches whose PoCL directories are their own
