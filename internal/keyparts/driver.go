@@ -1,12 +1,15 @@
 package keyparts
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Driver is what the OpenCL drivers loaded in a process are made of.
@@ -58,7 +61,7 @@ func OpenCLDriver() Driver {
 		loadedDriver.d = p.d
 		return p.d
 	}
-	loadedDriver.d = openCLDriver(in.names, in.mapped, in.search)
+	loadedDriver.d = searchOpenCLDriver(in)
 	return loadedDriver.d
 }
 
@@ -94,7 +97,7 @@ func PrefetchOpenCLDriver() {
 			p.d = prev.d
 			return
 		}
-		p.d = openCLDriver(p.in.names, p.in.mapped, p.in.search)
+		p.d = searchOpenCLDriver(p.in)
 	}()
 }
 
@@ -202,9 +205,41 @@ func (a driverInputs) sameSearch(names, search []string) bool {
 	return slices.Equal(a.names, names) && slices.Equal(a.search, search)
 }
 
+// searchOpenCLDriver is openCLDriver for a guest in an application's
+// process: a panic of the search (a reader's bug on a file it did not
+// expect) gives a driver made of a mark no other search makes, instead
+// of ending the application. What is built under it is then never found
+// by another process, nor by a later one.
+func searchOpenCLDriver(in driverInputs) (d Driver) {
+	defer func() {
+		if r := recover(); r != nil {
+			f := failedSearch(r)
+			d = Driver{ICD: f, Files: f}
+		}
+	}()
+	return openCLDriver(in.names, in.mapped, in.search)
+}
+
+// failedSearch is the mark of a search that panicked: unique to this
+// process and moment.
+func failedSearch(r any) Files {
+	return Files{{Path: fmt.Sprintf("(driver search failed in process %d: %v)", os.Getpid(), r), MTime: time.Now().UnixNano()}}
+}
+
+// searchFaults, where a test sets it (a func(step string)), is called at
+// steps of the search, to make them fail.
+var searchFaults atomic.Value
+
+func searchFault(step string) {
+	if f, _ := searchFaults.Load().(func(string)); f != nil {
+		f(step)
+	}
+}
+
 // openCLDriver finds the drivers that names (vendor files' library names)
 // resolve to among mapped, searching bare names in search.
 func openCLDriver(names []string, mapped []Mapping, search []string) Driver {
+	searchFault("start")
 	icd := icdMappings(names, mapped, search)
 	if len(icd) == 0 {
 		return Driver{}
@@ -223,14 +258,25 @@ func openCLDriver(names []string, mapped []Mapping, search []string) Driver {
 	// build waits for both.
 	dataIDs := make(chan Files, 1)
 	go func() {
+		var ids Files
+		defer func() {
+			if r := recover(); r != nil {
+				ids = failedSearch(r)
+			}
+			dataIDs <- ids
+		}()
+		searchFault("data")
 		var data []string
 		for i, m := range icd {
 			data = append(data, disk[i]...)
 			data = append(data, dataFiles(m.Path)...)
 		}
-		dataIDs <- statFiles(data)
+		ids = statFiles(data)
 	}()
-	libs := closure(roots, mapped)
+	libs, widened := closureOrMapped(roots, mapped)
+	if widened {
+		d.Files = append(d.Files, widenedFiles)
+	}
 	var headers []string
 	for _, m := range libs {
 		d.Files = append(d.Files, mappedID(m))
@@ -240,6 +286,21 @@ func openCLDriver(names []string, mapped []Mapping, search []string) Driver {
 	d.Files = append(d.Files, statFiles(headers)...)
 	return d
 }
+
+// unfoundDriverFiles is what a key holds of a driver that OpenCLDriver
+// does not find among mapped: every mapped file, marked. A key that held
+// only the driver's version strings would stay the same across a
+// rebuilt driver or compiler library of the same version.
+func unfoundDriverFiles(mapped []Mapping) Files {
+	out := Files{unfoundDriver}
+	for _, m := range mapped {
+		out = append(out, mappedID(m))
+	}
+	return out
+}
+
+// unfoundDriver marks the files of unfoundDriverFiles.
+var unfoundDriver = FileID{Path: "(no driver library found: every mapped file)"}
 
 // statFiles returns the identities of the files at paths, in order; one
 // that cannot be read is keyed by its path, marked.
@@ -430,7 +491,11 @@ func libraryFiles(path string, mapped []Mapping, companions []string) Files {
 		}
 		out = append(out, id)
 	}
-	for _, m := range closure(root, mapped) {
+	libs, widened := closureOrMapped(root, mapped)
+	if widened {
+		out = append(out, widenedFiles)
+	}
+	for _, m := range libs {
 		out = append(out, mappedID(m))
 	}
 	dir := filepath.Dir(path)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/kcache/kcache"
 )
 
 // requireReal skips a test that needs files of a real installation where
@@ -142,10 +144,10 @@ func fakeDriver(t *testing.T) (prefix string, maps []Mapping) {
 	}
 	lib := filepath.Join(prefix, "lib/x86_64-linux-gnu/libdrv.so.2.1")
 	files := map[string]string{
-		lib: "driver",
-		filepath.Join(prefix, "lib/x86_64-linux-gnu/drv/libdrv-devices-a.so"): "plugin a",
-		filepath.Join(prefix, "lib/x86_64-linux-gnu/drv/libdrv-devices-b.so"): "plugin b",
-		filepath.Join(prefix, "lib/x86_64-linux-gnu/libapp.so"):               "app",
+		lib: string(elfLib("libdrv.so.2", "libc.so.6")),
+		filepath.Join(prefix, "lib/x86_64-linux-gnu/drv/libdrv-devices-a.so"): string(elfLib("", "libdrv.so.2")),
+		filepath.Join(prefix, "lib/x86_64-linux-gnu/drv/libdrv-devices-b.so"): string(elfLib("", "libdrv.so.2", "libb.so")),
+		filepath.Join(prefix, "lib/x86_64-linux-gnu/libapp.so"):               string(elfLib("libapp.so", "libdrv.so.2")),
 		filepath.Join(prefix, "share/drv/include/_kernel.h"):                  "#define K 1",
 		filepath.Join(prefix, "share/drv/kernel-x86_64.bc"):                   "bitcode",
 	}
@@ -252,7 +254,11 @@ func TestClosure(t *testing.T) {
 		paths = append(paths, dir+n)
 	}
 	maps := mapped(t, append(paths, "/usr/bin/cat")...)
-	got := filePaths(mappedFiles(closure(maps[:1], maps)))
+	libs, complete := closure(maps[:1], maps)
+	if !complete {
+		t.Fatal("PoCL's closure incomplete")
+	}
+	got := filePaths(mappedFiles(libs))
 	var want []string
 	for _, m := range slices.Delete(slices.Clone(maps), 1, 2) {
 		if m.Path != "/usr/bin/cat" {
@@ -813,4 +819,122 @@ func FuzzCandidatesByName(f *testing.F) {
 			t.Errorf("candidatesByName(%q) = %v, want %v", name, got, want)
 		}
 	})
+}
+
+// TestUnreadableLibraryWidens checks the closure where a library's needs
+// cannot be read (a file damaged, or deleted since it was mapped, as an
+// upgrade under a running application leaves it): every mapped file
+// enters the driver's files, so that a change to one the closure could
+// not rule out changes the key. With the library intact, the
+// application's own library stays out (the test's control).
+func TestUnreadableLibraryWidens(t *testing.T) {
+	prefix, maps := fakeDriver(t)
+	search := []string{filepath.Join(prefix, "lib/x86_64-linux-gnu")}
+	app := maps[0].Path
+	digest := func(maps []Mapping) (kcache.Digest, []string) {
+		d := openCLDriver([]string{"libdrv.so.2"}, maps, search)
+		return d.Files.Digest(), filePaths(d.Files)
+	}
+	touchApp := func() {
+		time.Sleep(10 * time.Millisecond)
+		now := time.Now()
+		if err := os.Chtimes(app, now, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, files := digest(maps)
+	if slices.Contains(files, app) || slices.Contains(files, widenedFiles.Path) {
+		t.Fatalf("intact driver: files %q hold the application's library or the mark", files)
+	}
+	touchApp()
+	if after, _ := digest(maps); after != before {
+		t.Fatal("intact driver: the application's library changed the driver's digest")
+	}
+
+	deleted := slices.Clone(maps)
+	deleted[2].Path += " (deleted)" // the plugin, replaced on disk since it was mapped
+	plugin := filepath.Join(prefix, "lib/x86_64-linux-gnu/drv/libdrv-devices-a.so")
+	for name, maps := range map[string][]Mapping{"deleted": deleted, "damaged": maps} {
+		if name == "damaged" {
+			writeLib(t, plugin, "not an ELF file", time.Unix(1700000000, 0))
+		}
+		before, files := digest(maps)
+		if !slices.Contains(files, app) || !slices.Contains(files, widenedFiles.Path) {
+			t.Fatalf("%s plugin: files %q lack the application's library or the mark", name, files)
+		}
+		touchApp()
+		if after, _ := digest(maps); after == before {
+			t.Errorf("%s plugin: a change to a mapped library the closure could not rule out left the digest", name)
+		}
+	}
+	// LibraryFiles (CUDA's libraries) widens the same way.
+	lib := filepath.Join(prefix, "lib/x86_64-linux-gnu/libdrv.so.2.1")
+	writeLib(t, lib, "damaged driver", time.Unix(1700000000, 0))
+	if got := filePaths(libraryFiles(lib, maps, nil)); !slices.Contains(got, app) || !slices.Contains(got, widenedFiles.Path) {
+		t.Errorf("libraryFiles of an unreadable library = %q, want every mapped file, marked", got)
+	}
+}
+
+// TestUnfoundDriverKeysEveryMappedFile checks what stands for a driver
+// that is not found among the mapped files: each of them, marked, so
+// that a change to any changes the key.
+func TestUnfoundDriverKeysEveryMappedFile(t *testing.T) {
+	_, maps := fakeDriver(t)
+	files := unfoundDriverFiles(maps)
+	got := filePaths(files)
+	if !slices.Contains(got, unfoundDriver.Path) {
+		t.Errorf("files %q lack the mark", got)
+	}
+	for _, m := range maps {
+		if !slices.Contains(got, m.Path) {
+			t.Errorf("files %q lack the mapped %s", got, m.Path)
+		}
+	}
+	before := files.Digest()
+	time.Sleep(10 * time.Millisecond)
+	now := time.Now()
+	if err := os.Chtimes(maps[0].Path, now, now); err != nil {
+		t.Fatal(err)
+	}
+	if unfoundDriverFiles(maps).Digest() == before {
+		t.Error("a changed mapped file left the digest")
+	}
+}
+
+// failSearchAt makes the driver search panic at the steps fail picks,
+// for the test.
+func failSearchAt(t *testing.T, fail func(step string) bool) {
+	t.Helper()
+	searchFaults.Store(func(step string) {
+		if fail(step) {
+			panic("injected at " + step)
+		}
+	})
+	t.Cleanup(func() { searchFaults.Store(func(string) {}) })
+}
+
+// TestSearchPanics checks that a panic anywhere in the driver search,
+// on the caller's goroutine or one of its own, ends neither the process
+// nor exactness: a library reader's panic widens the closure as an
+// unreadable library does, and any other gives a driver of a mark that no
+// other search makes.
+func TestSearchPanics(t *testing.T) {
+	prefix, maps := fakeDriver(t)
+	in := driverInputs{names: []string{"libdrv.so.2"}, mapped: maps, search: []string{filepath.Join(prefix, "lib/x86_64-linux-gnu")}}
+	intact := searchOpenCLDriver(in)
+	if slices.Contains(filePaths(intact.Files), maps[0].Path) {
+		t.Fatal("intact search holds the application's library")
+	}
+	plugin := maps[2].Path
+	failSearchAt(t, func(step string) bool { return step == "dynamic "+plugin })
+	if got := filePaths(searchOpenCLDriver(in).Files); !slices.Contains(got, maps[0].Path) || !slices.Contains(got, widenedFiles.Path) {
+		t.Errorf("a reader's panic: files %q, want every mapped file, marked", got)
+	}
+	for _, step := range []string{"data", "start"} {
+		failSearchAt(t, func(s string) bool { return s == step })
+		a, b := searchOpenCLDriver(in), searchOpenCLDriver(in)
+		if len(a.ICD) == 0 || a.Files.Digest() == intact.Files.Digest() || a.Files.Digest() == b.Files.Digest() {
+			t.Errorf("a panic at %s: drivers %+v and %+v, want two marks of their own", step, a, b)
+		}
+	}
 }

@@ -12,13 +12,47 @@ import (
 	"syscall"
 )
 
+// closureOrMapped returns roots and every mapped library they need
+// (closure); where the needs of one of them could not be read, it
+// returns every mapped file instead, and widened true. A library whose
+// dynamic section is unreadable (deleted or replaced on disk since it
+// was mapped, as a package upgrade under a running application leaves
+// it; damaged; of a format the readers do not know) may need any of
+// them: a key that left them out could stay the same when one changed.
+// The wider set rebuilds more often (it changes with the application's
+// own libraries), never wrongly.
+func closureOrMapped(roots, mapped []Mapping) (libs []Mapping, widened bool) {
+	libs, complete := closure(roots, mapped)
+	if complete {
+		return libs, false
+	}
+	seen := map[string]bool{}
+	for _, m := range libs {
+		seen[m.Path] = true
+	}
+	for _, m := range mapped {
+		if !seen[m.Path] {
+			seen[m.Path] = true
+			libs = append(libs, m)
+		}
+	}
+	return libs, true
+}
+
+// widenedFiles marks, in a set of files, that it holds every mapped file
+// because a closure could not be followed (closureOrMapped).
+var widenedFiles = FileID{Path: "(a library's needs unread: every mapped file)"}
+
 // closure returns roots and every mapped library they need, directly or
 // through each other: each DT_NEEDED name matched against mapped by the
 // loaded library's DT_SONAME (or its file name, which is how the dynamic
 // loader recognises a library it already loaded). Libraries of the
 // process that the roots do not need are left out, so that two
-// applications using the same driver get the same closure.
-func closure(roots, mapped []Mapping) []Mapping {
+// applications using the same driver get the same closure. complete is
+// false where a library of the closure could not be read: what it needs
+// is then unknown.
+func closure(roots, mapped []Mapping) (_ []Mapping, complete bool) {
+	complete = true
 	out := []Mapping{}
 	seen := map[string]bool{}
 	libs := newDynCache()
@@ -37,6 +71,7 @@ func closure(roots, mapped []Mapping) []Mapping {
 	for i := 0; i < len(out); i++ { // out grows as needed libraries are found
 		d, err := libs.read(out[i].Path)
 		if err != nil {
+			complete = false
 			continue
 		}
 		for _, name := range d.needed {
@@ -54,7 +89,7 @@ func closure(roots, mapped []Mapping) []Mapping {
 			}
 		}
 	}
-	return out
+	return out, complete
 }
 
 // candidatesByName indexes mapped by what mayProvide matches a DT_NEEDED
@@ -98,6 +133,8 @@ func mayProvide(path, name string) bool {
 // providesName reports whether the library at path is the one the loader
 // gives for the DT_NEEDED name: its file name is name, or it is a version
 // of it (libstdc++.so.6.0.30 for libstdc++.so.6) whose DT_SONAME is name.
+// A version whose DT_SONAME cannot be read may be it: it is taken, and
+// its own read, failing again, leaves the closure incomplete.
 func providesName(path, name string, libs *dynCache) bool {
 	if filepath.Base(path) == name {
 		return true
@@ -106,7 +143,7 @@ func providesName(path, name string, libs *dynCache) bool {
 		return false
 	}
 	d, err := libs.read(path)
-	return err == nil && d.soname == name
+	return err != nil || d.soname == name
 }
 
 // dynInfo is what a closure needs of a library's dynamic section.
@@ -155,8 +192,7 @@ func (c *dynCache) start(path string) *dynRead {
 		for range dynReaders {
 			go func() {
 				for r := range c.jobs {
-					r.d, r.err = dynSections.read(r.path)
-					close(r.done)
+					r.run()
 				}
 			}()
 		}
@@ -165,6 +201,20 @@ func (c *dynCache) start(path string) *dynRead {
 	c.reads[path] = r
 	c.jobs <- r
 	return r
+}
+
+// run reads the library. A panic of the read is its error: the closure
+// then widens, and the application, whose process the layer is a guest
+// in, goes on.
+func (r *dynRead) run() {
+	defer close(r.done)
+	defer func() {
+		if p := recover(); p != nil {
+			r.err = fmt.Errorf("reading the libraries %s needs: panic: %v", r.path, p)
+		}
+	}()
+	searchFault("dynamic " + r.path)
+	r.d, r.err = dynSections.read(r.path)
 }
 
 // read returns the library's dynamic section, waiting for its read.

@@ -1,6 +1,8 @@
 package keyparts
 
 import (
+	"debug/elf"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"slices"
@@ -105,5 +107,75 @@ func TestDynSectionsByFileIdentity(t *testing.T) {
 	}
 	if got := read("rewritten in place", 1); !slices.Equal(got, first) {
 		t.Errorf("rewritten in place: needs %v, want %v", got, first)
+	}
+}
+
+// elfLib returns a minimal ELF shared object whose dynamic section names
+// soname (none where empty) and needs needed, as the dynamic loader and
+// readDynamic read it: an ELF header, a PT_LOAD of the whole file and a
+// PT_DYNAMIC, the string table, then the dynamic array.
+func elfLib(soname string, needed ...string) []byte {
+	const ehdr, phdr = 64, 56
+	strtab := []byte{0}
+	str := func(s string) uint64 {
+		off := uint64(len(strtab))
+		strtab = append(append(strtab, s...), 0)
+		return off
+	}
+	type dyn struct{ tag, val uint64 }
+	var dyns []dyn
+	for _, n := range needed {
+		dyns = append(dyns, dyn{uint64(elf.DT_NEEDED), str(n)})
+	}
+	if soname != "" {
+		dyns = append(dyns, dyn{uint64(elf.DT_SONAME), str(soname)})
+	}
+	strOff := uint64(ehdr + 2*phdr)
+	dynOff := (strOff + uint64(len(strtab)) + 7) &^ 7
+	dyns = append(dyns, dyn{uint64(elf.DT_STRTAB), strOff}, dyn{uint64(elf.DT_STRSZ), uint64(len(strtab))}, dyn{uint64(elf.DT_NULL), 0})
+	size := dynOff + uint64(16*len(dyns))
+	le := binary.LittleEndian
+	b := make([]byte, size)
+	copy(b, []byte{0x7f, 'E', 'L', 'F', byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)})
+	le.PutUint16(b[16:], uint16(elf.ET_DYN))
+	le.PutUint16(b[18:], uint16(elf.EM_X86_64))
+	le.PutUint32(b[20:], uint32(elf.EV_CURRENT))
+	le.PutUint64(b[32:], ehdr) // e_phoff
+	le.PutUint16(b[52:], ehdr) // e_ehsize
+	le.PutUint16(b[54:], phdr) // e_phentsize
+	le.PutUint16(b[56:], 2)    // e_phnum
+	le.PutUint16(b[58:], 64)   // e_shentsize
+	prog := func(at int, typ elf.ProgType, off, n, align uint64) {
+		p := b[at:]
+		le.PutUint32(p[0:], uint32(typ))
+		le.PutUint32(p[4:], uint32(elf.PF_R))
+		le.PutUint64(p[8:], off)  // p_offset
+		le.PutUint64(p[16:], off) // p_vaddr
+		le.PutUint64(p[24:], off) // p_paddr
+		le.PutUint64(p[32:], n)   // p_filesz
+		le.PutUint64(p[40:], n)   // p_memsz
+		le.PutUint64(p[48:], align)
+	}
+	prog(ehdr, elf.PT_LOAD, 0, size, 0x1000)
+	prog(ehdr+phdr, elf.PT_DYNAMIC, dynOff, size-dynOff, 8)
+	copy(b[strOff:], strtab)
+	for i, d := range dyns {
+		le.PutUint64(b[dynOff+uint64(16*i):], d.tag)
+		le.PutUint64(b[dynOff+uint64(16*i)+8:], d.val)
+	}
+	return b
+}
+
+// TestElfLib checks the test's own ELF files against the closure's
+// reader. (They have no section headers, which debug/elf would need.)
+func TestElfLib(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "libx.so.1")
+	writeLib(t, path, string(elfLib("libx.so.1", "liby.so.2", "libz.so")), time.Now())
+	got, err := readDynamic(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"liby.so.2", "libz.so"}; !slices.Equal(got.needed, want) || got.soname != "libx.so.1" {
+		t.Errorf("readDynamic = %+v; want soname libx.so.1 needing %q", got, want)
 	}
 }

@@ -32,11 +32,17 @@ type OpenCLDevice struct {
 func (d OpenCLDevice) Identity() (kcache.Device, kcache.Compiler) {
 	dev := kcache.Device{Platform: d.PlatformName, Name: d.Name, Version: d.Version, Driver: d.DriverVersion}
 	comp := kcache.Compiler{Name: "opencl:" + d.PlatformVendor, Version: d.PlatformVersion + " / " + d.OpenCLCVersion}
-	if drv := OpenCLDriver(); len(drv.ICD) > 0 {
-		lib := drv.Library()
-		comp.Library, comp.LibrarySize, comp.LibraryTime = lib.Path, lib.Size, lib.MTime
-		comp.Files = drv.Files.Digest()
+	drv := OpenCLDriver()
+	if len(drv.ICD) == 0 {
+		// No library a vendor file names is mapped: the driver was loaded
+		// another way (by a path, or linked in), and any mapped file may
+		// be its compiler.
+		comp.Files = unfoundDriverFiles(ReadMaps()).Digest()
+		return dev, comp
 	}
+	lib := drv.Library()
+	comp.Library, comp.LibrarySize, comp.LibraryTime = lib.Path, lib.Size, lib.MTime
+	comp.Files = drv.Files.Digest()
 	return dev, comp
 }
 
