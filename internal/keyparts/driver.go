@@ -319,6 +319,13 @@ func statFiles(paths []string) Files {
 // mappedID returns the identity of a mapped file: the file on disk, or,
 // where it was deleted or replaced since it was mapped (the kernel then
 // marks its path), the marked path and the inode that was mapped.
+//
+// A file replaced between the read of the map and this stat still shows
+// its old path in the map, but the stat finds another inode: the
+// identity is then the new file's, under a marked path, so that the key
+// of code still running from the old file is never the key of the new
+// one. (A file system whose stat and map never agree on inodes marks
+// every file the same way each time, which costs nothing but the mark.)
 func mappedID(m Mapping) FileID {
 	if strings.HasSuffix(m.Path, " (deleted)") {
 		return FileID{Path: m.Path, Inode: m.Inode}
@@ -326,6 +333,9 @@ func mappedID(m Mapping) FileID {
 	id, err := statReal(m.Path)
 	if err != nil {
 		return FileID{Path: m.Path + " (unreadable)", Inode: m.Inode}
+	}
+	if id.Inode != 0 && m.Inode != 0 && id.Inode != m.Inode {
+		id.Path += " (not the mapped file)"
 	}
 	return id
 }

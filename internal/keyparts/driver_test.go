@@ -938,3 +938,28 @@ func TestSearchPanics(t *testing.T) {
 		}
 	}
 }
+
+// TestMappedIDOfAReplacedFile checks a file replaced between the map's
+// read and its stat: the map still names its path, with the old inode,
+// and the identity is the new file's under a marked path, so that it
+// never keys as the new file does in a process that maps it.
+func TestMappedIDOfAReplacedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "libx.so.1")
+	writeLib(t, path, "old", time.Unix(1700000000, 0))
+	maps := mapped(t, path)
+	if got := mappedID(maps[0]); got.Path != path || got.Size != 3 {
+		t.Fatalf("the mapped file itself: %+v", got)
+	}
+	tmp := path + ".new"
+	writeLib(t, tmp, "newer", time.Unix(1700000100, 0))
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	got := mappedID(maps[0])
+	if got.Path != path+" (not the mapped file)" || got.Size != 5 {
+		t.Errorf("replaced since the map was read: %+v, want the new file's identity, marked", got)
+	}
+	if now := mapped(t, path); mappedID(now[0]).Path != path {
+		t.Errorf("a map read after the replacement: %+v", mappedID(now[0]))
+	}
+}
