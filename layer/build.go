@@ -175,6 +175,9 @@ func (l *layer) lookup(ctx context.Context, src C.cl_program, st step, devs []C.
 	if err != nil {
 		return nil, err
 	}
+	if err := checkEnv(l.env); err != nil {
+		return nil, err
+	}
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, err

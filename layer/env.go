@@ -1,7 +1,92 @@
 package main
 
-import "github.com/kcache/kcache/internal/layerstore"
+/*
+#include <stdlib.h>
+extern char **environ;
+static char **kc_environ(void) { return environ; }
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unsafe"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/deps"
+	"github.com/kcache/kcache/internal/layerstore"
+)
 
 // compilerEnv is the rule for the variables that are part of a build's
 // identity, which the background worker keys by too.
 var compilerEnv = layerstore.CompilerEnv
+
+// errEnvChanged stops a build from going through the cache: a variable of
+// compilerEnv is not what it was when the layer started.
+var errEnvChanged = errors.New("the compiler's environment changed since the layer started")
+
+// checkEnv reports, wrapped in deps.ErrUncacheable, a variable of
+// compilerEnv set, changed or removed in the process's environment since
+// the layer started (start). Keys hold the variables as they were then,
+// as do the scan (PoCL's POCL_EXTRA_BUILD_FLAGS) and the background
+// worker's environment; a driver reads some of them again at each build
+// (PoCL its extra build flags), so an application that sets one at run
+// time must not get a binary keyed without it. Such builds pass through:
+// which of its variables a driver reads when is not modelled.
+func checkEnv(start []kcache.EnvVar) error {
+	now := compilerEnv.Select(liveEnviron())
+	if slices.Equal(now, start) {
+		return nil
+	}
+	var names []string
+	for _, v := range now {
+		if !slices.Contains(start, v) {
+			names = append(names, v.Name)
+		}
+	}
+	for _, v := range start {
+		if !slices.Contains(now, v) && !slices.ContainsFunc(now, func(n kcache.EnvVar) bool { return n.Name == v.Name }) {
+			names = append(names, v.Name)
+		}
+	}
+	return fmt.Errorf("%w: %w (%s)", deps.ErrUncacheable, errEnvChanged, strings.Join(names, ", "))
+}
+
+// liveEnviron returns the variables of the C library's environment that
+// compilerEnv's families may hold. The application's setenv after the Go
+// runtime started is there, and not in os.Environ, which is the runtime's
+// copy from its start.
+func liveEnviron() []string {
+	env := C.kc_environ()
+	if env == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range unsafe.Slice(env, maxEnviron) {
+		if p == nil {
+			break
+		}
+		if mayBeCompilerEnv(p) {
+			out = append(out, C.GoString(p))
+		}
+	}
+	return out
+}
+
+// maxEnviron bounds the environment liveEnviron walks, far above any.
+const maxEnviron = 1 << 20
+
+// mayBeCompilerEnv reports whether the C string s may begin with one of
+// compilerEnv's prefixes, by its first byte: the rest of the environment
+// is not copied.
+func mayBeCompilerEnv(s *C.char) bool {
+	first := byte(*s)
+	for _, p := range compilerEnv.Prefixes {
+		if p != "" && p[0] == first {
+			return true
+		}
+	}
+	return false
+}

@@ -87,12 +87,13 @@ func buildScaleHost(t *testing.T) string {
 }
 
 // runScale runs the host in dir with PoCL's directory pocl, through the
-// layer over cache unless cache is "", and returns its output.
-func runScale(t *testing.T, host, dir, pocl, cache string) string {
+// layer over cache unless cache is "", with the variables of extra, and
+// returns its output.
+func runScale(t *testing.T, host, dir, pocl, cache string, extra ...string) string {
 	t.Helper()
 	cmd := exec.Command(host, "k.cl")
 	cmd.Dir = dir
-	cmd.Env = append(env(t, cache), "POCL_CACHE_DIR="+pocl)
+	cmd.Env = append(append(env(t, cache), "POCL_CACHE_DIR="+pocl), extra...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("scale (cache %q): %v\n%s", cache, err, out)
@@ -112,6 +113,30 @@ func runScale(t *testing.T, host, dir, pocl, cache string) string {
 	}
 	t.Fatalf("no result in:\n%s", out)
 	return ""
+}
+
+// TestEnvSetAtRunTime: an application that sets a variable its driver
+// reads at each build (PoCL's POCL_EXTRA_BUILD_FLAGS) after the layer
+// started gets the binary of its new setting, not the entry of the
+// variable's value at the start; and the next run, without the change,
+// still hits its own.
+func TestEnvSetAtRunTime(t *testing.T) {
+	host := buildScaleHost(t)
+	dir, pocl, cache := t.TempDir(), t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "k.cl"), "#ifndef SCALE\n#define SCALE 1\n#endif\n"+scaleKernel)
+	set := "SCALE_SETENV=POCL_EXTRA_BUILD_FLAGS=-DSCALE=7"
+	if got := runScale(t, host, dir, pocl, "", set); got != "scale 7.0" {
+		t.Fatalf("without the layer, the flags set at run time give %q, want scale 7.0: the test's premise", got)
+	}
+	if got := runScale(t, host, dir, pocl, cache); got != "scale 1.0" {
+		t.Fatalf("first run: %q", got)
+	}
+	if got := runScale(t, host, dir, pocl, cache, set); got != "scale 7.0" {
+		t.Errorf("flags set at run time through the layer: %q, want scale 7.0 (the entry of the start's flags is stale)", got)
+	}
+	if got := runScale(t, host, dir, pocl, cache); got != "scale 1.0" {
+		t.Errorf("a run without the change: %q", got)
+	}
 }
 
 // TestStaleHeaderSavedDuringBuild: a header being saved while the

@@ -80,3 +80,22 @@ func TestStaleHeaderSavedDuringBuild(t *testing.T) {
 	}
 	second.saxpy(t, q, 1)
 }
+
+// TestEnvSetAfterNewCache: a variable PoCL reads at each build
+// (POCL_EXTRA_BUILD_FLAGS) set by the application after it made the
+// cache keys the next build, which must compute with the flags' SCALE,
+// not be served the program built before them.
+func TestEnvSetAfterNewCache(t *testing.T) {
+	ts := newTierSet(t, t.TempDir())
+	ts.cache = NewCache(ts.ctx, ts.bins, CacheOptions{CommitDelay: -1}) // the process's environment
+	t.Cleanup(ts.cache.Close)
+	src := Source{Code: saxpyWith("#ifndef SCALE\n#define SCALE 1.0f\n#endif")}
+	p := ts.program(t, src)
+	ts.saxpy(t, p, 1)
+	t.Setenv("POCL_EXTRA_BUILD_FLAGS", "-DSCALE=5.0f")
+	q := ts.program(t, src)
+	if q.Outcome != kcache.OutcomeBuilt {
+		t.Fatalf("after the flags were set: outcome %v, want built (a %v hit serves the program without them)", q.Outcome, q.Outcome)
+	}
+	ts.saxpy(t, q, 5)
+}

@@ -2,11 +2,13 @@
  * build options of its second, if any) and prints what its kernel
  * scale(__global float *out) writes to out[0]: the value of SCALE the
  * compiler saw. The layer's key-exactness tests compare it with and
- * without the layer. */
+ * without the layer. With SCALE_SETENV=NAME=VALUE in its environment it
+ * builds another program first, then sets NAME to VALUE. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static char *slurp(const char *path) {
 	FILE *f = fopen(path, "rb");
@@ -36,6 +38,21 @@ int main(int argc, char **argv) {
 	CHECK("clCreateContext", err);
 	cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
 	CHECK("clCreateCommandQueue", err);
+	const char *set = getenv("SCALE_SETENV");
+	if (set != NULL) {
+		/* NAME=VALUE is set once a first program is built (the layer has
+		 * started by then), as an application may set a driver's
+		 * variable at run time. */
+		const char *first = "__kernel void first(__global float *out) { out[0] = 0; }\n";
+		cl_program f = clCreateProgramWithSource(ctx, 1, &first, NULL, &err);
+		CHECK("clCreateProgramWithSource", err);
+		CHECK("clBuildProgram", clBuildProgram(f, 1, &dev, "", NULL, NULL));
+		clReleaseProgram(f);
+		char *kv = strdup(set), *eq = strchr(kv, '=');
+		if (eq == NULL) { fprintf(stderr, "SCALE_SETENV: want NAME=VALUE\n"); return 2; }
+		*eq = 0;
+		setenv(kv, eq + 1, 1);
+	}
 	cl_program p = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
 	CHECK("clCreateProgramWithSource", err);
 	err = clBuildProgram(p, 1, &dev, argc > 2 ? argv[2] : "", NULL, NULL);
