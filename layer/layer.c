@@ -42,11 +42,14 @@ static pthread_cond_t kc_init_cv = PTHREAD_COND_INITIALIZER;
 // context (kc_driver_started), whether or not the Go half has started.
 static int kc_driver_up;
 
+int kc_driver_is_up(void) { return __atomic_load_n(&kc_driver_up, __ATOMIC_SEQ_CST) && !kc_forked; }
+
 static void kc_init(void) {
 	// A driver that started before the Go half did: kcGoInit starts the
 	// search for its files, which kc_driver_started could not ask for,
-	// before it opens the cache, so that the two run side by side.
-	int up_before = __atomic_load_n(&kc_driver_up, __ATOMIC_SEQ_CST) && !kc_forked;
+	// before it opens the cache, so that the two run side by side. (It
+	// asks again once the Go runtime is up, which takes milliseconds.)
+	int up_before = kc_driver_is_up();
 	int enabled = kcGoInit(up_before);
 	pthread_mutex_lock(&kc_init_mu);
 	kc_enabled = enabled;

@@ -140,7 +140,9 @@ func guard(what string) {
 func kcGoInit(driverUp C.int) (enabled C.int) {
 	defer guard("init")
 	keyparts.SetLoaderCounter(loaderCount)
-	l, err := open(os.Environ(), stderr(), driverUp != 0)
+	// The driver may have started while the Go runtime did: its files are
+	// then sought now, not after the cache opens (kc_init asks again).
+	l, err := open(os.Environ(), stderr(), driverUp != 0 || C.kc_driver_is_up() != 0)
 	if err != nil {
 		if d, _ := kcache.ConfigFromEnv(); d.Debug {
 			slog.New(slog.NewTextHandler(stderr(), nil)).Warn("kcache layer: cache off; every call passes through", "err", err)

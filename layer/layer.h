@@ -47,6 +47,10 @@ void kc_adopt(kc_program *w, cl_program b, int cached);
 void kc_use_source(kc_program *w);
 int kc_app_read(kc_program *w);
 
+// kc_driver_is_up reports whether the application has listed devices or
+// made a context, in a process that did not fork since.
+int kc_driver_is_up(void);
+
 // kc_self_path returns the path of the layer's own library, or NULL.
 const char *kc_self_path(void);
 
