@@ -3,13 +3,13 @@ package kcache
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/dustin/go-humanize"
 )
 
 // Config is kcache's configuration. ConfigFromEnv reads it from KCACHE_*
@@ -258,7 +258,7 @@ func ParseBool(s string) (bool, error) {
 // comes to less than a byte ("0.5"): that one would turn a limit off.
 func ParseSize(s string) (int64, error) {
 	s = strings.TrimSpace(s)
-	n, err := humanize.ParseBytes(s)
+	n, err := parseBytes(s)
 	if err != nil {
 		return 0, errors.New("want a size such as 4096, 512MiB or 8G")
 	}
@@ -269,6 +269,54 @@ func ParseSize(s string) (int64, error) {
 		return 0, errors.New("size less than a byte")
 	}
 	return int64(n), nil
+}
+
+// parseBytes reads a number of bytes as go-humanize's ParseBytes does
+// (FuzzParseBytesAsHumanize holds the two to the same answers): digits,
+// dots and thousands commas, then a unit from byteUnits, case and blanks
+// aside. It is kept here because that package's initialisation (its
+// other parsers' regular expression and big-number tables) cost every
+// process, the layer's in applications included, a millisecond at start.
+func parseBytes(s string) (uint64, error) {
+	end := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' && r != ',' })
+	if end < 0 {
+		end = len(s)
+	}
+	num := strings.ReplaceAll(s[:end], ",", "")
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, err
+	}
+	unit := strings.ToLower(strings.TrimSpace(s[end:]))
+	m, ok := byteUnits[unit]
+	if !ok {
+		return 0, fmt.Errorf("unknown size unit %q", unit)
+	}
+	if !strings.Contains(num, ".") {
+		// A whole number is read exactly: a float64 is not, above 2^53.
+		if v, err := strconv.ParseUint(num, 10, 64); err == nil {
+			if hi, lo := bits.Mul64(v, m); hi == 0 {
+				return lo, nil
+			}
+			return 0, fmt.Errorf("size too large: %s", s)
+		}
+	}
+	if f *= float64(m); f >= math.MaxUint64 {
+		return 0, fmt.Errorf("size too large: %s", s)
+	}
+	return uint64(f), nil
+}
+
+// byteUnits are the units parseBytes knows, lower case: SI (k = 1000)
+// and binary (ki = 1024), with or without their "b".
+var byteUnits = map[string]uint64{
+	"": 1, "b": 1,
+	"k": 1e3, "kb": 1e3, "ki": 1 << 10, "kib": 1 << 10,
+	"m": 1e6, "mb": 1e6, "mi": 1 << 20, "mib": 1 << 20,
+	"g": 1e9, "gb": 1e9, "gi": 1 << 30, "gib": 1 << 30,
+	"t": 1e12, "tb": 1e12, "ti": 1 << 40, "tib": 1 << 40,
+	"p": 1e15, "pb": 1e15, "pi": 1 << 50, "pib": 1 << 50,
+	"e": 1e18, "eb": 1e18, "ei": 1 << 60, "eib": 1 << 60,
 }
 
 // maxAge bounds ParseAge's days, well within time.Duration's range of 292

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/dustin/go-humanize"
 )
 
 // The config fuzzers feed each parser arbitrary text and check what an
@@ -128,6 +130,24 @@ func FuzzConfigFromGetenv(f *testing.F) {
 		}
 		if math.IsNaN(c.EvictTo) || math.IsInf(c.EvictTo, 0) || c.EvictTo < 0 || c.EvictTo > 1 {
 			t.Fatalf("%q: EvictTo %v out of range", value, c.EvictTo)
+		}
+	})
+}
+
+// FuzzParseBytesAsHumanize holds parseBytes to go-humanize's ParseBytes,
+// which it replaces: the same size, or an error from both.
+func FuzzParseBytesAsHumanize(f *testing.F) {
+	for _, s := range seedValues {
+		f.Add(s)
+	}
+	for _, s := range []string{"1.5 GB", "2 kib", "1,024KiB", "5\u00a0MB", "1.2.3", ".5k", "5.", "18446744073709551615", "18446744073709551616", "16 ei", "17EB", "1e3", "1\u0663", "3 zb"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseBytes(s)
+		want, werr := humanize.ParseBytes(s)
+		if (err != nil) != (werr != nil) || got != want {
+			t.Fatalf("parseBytes(%q) = %d, %v; go-humanize gives %d, %v", s, got, err, want, werr)
 		}
 	})
 }
