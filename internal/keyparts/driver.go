@@ -352,9 +352,11 @@ func icdMappings(names []string, mapped []Mapping, search []string) []Mapping {
 	ids, reals := map[key]bool{}, map[string]bool{}
 	for _, name := range names {
 		for _, cand := range libraryCandidates(name, search) {
-			if dev, ino, err := devIno(cand); err == nil {
-				ids[key{dev, ino}] = true
+			dev, ino, err := devIno(cand)
+			if err != nil {
+				continue // nothing there: no link leads anywhere either
 			}
+			ids[key{dev, ino}] = true
 			if real, err := filepath.EvalSymlinks(cand); err == nil {
 				reals[real] = true
 			}
@@ -395,10 +397,11 @@ func pluginFiles(lib string, mapped []Mapping) (loaded []Mapping, disk []string)
 			inDir[m.Path] = true
 		}
 	}
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		p := filepath.Join(dir, e.Name())
-		if !inDir[p] && strings.Contains(e.Name(), ".so") {
+	names, _ := dirNames(dir)
+	slices.Sort(names) // as os.ReadDir gives them
+	for _, name := range names {
+		p := filepath.Join(dir, name)
+		if !inDir[p] && strings.Contains(name, ".so") {
 			disk = append(disk, p)
 		}
 	}
@@ -443,7 +446,13 @@ func resourceHeaders(lib string) []string {
 	if !strings.HasPrefix(filepath.Base(lib), "libclang") {
 		return nil
 	}
-	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(lib), "clang", "*", "include", "opencl-c*.h"))
+	clang := filepath.Join(filepath.Dir(lib), "clang")
+	versions, _ := dirNames(clang)
+	slices.Sort(versions)
+	var matches []string // as filepath.Glob(clang/*/include/opencl-c*.h)
+	for _, v := range versions {
+		matches = append(matches, globFiles(filepath.Join(clang, v, "include"), "opencl-c*.h")...)
+	}
 	var out []string
 	seen := map[string]bool{}
 	for _, m := range matches {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"syscall"
 )
 
 // Library is a library's identity for a key: its path, size and
@@ -51,12 +52,12 @@ type Mapping struct {
 // ReadMaps returns the files mapped into this process, each once, in the
 // order of /proc/self/maps; nil where that file does not exist.
 func ReadMaps() []Mapping {
-	f, err := os.Open("/proc/self/maps")
+	fd, err := openRaw("/proc/self/maps", 0)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	return parseMaps(f)
+	defer syscall.Close(fd)
+	return parseMaps(fdStream(fd))
 }
 
 // mapsReadSize is the size of each read of /proc/self/maps: a large

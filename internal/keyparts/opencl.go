@@ -76,15 +76,14 @@ func icdNames(getenv func(string) string) []string {
 
 // vendorDirNames returns the library names of the vendor files of dir.
 func vendorDirNames(dir string) []string {
-	files, _ := filepath.Glob(filepath.Join(dir, "*.icd"))
-	return vendorFileNames(files)
+	return vendorFileNames(globFiles(dir, "*.icd"))
 }
 
 // vendorFileNames returns the library name each vendor file holds.
 func vendorFileNames(files []string) []string {
 	var names []string
 	for _, f := range files {
-		if b, err := os.ReadFile(f); err == nil && strings.TrimSpace(string(b)) != "" {
+		if b, err := readFile(f); err == nil && strings.TrimSpace(string(b)) != "" {
 			names = append(names, strings.TrimSpace(string(b)))
 		}
 	}
@@ -109,7 +108,7 @@ func librarySearchPath(ldLibraryPath string) []string {
 // ldSoConf returns the directories an ld.so.conf file lists, following
 // its includes (globs, relative to the file's directory) a few levels deep.
 func ldSoConf(path string, depth int) []string {
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if err != nil || depth > 4 {
 		return nil
 	}
@@ -122,8 +121,7 @@ func ldSoConf(path string, depth int) []string {
 			if !filepath.IsAbs(pattern) {
 				pattern = filepath.Join(filepath.Dir(path), pattern)
 			}
-			files, _ := filepath.Glob(pattern)
-			for _, f := range files {
+			for _, f := range glob(pattern) {
 				dirs = append(dirs, ldSoConf(f, depth+1)...)
 			}
 		} else if strings.HasPrefix(line, "/") {
