@@ -273,13 +273,13 @@ func openCLDriver(names []string, mapped []Mapping, search []string) Driver {
 		}
 		ids = statFiles(data)
 	}()
-	libs, widened := closureOrMapped(roots, mapped)
+	libs, ids, widened := closureOrMapped(roots, mapped)
 	if widened {
 		d.Files = append(d.Files, widenedFiles)
 	}
 	var headers []string
 	for _, m := range libs {
-		d.Files = append(d.Files, mappedID(m))
+		d.Files = append(d.Files, mappedIDFrom(m, ids))
 		headers = append(headers, resourceHeaders(m.Path)...)
 	}
 	d.Files = append(d.Files, <-dataIDs...)
@@ -334,10 +334,27 @@ func mappedID(m Mapping) FileID {
 	if err != nil {
 		return FileID{Path: m.Path + " (unreadable)", Inode: m.Inode}
 	}
+	return markReplaced(id, m)
+}
+
+// markReplaced marks id, a stat of m's path, where it found another
+// inode than the one mapped (see mappedID).
+func markReplaced(id FileID, m Mapping) FileID {
 	if id.Inode != 0 && m.Inode != 0 && id.Inode != m.Inode {
 		id.Path += " (not the mapped file)"
 	}
 	return id
+}
+
+// mappedIDFrom is mappedID, taking the stat a closure's read of the
+// library made (ids, by path) where it has one.
+func mappedIDFrom(m Mapping, ids map[string]fileIdentity) FileID {
+	st, ok := ids[m.Path]
+	if !ok || strings.HasSuffix(m.Path, " (deleted)") {
+		return mappedID(m)
+	}
+	id := FileID{Path: m.Path, Size: st.size, MTime: st.mtime.Nano(), CTime: st.ctime.Nano(), Inode: st.ino}
+	return markReplaced(id, m)
 }
 
 // icdMappings returns the mapped files that names resolve to, as the
@@ -510,12 +527,12 @@ func libraryFiles(path string, mapped []Mapping, companions []string) Files {
 		}
 		out = append(out, id)
 	}
-	libs, widened := closureOrMapped(root, mapped)
+	libs, ids, widened := closureOrMapped(root, mapped)
 	if widened {
 		out = append(out, widenedFiles)
 	}
 	for _, m := range libs {
-		out = append(out, mappedID(m))
+		out = append(out, mappedIDFrom(m, ids))
 	}
 	dir := filepath.Dir(path)
 	if real, err := filepath.EvalSymlinks(path); err == nil {

@@ -254,9 +254,15 @@ func TestClosure(t *testing.T) {
 		paths = append(paths, dir+n)
 	}
 	maps := mapped(t, append(paths, "/usr/bin/cat")...)
-	libs, complete := closure(maps[:1], maps)
+	libs, ids, complete := closure(maps[:1], maps)
 	if !complete {
 		t.Fatal("PoCL's closure incomplete")
+	}
+	for _, m := range libs {
+		// The stat the closure's read made is the one mappedID makes.
+		if got, want := mappedIDFrom(m, ids), mappedID(m); got != want || ids[m.Path].path == "" {
+			t.Errorf("%s: identity from the closure's read %+v, from a stat %+v", m.Path, got, want)
+		}
 	}
 	got := filePaths(mappedFiles(libs))
 	var want []string

@@ -21,10 +21,10 @@ import (
 // them: a key that left them out could stay the same when one changed.
 // The wider set rebuilds more often (it changes with the application's
 // own libraries), never wrongly.
-func closureOrMapped(roots, mapped []Mapping) (libs []Mapping, widened bool) {
-	libs, complete := closure(roots, mapped)
+func closureOrMapped(roots, mapped []Mapping) (libs []Mapping, ids map[string]fileIdentity, widened bool) {
+	libs, ids, complete := closure(roots, mapped)
 	if complete {
-		return libs, false
+		return libs, ids, false
 	}
 	seen := map[string]bool{}
 	for _, m := range libs {
@@ -36,7 +36,7 @@ func closureOrMapped(roots, mapped []Mapping) (libs []Mapping, widened bool) {
 			libs = append(libs, m)
 		}
 	}
-	return libs, true
+	return libs, ids, true
 }
 
 // widenedFiles marks, in a set of files, that it holds every mapped file
@@ -50,8 +50,9 @@ var widenedFiles = FileID{Path: "(a library's needs unread: every mapped file)"}
 // process that the roots do not need are left out, so that two
 // applications using the same driver get the same closure. complete is
 // false where a library of the closure could not be read: what it needs
-// is then unknown.
-func closure(roots, mapped []Mapping) (_ []Mapping, complete bool) {
+// is then unknown. ids holds the stat each library's read made, by path:
+// the caller keys the libraries by it rather than stat them again.
+func closure(roots, mapped []Mapping) (_ []Mapping, ids map[string]fileIdentity, complete bool) {
 	complete = true
 	out := []Mapping{}
 	seen := map[string]bool{}
@@ -89,7 +90,7 @@ func closure(roots, mapped []Mapping) (_ []Mapping, complete bool) {
 			}
 		}
 	}
-	return out, complete
+	return out, libs.identities(out), complete
 }
 
 // candidatesByName indexes mapped by what mayProvide matches a DT_NEEDED
@@ -177,6 +178,7 @@ type dynRead struct {
 	done chan struct{}
 	d    dynInfo
 	err  error
+	id   fileIdentity // the stat before the read; its path is "" where that failed
 }
 
 func newDynCache() *dynCache { return &dynCache{reads: map[string]*dynRead{}} }
@@ -214,7 +216,18 @@ func (r *dynRead) run() {
 		}
 	}()
 	searchFault("dynamic " + r.path)
-	r.d, r.err = dynSections.read(r.path)
+	r.d, r.id, r.err = dynSections.read(r.path)
+}
+
+// identities returns the stats of the reads of libs, all done, by path.
+func (c *dynCache) identities(libs []Mapping) map[string]fileIdentity {
+	ids := make(map[string]fileIdentity, len(libs))
+	for _, m := range libs {
+		if r, ok := c.reads[m.Path]; ok && r.id.path != "" {
+			ids[m.Path] = r.id
+		}
+	}
+	return ids
 }
 
 // read returns the library's dynamic section, waiting for its read.
@@ -264,20 +277,23 @@ func statIdentity(path string) (fileIdentity, error) {
 	return fileIdentity{path: path, dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}, nil
 }
 
-func (c *dynMemo) read(path string) (dynInfo, error) {
+// read returns the library's dynamic section, and the stat of its file
+// (the zero identity where the stat failed).
+func (c *dynMemo) read(path string) (dynInfo, fileIdentity, error) {
 	id, err := statIdentity(path)
 	if err != nil {
-		return readDynamic(path) // says why
+		d, err := readDynamic(path) // says why
+		return d, fileIdentity{}, err
 	}
 	c.mu.Lock()
 	d, ok := c.m[id]
 	c.mu.Unlock()
 	if ok {
-		return d, nil
+		return d, id, nil
 	}
 	d, err = readDynamic(path)
 	if err != nil {
-		return d, err
+		return d, id, err
 	}
 	// Kept under the identity stated before the read. A file written
 	// while it was read has another identity now (its change time moved),
@@ -286,7 +302,7 @@ func (c *dynMemo) read(path string) (dynInfo, error) {
 	c.mu.Lock()
 	c.m[id] = d
 	c.mu.Unlock()
-	return d, nil
+	return d, id, nil
 }
 
 // readDynamic reads the DT_NEEDED and DT_SONAME strings of the ELF file at

@@ -75,7 +75,7 @@ func TestDynSectionsByFileIdentity(t *testing.T) {
 	read := func(what string, wantReads int64) []string {
 		t.Helper()
 		before := dynReads.Load()
-		d, err := dynSections.read(path)
+		d, _, err := dynSections.read(path)
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
