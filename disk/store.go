@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -245,29 +247,36 @@ type found struct {
 	bin   []byte
 }
 
-// find looks a prepared key up in every slot of its leaf.
+// find looks a prepared key up in every slot of its leaf. The leaf's path
+// is built on the stack, NUL-terminated for open(2) (openReadZ): a hit
+// makes one string of it, the found record's path, where building the
+// leaf, the slot's name and the system call's copy made five (a new
+// process's first request makes two lookups, each with caches cold).
 func (s *Store) find(ctx context.Context, p *kcache.Prepared) (found, error) {
 	if err := ctx.Err(); err != nil {
 		return found{}, fmt.Errorf("disk: %w: %w", kcache.ErrMiss, err)
 	}
 	want := p.Encoding()
-	leaf := s.leafDir(s.preparedDigests(p))
+	var stack [320]byte
+	leaf := appendLeaf(stack[:0], s.dir, s.preparedDigests(p))
 	now := s.now()
 	for n := range maxSlots {
-		h, err := readSlot(leaf, n, want, now)
+		pz := appendSlotZ(leaf, n)
+		path := string(pz[:len(pz)-1])
+		h, err := readSlotZ(path, pz, want, now)
 		switch {
 		case err == nil:
 			return h, nil
 		case isOwnDamage(err):
-			if _, serr := os.Lstat(srcPath(leaf, n)); errors.Is(serr, fs.ErrNotExist) {
+			if _, serr := os.Lstat(path); errors.Is(serr, fs.ErrNotExist) {
 				return found{}, errMiss // evicted or deleted while read: no damage
 			}
-			s.log.Warn("kcache: damaged cache entry ignored", "path", srcPath(leaf, n), "err", err)
+			s.log.Warn("kcache: damaged cache entry ignored", "path", path, "err", err)
 			return found{}, fmt.Errorf("disk: %w", err)
 		case errors.Is(err, errOtherKey), errors.Is(err, fs.ErrNotExist):
 			continue // a collision, or an empty slot before a used one
 		case errors.Is(err, kcache.ErrMiss):
-			s.log.Warn("kcache: damaged cache entry ignored", "path", srcPath(leaf, n), "err", err)
+			s.log.Warn("kcache: damaged cache entry ignored", "path", path, "err", err)
 			continue // a damaged record could belong to anyone
 		default:
 			return found{}, fmt.Errorf("disk: %w: %w", kcache.ErrMiss, err)
@@ -295,7 +304,13 @@ func (s *Store) preparedDigests(p *kcache.Prepared) kcache.Digests {
 // must be read (entryMtime).
 func readSlot(leaf string, n int, want []byte, now time.Time) (found, error) {
 	path := srcPath(leaf, n)
-	fd, err := openRead(path)
+	return readSlotZ(path, append([]byte(path), 0), want, now)
+}
+
+// readSlotZ is readSlot for the slot's record at path, which pz holds
+// NUL-terminated.
+func readSlotZ(path string, pz []byte, want []byte, now time.Time) (found, error) {
+	fd, err := openReadZ(pz)
 	if err != nil {
 		return found{}, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -312,7 +327,7 @@ func readSlot(leaf string, n int, want []byte, now time.Time) (found, error) {
 		return found{}, errOtherKey
 	}
 	if !rec.embedded {
-		bin, err = readBinary(binPath(leaf, n), &rec)
+		bin, err = readBinary(strings.TrimSuffix(path, srcSuffix)+binSuffix, &rec)
 	} else if !rec.checkCRC(bin) {
 		err = &kcache.DecodeError{What: "binary", Reason: "size or checksum mismatch"}
 	}
@@ -503,6 +518,27 @@ func readFull(fd int, path string, b []byte) error {
 		done += n
 	}
 	return nil
+}
+
+// openReadZ opens the file whose NUL-terminated path is pz for reading:
+// unix.Open, less the copy of a path string it makes to terminate it.
+func openReadZ(pz []byte) (int, error) {
+	if len(pz) == 0 || pz[len(pz)-1] != 0 || bytes.IndexByte(pz[:len(pz)-1], 0) >= 0 {
+		return -1, unix.EINVAL
+	}
+	dirfd := unix.AT_FDCWD // a variable: the constant is negative
+	for {
+		fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(&pz[0])),
+			uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
+		switch errno {
+		case 0:
+			return int(fd), nil
+		case unix.EINTR:
+			continue
+		default:
+			return -1, errno
+		}
+	}
 }
 
 func openRead(path string) (int, error) {
