@@ -60,7 +60,7 @@ func TestOpenReadZ(t *testing.T) {
 	if err := os.WriteFile(path, []byte("entry"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fd, err := openReadZ(append([]byte(path), 0))
+	fd, err := openReadZ(unix.AT_FDCWD, append([]byte(path), 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +70,11 @@ func TestOpenReadZ(t *testing.T) {
 	if err != nil || string(buf[:n]) != "entry" {
 		t.Fatalf("read %q, %v", buf[:n], err)
 	}
-	if _, err := openReadZ(append([]byte(filepath.Join(dir, "1.src")), 0)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := openReadZ(unix.AT_FDCWD, append([]byte(filepath.Join(dir, "1.src")), 0)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing file: %v, want fs.ErrNotExist", err)
 	}
 	for _, bad := range [][]byte{[]byte(path), append([]byte(path+"\x00x"), 0), nil} {
-		if fd, err := openReadZ(bad); err == nil {
+		if fd, err := openReadZ(unix.AT_FDCWD, bad); err == nil {
 			unix.Close(fd)
 			t.Fatalf("openReadZ(%q) opened a file", bad)
 		}

@@ -1,0 +1,128 @@
+package disk
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestLookupThroughHandle shows that a lookup opens records below the
+// store's handle on its version directory, not by path: after the whole
+// cache is moved, a store opened before the move still finds what it
+// holds. (A lookup by path would miss; either is sound, since a hit is
+// the key's own record and checked binary wherever it lies.)
+func TestLookupThroughHandle(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "cache")
+	s := openTest(t, Options{Dir: root})
+	mustPut(t, s, 1, 100)
+	if err := os.Rename(root, filepath.Join(base, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	checkGet(t, s, 1, 100)
+}
+
+// TestLookupAfterClearElsewhere: another store (another process) clears
+// the cache, which renames the version directory aside and makes a new
+// one. A store opened before finds none of the old entries once they are
+// removed, finds what the other stores afterwards and what it stores
+// itself, and never serves a wrong binary.
+func TestLookupAfterClearElsewhere(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "cache")
+	a := openTest(t, Options{Dir: root})
+	b := openTest(t, Options{Dir: root})
+	mustPut(t, a, 1, 100)
+	checkGet(t, a, 1, 100)
+	old := a.vdir.Load()
+	if err := b.Clear(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if isHit(t, a, 1, 100) {
+		t.Fatal("an entry cleared by another store is still a hit")
+	}
+	if a.vdir.Load() == old {
+		t.Fatal("the stale handle was kept after a miss")
+	}
+	mustPut(t, b, 2, 200)
+	checkGet(t, a, 2, 200)
+	mustPut(t, a, 3, 300)
+	checkGet(t, a, 3, 300)
+	checkGet(t, b, 3, 300)
+}
+
+// TestLookupAfterReplace: the version directory is replaced by another
+// cache's while a store has it open; the store's next miss through its
+// handle finds the new directory's entries by path, and takes a handle on
+// it.
+func TestLookupAfterReplace(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "cache")
+	a := openTest(t, Options{Dir: root})
+	mustPut(t, a, 1, 100)
+	other := openTest(t, Options{Dir: filepath.Join(base, "other")})
+	mustPut(t, other, 2, 200)
+	if err := os.Rename(versionDir(root), filepath.Join(base, "aside")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(versionDir(other.root), versionDir(root)); err != nil {
+		t.Fatal(err)
+	}
+	checkGet(t, a, 2, 200)
+	if h := a.vdir.Load(); h == nil || h.stale(a.dir) {
+		t.Fatalf("handle %v after the miss: want one on the new directory", h)
+	}
+	checkGet(t, a, 2, 200)
+}
+
+// TestLookupWithoutHandle: where no handle could be opened (or the
+// version directory is gone), lookups go by path.
+func TestLookupWithoutHandle(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "cache")
+	s := openTest(t, Options{Dir: root})
+	mustPut(t, s, 1, 100)
+	s.vdir.Store(nil)
+	checkGet(t, s, 1, 100)
+	if err := os.RemoveAll(versionDir(root)); err != nil {
+		t.Fatal(err)
+	}
+	if isHit(t, s, 1, 100) {
+		t.Fatal("hit in a removed cache")
+	}
+}
+
+// TestDirHandleClosed checks that stores dropped without Close do not
+// keep their handles' descriptors open.
+func TestDirHandleClosed(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "cache")
+	before := openFDs(t)
+	for range 200 {
+		s, err := Open(Options{Dir: root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = s
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		runtime.GC()
+		n := openFDs(t)
+		if n < before+50 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d descriptors open after 200 stores were dropped, %d before", n, before)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	names, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	return len(names)
+}
