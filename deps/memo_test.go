@@ -170,8 +170,26 @@ func TestWorkDirIsGetwd(t *testing.T) {
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	t.Chdir(link) // sets $PWD to link
-	for _, pwd := range []string{"", real, link, dir, "relative", "/no/such/dir"} {
+	// A name longer than getwd's buffer, which syscall.Getwd then reads.
+	long := filepath.Join(real, strings.Repeat("d", 200), strings.Repeat("e", 200))
+	if err := os.MkdirAll(long, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, wd := range []string{link, long} {
+		t.Chdir(wd) // sets $PWD to wd
+		checkWorkDir(t, dir, real, link)
+	}
+}
+
+// checkWorkDir checks workDir against os.Getwd with $PWD unset, naming
+// the working directory, another directory, relative, and no directory.
+func checkWorkDir(t *testing.T, dir, real, link string) {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pwd := range []string{"", real, link, dir, wd, "relative", "/no/such/dir"} {
 		t.Setenv("PWD", pwd)
 		if pwd == "" {
 			os.Unsetenv("PWD")
