@@ -126,3 +126,28 @@ func openFDs(t *testing.T) int {
 	}
 	return len(names)
 }
+
+// BenchmarkHitOpen compares a hit whose record is opened below the
+// store's handle on its version directory with one opened by path, in a
+// root some levels deep.
+func BenchmarkHitOpen(b *testing.B) {
+	root := filepath.Join(b.TempDir(), "a", "b", "c", "cache")
+	s := openTest(b, Options{Dir: root})
+	mustPut(b, s, 1, 8<<10)
+	h := s.vdir.Load()
+	for _, by := range []string{"handle", "path"} {
+		b.Run(by, func(b *testing.B) {
+			s.vdir.Store(h)
+			if by == "path" {
+				s.vdir.Store(nil)
+			}
+			key := testKey(1).Prepare()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.GetPrepared(context.Background(), key); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
