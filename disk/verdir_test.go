@@ -1,12 +1,17 @@
 package disk
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/kcache/kcache"
 )
 
 // TestLookupThroughHandle shows that a lookup opens records below the
@@ -149,5 +154,68 @@ func BenchmarkHitOpen(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestLookupConcurrentClear: lookups from many goroutines through one
+// store's handle while another store clears the cache and stores again,
+// over and over: every hit is the key's own binary, and once the clears
+// stop, every key the other store put last is found.
+func TestLookupConcurrentClear(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "cache")
+	a := openTest(t, Options{Dir: root})
+	b := openTest(t, Options{Dir: root})
+	const keys = 8
+	for i := range keys {
+		mustPut(t, b, i, 64+i)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 8 {
+			if err := b.Clear(context.Background()); err != nil {
+				t.Error(err)
+				return
+			}
+			for i := range keys {
+				if err := b.Put(context.Background(), testKey(i), kcache.Entry{Binary: testBinary(i, 64+i)}); err != nil {
+					t.Errorf("Put(%d): %v", i, err)
+					return
+				}
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				i := (g + n) % keys
+				// A miss is allowed; a wrong binary, or an error that is no
+				// miss, is not.
+				e, err := a.Get(context.Background(), testKey(i))
+				switch {
+				case err != nil && !errors.Is(err, kcache.ErrMiss):
+					t.Errorf("Get(%d): error does not wrap ErrMiss: %v", i, err)
+					return
+				case err == nil && !bytes.Equal(e.Binary, testBinary(i, 64+i)):
+					t.Errorf("Get(%d): WRONG BINARY served (%d bytes)", i, len(e.Binary))
+					return
+				}
+			}
+		}()
+	}
+	<-done
+	close(stop)
+	wg.Wait()
+	for i := range keys {
+		checkGet(t, a, i, 64+i)
 	}
 }
