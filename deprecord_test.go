@@ -80,6 +80,34 @@ func TestPreparedRecordKey(t *testing.T) {
 	}
 }
 
+// TestRecordKeyTemplate derives the constants of preparedRecordKey from
+// recordKey and Prepare.
+func TestRecordKeyTemplate(t *testing.T) {
+	k := recordKey(Digest{})
+	p := k.Prepare()
+	if string(p.Encoding()) != recordKeyEnc {
+		t.Fatalf("recordKeyEnc = %q, want %q", recordKeyEnc, p.Encoding())
+	}
+	enc, bounds := k.canonical().encode()
+	if bounds[1] != recordImageAt || bounds[2] != recordImageEnd {
+		t.Fatalf("image component at %d:%d, want %d:%d", recordImageAt, recordImageEnd, bounds[1], bounds[2])
+	}
+	e := encoder{}
+	e.str(k.Image.Format)
+	e.uvarint(uint64(len(Digest{})))
+	if at := bounds[1] + len(e.buf); at != recordIDAt {
+		t.Fatalf("recordIDAt = %d, want %d", recordIDAt, at)
+	}
+	one := recordKey(Digest{0xff}).Prepare().Encoding()
+	if !bytes.Equal(enc[:recordIDAt], one[:recordIDAt]) || one[recordIDAt] != 0xff {
+		t.Fatalf("the id is not at %d of %x", recordIDAt, one)
+	}
+	want := p.Digests()
+	if recordDigests.Device != want.Device || recordDigests.Spec != want.Spec || recordDigests.Options != want.Options {
+		t.Fatalf("recordDigests = %+v, want %+v", recordDigests, want)
+	}
+}
+
 // BenchmarkPrepareRecordKey compares the template with a full Prepare.
 func BenchmarkPrepareRecordKey(b *testing.B) {
 	id := Digest{1, 2, 3}

@@ -96,12 +96,20 @@ func nvrtcInput(src Source, p plan) deps.Input {
 func nvrtc13(in *deps.Input, src Source) {
 	in.CompleteSearchPath = true
 	in.VerifiesPredefines = true // Cache.checkAssumptions asks NVRTC
-	in.CompilerHeaders = []string{nvrtcBuiltinHeader}
 	in.CompilerMacros = nvrtcMacros
-	for _, h := range src.Headers {
-		in.CompilerHeaders = append(in.CompilerHeaders, h.Name)
+	in.CompilerHeaders = nvrtcBuiltinHeaders // the scanner copies what it keeps
+	if len(src.Headers) > 0 {
+		in.CompilerHeaders = make([]string, 1, 1+len(src.Headers))
+		in.CompilerHeaders[0] = nvrtcBuiltinHeader
+		for _, h := range src.Headers {
+			in.CompilerHeaders = append(in.CompilerHeaders, h.Name)
+		}
 	}
 }
+
+// nvrtcBuiltinHeaders are the compiler headers of a source with no header
+// in memory, shared by every input: never changed.
+var nvrtcBuiltinHeaders = []string{nvrtcBuiltinHeader}
 
 // nvrtcMajor is NVRTC's major version, asked once: it cannot change
 // within a process, and every key computes its scan input.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -137,5 +138,26 @@ func TestCCCLScanNVRTC13(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// TestNVRTC13CompilerHeaders: a source with headers in memory names them
+// after NVRTC's built-in header, in a list of its own; one without shares
+// the built-in list, which no call changes.
+func TestNVRTC13CompilerHeaders(t *testing.T) {
+	var plain, with, again deps.Input
+	nvrtc13(&plain, Source{Code: []byte("x")})
+	nvrtc13(&with, Source{Code: []byte("x"), Headers: []Header{{Name: "a.h"}, {Name: "b.h"}}})
+	nvrtc13(&again, Source{Code: []byte("y")})
+	if !slices.Equal(with.CompilerHeaders, []string{nvrtcBuiltinHeader, "a.h", "b.h"}) {
+		t.Fatalf("with headers in memory: %q", with.CompilerHeaders)
+	}
+	for _, in := range []deps.Input{plain, again} {
+		if !slices.Equal(in.CompilerHeaders, []string{nvrtcBuiltinHeader}) {
+			t.Fatalf("without: %q", in.CompilerHeaders)
+		}
+	}
+	if &with.CompilerHeaders[0] == &plain.CompilerHeaders[0] || len(nvrtcBuiltinHeaders) != 1 {
+		t.Fatalf("the shared list was extended: %q", nvrtcBuiltinHeaders)
 	}
 }

@@ -170,8 +170,26 @@ func TestWorkDirIsGetwd(t *testing.T) {
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	t.Chdir(link) // sets $PWD to link
-	for _, pwd := range []string{"", real, link, dir, "relative", "/no/such/dir"} {
+	// A name longer than getwd's buffer, which syscall.Getwd then reads.
+	long := filepath.Join(real, strings.Repeat("d", 200), strings.Repeat("e", 200))
+	if err := os.MkdirAll(long, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, wd := range []string{link, long} {
+		t.Chdir(wd) // sets $PWD to wd
+		checkWorkDir(t, dir, real, link)
+	}
+}
+
+// checkWorkDir checks workDir against os.Getwd with $PWD unset, naming
+// the working directory, another directory, relative, and no directory.
+func checkWorkDir(t *testing.T, dir, real, link string) {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pwd := range []string{"", real, link, dir, wd, "relative", "/no/such/dir"} {
 		t.Setenv("PWD", pwd)
 		if pwd == "" {
 			os.Unsetenv("PWD")
@@ -209,5 +227,51 @@ func TestAppendHeadersIsScan(t *testing.T) {
 				t.Errorf("%q: headers %v: the day's header missing or extra", src, got)
 			}
 		}
+	}
+}
+
+// TestMemoMacrosShared: the memos of inputs whose compiler macros are
+// equal share one copy of the list, never the caller's; an input with
+// other macros gets its own copy, and every memo is still found only by
+// an input equal to its own.
+func TestMemoMacrosShared(t *testing.T) {
+	c := newMemoCache()
+	macros := func(names ...string) []string { return append([]string(nil), names...) }
+	a := Input{Source: []byte("a"), CompilerMacros: macros("M1", "M2", "M3")}
+	b := Input{Source: []byte("b"), CompilerMacros: macros("M1", "M2", "M3")}
+	d := Input{Source: []byte("d"), CompilerMacros: macros("M1", "MX", "M3")}
+	for i, in := range []Input{a, b, d} {
+		h := hashInput(c.seed, in, "/wd")
+		c.put(h, kcache.Digest{byte(i)}, in, "/wd", &memo{headers: []kcache.Header{{Name: string(in.Source)}}})
+	}
+	kept := func(in Input) []string {
+		t.Helper()
+		sl := c.slots[hashInput(c.seed, in, "/wd")]
+		if sl == nil || !sameInput(sl.in, in) {
+			t.Fatalf("no slot of %q", in.Source)
+		}
+		return sl.in.CompilerMacros
+	}
+	ka, kb, kd := kept(a), kept(b), kept(d)
+	if &ka[0] != &kb[0] {
+		t.Error("equal macros are copied per input")
+	}
+	if &ka[0] == &a.CompilerMacros[0] || &kb[0] == &b.CompilerMacros[0] || &kd[0] == &d.CompilerMacros[0] {
+		t.Fatal("a memo keeps the caller's list")
+	}
+	if &kd[0] == &ka[0] || kd[1] != "MX" {
+		t.Errorf("other macros share a list: %q", kd)
+	}
+	// The callers' lists rewritten in place change no memo.
+	a.CompilerMacros[1], b.CompilerMacros[1] = "changed", "changed"
+	if ka[1] != "M2" || kb[1] != "M2" {
+		t.Fatalf("a memo's macros follow the caller's list: %q %q", ka, kb)
+	}
+	if m, _ := c.lookup(a, "/wd"); m != nil {
+		t.Error("an input with other macros found a memo")
+	}
+	a.CompilerMacros[1] = "M2"
+	if m, _ := c.lookup(a, "/wd"); m == nil || m.headers[0].Name != "a" {
+		t.Errorf("memo of a: %+v", m)
 	}
 }

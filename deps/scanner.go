@@ -375,7 +375,7 @@ func (s *Scanner) Unchanged(in Input) bool {
 // every lookup.
 func workDir() (string, error) {
 	if syscall.ImplementsGetwd {
-		if dir, err := syscall.Getwd(); err == nil {
+		if dir, err := getwd(); err == nil {
 			if pwd := os.Getenv("PWD"); pwd == dir || pwd == "" || pwd[0] != '/' {
 				return dir, nil
 			}
@@ -383,6 +383,34 @@ func workDir() (string, error) {
 	}
 	return os.Getwd()
 }
+
+// getwd is syscall.Getwd with a buffer of shortWorkDir bytes, where the
+// working directory's name fits: syscall.Getwd zeroes a buffer of PATH_MAX
+// (4 KiB) on the stack, on every key, and a new process's first key paid
+// 8 us for the working directory on the H100 (bench/RESULTS-cuda.md,
+// hit7). A longer name is left to syscall.Getwd.
+func getwd() (string, error) {
+	var buf [shortWorkDir]byte
+	n, err := syscall.Getcwd(buf[:])
+	if err == syscall.ERANGE {
+		return syscall.Getwd()
+	}
+	if err != nil {
+		return "", err
+	}
+	// As syscall.Getwd: n counts the NUL, and a name that is not absolute
+	// ("(unreachable)/...") is no working directory.
+	if n < 1 || n > len(buf) || buf[n-1] != 0 {
+		return "", syscall.EINVAL
+	}
+	if buf[0] != '/' {
+		return "", syscall.ENOENT
+	}
+	return string(buf[:n-1]), nil
+}
+
+// shortWorkDir is the buffer getwd asks the working directory's name into.
+const shortWorkDir = 256
 
 // loadedRecord is a dependency record read and decoded, not yet checked.
 type loadedRecord struct {

@@ -49,6 +49,7 @@ func (s *Store) Clear(ctx context.Context) error {
 	s.nextTrim.Store(0)
 	s.lastTotal.Store(0)
 	errs = append(errs, s.modes.mkdirAll(s.dir))
+	s.vdir.Store(openDirHandle(s.dir))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("disk: clear: %w", err)
 	}

@@ -102,10 +102,38 @@ func EntryDir(root string, k *kcache.Key) string {
 // leafIn returns the leaf directory of a key with digests d under the
 // version directory dir.
 func leafIn(dir string, d kcache.Digests) string {
-	// Plain concatenation: the parts are clean, and this runs on every hit.
-	image := shortHex(d.Image)
-	return dir + "/" + shortHex(d.Device) + "/" + image[:fanHexLen] + "/" + image + "/" +
-		shortHex(d.Spec) + "/" + shortHex(d.Options)
+	return string(appendLeaf(make([]byte, 0, len(dir)+leafPathLen), dir, d))
+}
+
+// leafPathLen is the length of a leaf's path below its version directory.
+const leafPathLen = 4*(1+digestHexLen) + 1 + fanHexLen
+
+// appendLeaf appends to b the leaf directory of a key with digests d under
+// the version directory dir: plain concatenation, since the parts are
+// clean, and this runs on every hit.
+func appendLeaf(b []byte, dir string, d kcache.Digests) []byte {
+	b = append(b, dir...)
+	b = appendDigestLevel(b, d.Device)
+	b = append(b, '/')
+	b = hex.AppendEncode(b, d.Image[:fanHexLen/2])
+	b = appendDigestLevel(b, d.Image)
+	b = appendDigestLevel(b, d.Spec)
+	return appendDigestLevel(b, d.Options)
+}
+
+// appendDigestLevel appends a slash and the directory name of one component
+// digest (shortHex).
+func appendDigestLevel(b []byte, d kcache.Digest) []byte {
+	return hex.AppendEncode(append(b, '/'), d[:digestHexLen/2])
+}
+
+// appendSlotZ returns leaf's slot n record path, NUL-terminated for
+// openReadZ, appended to leaf (in place where leaf has room for it).
+func appendSlotZ(leaf []byte, n int) []byte {
+	b := append(leaf, '/')
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, srcSuffix...)
+	return append(b, 0)
 }
 
 // shortHex names one directory level after a component digest.

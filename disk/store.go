@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -143,6 +145,9 @@ type Store struct {
 	// the persistent counters; refusedFlushed is when they last were, in
 	// Unix nanoseconds (ceiling.go).
 	refused, refusedFlushed atomic.Int64
+	// vdir is a handle on dir that lookups open records through, nil where
+	// none could be opened (verdir.go).
+	vdir atomic.Pointer[dirHandle]
 	// hook, when set by a test, is called at named points of a step and
 	// of a Put (those start with "put:").
 	hook func(point string)
@@ -176,6 +181,7 @@ func Open(opts Options) (*Store, error) {
 	if err := prepareDir(s.root, s.dir, s.modes); err != nil {
 		return nil, err
 	}
+	s.vdir.Store(openDirHandle(s.dir))
 	s.refreshLimit(true)
 	s.initTotals()
 	return s, nil
@@ -245,29 +251,45 @@ type found struct {
 	bin   []byte
 }
 
-// find looks a prepared key up in every slot of its leaf.
+// find looks a prepared key up in every slot of its leaf. The leaf's path
+// is built on the stack, NUL-terminated for open(2) (openReadZ), and a
+// slot's record is opened below the store's handle on the version
+// directory (verdir.go): a hit makes one string of the path, the found
+// record's, where building the leaf, the slot's name and the system
+// call's copy made five, and the kernel walks the leaf's names only (a new
+// process's first request makes two lookups, each with caches cold).
 func (s *Store) find(ctx context.Context, p *kcache.Prepared) (found, error) {
 	if err := ctx.Err(); err != nil {
 		return found{}, fmt.Errorf("disk: %w: %w", kcache.ErrMiss, err)
 	}
 	want := p.Encoding()
-	leaf := s.leafDir(s.preparedDigests(p))
+	var stack [320]byte
+	leaf := appendLeaf(stack[:0], s.dir, s.preparedDigests(p))
+	rel := len(s.dir) + 1 // where the path below the version directory starts
+	h := s.vdir.Load()
 	now := s.now()
 	for n := range maxSlots {
-		h, err := readSlot(leaf, n, want, now)
+		pz := appendSlotZ(leaf, n)
+		path := string(pz[:len(pz)-1])
+		f, err := readSlotZ(h, path, pz, rel, want, now)
+		if n == 0 && h != nil && errors.Is(err, fs.ErrNotExist) && h.stale(s.dir) {
+			s.renewDirHandle(h)
+			h = nil // by path, for the rest of this lookup
+			f, err = readSlotZ(nil, path, pz, rel, want, now)
+		}
 		switch {
 		case err == nil:
-			return h, nil
+			return f, nil
 		case isOwnDamage(err):
-			if _, serr := os.Lstat(srcPath(leaf, n)); errors.Is(serr, fs.ErrNotExist) {
+			if _, serr := os.Lstat(path); errors.Is(serr, fs.ErrNotExist) {
 				return found{}, errMiss // evicted or deleted while read: no damage
 			}
-			s.log.Warn("kcache: damaged cache entry ignored", "path", srcPath(leaf, n), "err", err)
+			s.log.Warn("kcache: damaged cache entry ignored", "path", path, "err", err)
 			return found{}, fmt.Errorf("disk: %w", err)
 		case errors.Is(err, errOtherKey), errors.Is(err, fs.ErrNotExist):
 			continue // a collision, or an empty slot before a used one
 		case errors.Is(err, kcache.ErrMiss):
-			s.log.Warn("kcache: damaged cache entry ignored", "path", srcPath(leaf, n), "err", err)
+			s.log.Warn("kcache: damaged cache entry ignored", "path", path, "err", err)
 			continue // a damaged record could belong to anyone
 		default:
 			return found{}, fmt.Errorf("disk: %w: %w", kcache.ErrMiss, err)
@@ -295,7 +317,14 @@ func (s *Store) preparedDigests(p *kcache.Prepared) kcache.Digests {
 // must be read (entryMtime).
 func readSlot(leaf string, n int, want []byte, now time.Time) (found, error) {
 	path := srcPath(leaf, n)
-	fd, err := openRead(path)
+	return readSlotZ(nil, path, append([]byte(path), 0), 0, want, now)
+}
+
+// readSlotZ is readSlot for the slot's record at path, which pz holds
+// NUL-terminated, opened through the version directory's handle h where
+// it is not nil (openSlot).
+func readSlotZ(h *dirHandle, path string, pz []byte, rel int, want []byte, now time.Time) (found, error) {
+	fd, err := openSlot(h, pz, rel)
 	if err != nil {
 		return found{}, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -312,7 +341,7 @@ func readSlot(leaf string, n int, want []byte, now time.Time) (found, error) {
 		return found{}, errOtherKey
 	}
 	if !rec.embedded {
-		bin, err = readBinary(binPath(leaf, n), &rec)
+		bin, err = readBinary(strings.TrimSuffix(path, srcSuffix)+binSuffix, &rec)
 	} else if !rec.checkCRC(bin) {
 		err = &kcache.DecodeError{What: "binary", Reason: "size or checksum mismatch"}
 	}
@@ -503,6 +532,27 @@ func readFull(fd int, path string, b []byte) error {
 		done += n
 	}
 	return nil
+}
+
+// openReadZ opens the file whose NUL-terminated path is pz, relative to
+// the directory open at dirfd (or unix.AT_FDCWD), for reading: unix.Openat,
+// less the copy of a path string it makes to terminate it.
+func openReadZ(dirfd int, pz []byte) (int, error) {
+	if len(pz) == 0 || pz[len(pz)-1] != 0 || bytes.IndexByte(pz[:len(pz)-1], 0) >= 0 {
+		return -1, unix.EINVAL
+	}
+	for {
+		fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(&pz[0])),
+			uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
+		switch errno {
+		case 0:
+			return int(fd), nil
+		case unix.EINTR:
+			continue
+		default:
+			return -1, errno
+		}
+	}
 }
 
 func openRead(path string) (int, error) {
