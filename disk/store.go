@@ -341,7 +341,9 @@ func readSlotZ(h *dirHandle, path string, pz []byte, rel int, want []byte, now t
 		return found{}, errOtherKey
 	}
 	if !rec.embedded {
-		bin, err = readBinary(strings.TrimSuffix(path, srcSuffix)+binSuffix, &rec)
+		// Below the same handle as the record: a Clear elsewhere may have
+		// put another entry at the path since.
+		bin, err = readBinaryAt(h, strings.TrimSuffix(path, srcSuffix)+binSuffix, rel, &rec)
 	} else if !rec.checkCRC(bin) {
 		err = &kcache.DecodeError{What: "binary", Reason: "size or checksum mismatch"}
 	}
@@ -479,10 +481,17 @@ func entryLength(head []byte) (int64, bool) {
 	return n, true
 }
 
-// readBinary reads the binary rec describes and checks its length and
-// CRC-32C. Any mismatch is a *kcache.DecodeError.
-func readBinary(path string, rec *rawRecord) ([]byte, error) {
-	bin, _, err := readFile(path, rec.size)
+// readBinaryAt reads the binary rec describes, at path, opened through
+// the version directory's handle h where it is not nil (openSlot; rel is
+// where path's part below the version directory starts), and checks its
+// length and CRC-32C. Any mismatch is a *kcache.DecodeError.
+func readBinaryAt(h *dirHandle, path string, rel int, rec *rawRecord) ([]byte, error) {
+	fd, err := openSlot(h, append([]byte(path), 0), rel)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	bin, _, err := readFD(fd, path, rec.size)
 	if err != nil {
 		return nil, err
 	}
@@ -504,6 +513,11 @@ func readFile(path string, limit int64) ([]byte, time.Time, error) {
 		return nil, time.Time{}, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
+	return readFD(fd, path, limit)
+}
+
+// readFD is readFile's read of the open file fd.
+func readFD(fd int, path string, limit int64) ([]byte, time.Time, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, time.Time{}, &fs.PathError{Op: "fstat", Path: path, Err: err}

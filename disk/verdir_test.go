@@ -219,3 +219,24 @@ func TestLookupConcurrentClear(t *testing.T) {
 		checkGet(t, a, i, 64+i)
 	}
 }
+
+// TestLegacyBinaryThroughHandle: an entry of the first format keeps its
+// binary in a file beside its record, which a lookup through the
+// handle reads through the same handle: after the version directory was
+// replaced by one holding another entry at the same place, the record
+// and the binary still come from one tree (a hit of the old entry,
+// whole), never the record of one and the binary of the other.
+func TestLegacyBinaryThroughHandle(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "cache")
+	a := openTest(t, Options{Dir: root})
+	putLegacy(t, a, 1, 100)
+	checkGet(t, a, 1, 100)
+	if err := os.Rename(versionDir(root), filepath.Join(base, "aside")); err != nil {
+		t.Fatal(err)
+	}
+	b := openTest(t, Options{Dir: root})
+	putLegacy(t, b, 1, 200)
+	checkGet(t, a, 1, 100) // through a's handle, on the tree set aside
+	checkGet(t, b, 1, 200)
+}
