@@ -126,8 +126,8 @@ shapes added.`,
 // specializeVar is PoCL's setting that compiles work-group functions
 // specialized for the listed launch shapes into a program's binary when the
 // binary is read. It chooses which functions the binary holds, not how any
-// is compiled, so it must not enter the key: a binary built with it serves
-// the processes that run without it.
+// is compiled, so it does not enter the key (keyparts.OpenCLEnv leaves it
+// out): a binary built with it serves the processes that run without it.
 const specializeVar = "POCL_BINARY_SPECIALIZE_WG"
 
 // specPattern is one specialization in PoCL's notation: the local size,
@@ -148,11 +148,11 @@ func checkSpecializations(list string) error {
 	return nil
 }
 
-// specializeAfterKey keeps specializeVar out of the keys of the session
-// opened by open, then sets it to list (or back to the user's own value)
-// for the binary reads. The key's environment is captured when the
-// session's program cache is made; PoCL reads the variable at each
-// binary read. restore puts the process environment back.
+// specializeAfterKey opens a session with open while specializeVar is
+// unset (so that opening reads no binary with the user's own value), then
+// sets it to list (or back to the user's own value) for the binary reads,
+// which PoCL makes with the variable as it is then. restore puts the
+// process environment back.
 func specializeAfterKey(list string, open func() (*session, error)) (sess *session, restore func(), err error) {
 	old, had := os.LookupEnv(specializeVar)
 	restore = func() {

@@ -134,8 +134,9 @@ func ldSoConf(path string, depth int) []string {
 // OpenCLEnv is the rule for OpenCL drivers' environment: the families
 // drivers read to change their compilers' output (PoCL's POCL_*, Intel's
 // CL_CONFIG_*, the loaders' OCL_ICD_*/OPENCL_* that pick a different driver
-// altogether), less PoCL's variables that say where caches and logs go and
-// how many threads run kernels.
+// altogether), less PoCL's variables that say where caches and logs go,
+// how many threads run kernels, and which work-group functions a binary
+// holds.
 var OpenCLEnv = EnvRule{
 	Prefixes: []string{"POCL_", "CL_CONFIG_", "OCL_ICD_", "OPENCL_"},
 	Irrelevant: map[string]bool{
@@ -156,6 +157,10 @@ var OpenCLEnv = EnvRule{
 		"POCL_IMPLICIT_FINISH":                   true,
 		"POCL_DUMP_TASK_GRAPHS":                  true,
 		"POCL_KERNEL_COMPILER_DEBUG_DIRECTORIES": true,
+		// Which work-group functions a binary holds when it is read
+		// (kcache build --specialize), not how any is compiled: a binary
+		// read with it serves the processes that run without it.
+		"POCL_BINARY_SPECIALIZE_WG": true,
 	},
 }
 
