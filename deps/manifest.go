@@ -119,7 +119,9 @@ func (w *walk) entry(path string, depth int) error {
 	case fi.IsDir():
 		return w.dir(path, fi, depth+1)
 	case !fi.Mode().IsRegular():
-		return nil // devices, sockets and pipes are not headers
+		// A pipe or a device the compiler may be told to include: what it
+		// would read is not there to key.
+		return fmt.Errorf("%w: %s is not a regular file (%v)", ErrUncacheable, path, fi.Mode().Type())
 	}
 	if w.files++; w.files > maxManifestFiles {
 		return fmt.Errorf("%w: more than %d files in the search directories", ErrUncacheable, maxManifestFiles)

@@ -205,7 +205,10 @@ func validRange(fsys *fileSystem, dirs *dirStats, now time.Time, seen []observat
 		} else {
 			n = fsys.observe(o.path, now)
 		}
-		if n.state != o.state {
+		if n.state != o.state || n.state == stateOther {
+			// A pipe or a device is never trusted by stat: a scan that
+			// meets one refuses the source, and a memo or record from
+			// before that rule holds one as if it were absent.
 			return false
 		}
 		if (o.state == stateFile || o.state == stateDir) && (!o.settled || o.id != n.id) {

@@ -596,6 +596,11 @@ func (sc *scan) include(name string, angle bool, includerDir, rule string, kind 
 			// there; which one wins is a guess.
 			sc.refuse(fmt.Sprintf("include candidate %s cannot be examined: %v", c, err))
 		}
+		if err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+			// A pipe or a device: the compiler reads it (clang includes a
+			// FIFO's text), and what it reads is not there to key.
+			sc.refuse(fmt.Sprintf("include candidate %s is not a regular file (%v)", c, fi.Mode().Type()))
+		}
 		if !found || every {
 			sc.add(Dependency{Path: c, Name: sc.location(c), Rule: RuleAbsent})
 		}
@@ -678,7 +683,11 @@ func (sc *scan) declared(name string) error {
 		return nil
 	case err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
 		return fmt.Errorf("deps: declared dependency %s: %w", path, err)
-	case err != nil || !fi.Mode().IsRegular():
+	case err == nil && !fi.Mode().IsRegular():
+		// A pipe or a device: what the build reads from it is not there
+		// to key.
+		return fmt.Errorf("%w: declared dependency %s is not a regular file (%v)", ErrUncacheable, path, fi.Mode().Type())
+	case err != nil:
 		sc.add(Dependency{Path: path, Name: sc.location(path), Rule: RuleAbsent})
 		return nil
 	}

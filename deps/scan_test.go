@@ -618,3 +618,68 @@ func TestBuiltinsMentionShared(t *testing.T) {
 		}
 	}
 }
+
+// TestScanNonRegularFiles: a pipe where the compiler looks for a header
+// or a declared dependency makes the source uncacheable. clang includes a
+// FIFO's text (#include "h.h" with h.h a FIFO compiles what was written
+// to it), which no key of the scan's could hold; keyed as absent, two
+// builds fed different text would share a key. The control: the same
+// places as regular files give a key.
+func TestScanNonRegularFiles(t *testing.T) {
+	cases := []struct {
+		name string
+		fifo string // made a FIFO under the root
+		in   func(root string) Input
+	}{
+		{"include candidate", "h.h", func(root string) Input {
+			return Input{Source: []byte("#include \"h.h\"\n"), WorkDir: root, SearchWorkDir: true}
+		}},
+		{"a candidate ahead of a regular header", "a/h.h", func(root string) Input {
+			return Input{Source: []byte("#include <h.h>\n"), WorkDir: root, Args: []string{"-Ia", "-Ib"}}
+		}},
+		{"declared dependency", "table.bin", func(root string) Input {
+			return Input{Source: []byte("kernel void k() {}\n"), WorkDir: root, Depends: []string{"table.bin"}}
+		}},
+		{"file of a declared directory", "inc/x.h", func(root string) Input {
+			return Input{Source: []byte("kernel void k() {}\n"), WorkDir: root, Depends: []string{"inc"}}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			files := map[string]string{"b/h.h": "#define V 1\n", c.fifo: "#define V 2\n"}
+			root := tree(t, files)
+			if _, _, err := NewScanner(nil).Scan(context.Background(), c.in(root)); err != nil {
+				t.Fatalf("control, %s a regular file: %v", c.fifo, err)
+			}
+			root = tree(t, map[string]string{"b/h.h": "#define V 1\n", filepath.Join(filepath.Dir(c.fifo), "other"): ""})
+			if err := syscall.Mkfifo(filepath.Join(root, c.fifo), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := NewScanner(nil).Scan(context.Background(), c.in(root)); !errors.Is(err, ErrUncacheable) {
+				t.Errorf("%s a FIFO: err = %v, want ErrUncacheable", c.fifo, err)
+			}
+		})
+	}
+}
+
+// TestPipeObservationNeverHolds: a memo or dependency record that
+// observed a pipe (as one written before pipes made a source
+// uncacheable did, keying it as absent) never holds, so the source is
+// scanned again and refused; the control, a missing path, holds.
+func TestPipeObservationNeverHolds(t *testing.T) {
+	root := t.TempDir()
+	fifo := filepath.Join(root, "h.h")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fsys := osFileSystem()
+	now := time.Now()
+	missing := &memo{seen: []observation{fsys.observe(filepath.Join(root, "none.h"), now)}}
+	if !missing.valid(fsys) {
+		t.Fatal("control: a memo of a missing header does not hold")
+	}
+	pipe := &memo{seen: []observation{fsys.observe(fifo, now)}}
+	if pipe.seen[0].state != stateOther || pipe.valid(fsys) {
+		t.Errorf("a memo that observed a pipe (state %v) holds", pipe.seen[0].state)
+	}
+}
