@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"syscall"
 )
@@ -27,9 +26,9 @@ var errNotDynamicELF = errors.New("not an ELF file this reader can read")
 // does not model (a count of program headers kept in section 0, a string
 // table outside every loaded segment), leaving those files to debug/elf.
 func readDynamicFast(path string) (dynInfo, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	fd, err := openRaw(path, 0)
 	if err != nil {
-		return dynInfo{}, &os.PathError{Op: "open", Path: path, Err: err}
+		return dynInfo{}, err
 	}
 	defer syscall.Close(fd)
 	return parseDynamic(fdReader(fd))

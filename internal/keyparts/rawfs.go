@@ -3,6 +3,7 @@ package keyparts
 import (
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -82,7 +83,7 @@ func glob(pattern string) []string {
 		return m
 	}
 	if !hasMeta(file) {
-		if _, err := lstat(pattern); err != nil {
+		if _, err := os.Lstat(pattern); err != nil {
 			return nil
 		}
 		return []string{pattern}
@@ -102,12 +103,8 @@ func hasMeta(s string) bool {
 	return false
 }
 
-func lstat(path string) (syscall.Stat_t, error) {
-	var st syscall.Stat_t
-	err := syscall.Lstat(path, &st)
-	return st, err
-}
-
+// openRaw opens path for reading (with flags added), retrying an
+// interrupted open; its error is an *fs.PathError.
 func openRaw(path string, flags int) (int, error) {
 	for {
 		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|flags, 0)
