@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,8 +74,8 @@ type Cache struct {
 	programs *objcache.Cache[programKey, *programEntry]
 	kernels  *objcache.Cache[kernelKey, *SafeKernel]
 	headers  *deps.Scanner
-	private  string          // see CacheOptions.PrivateDir
-	env      []kcache.EnvVar // CacheOptions.Environ's selected; nil: the process's, read per key
+	private  string   // see CacheOptions.PrivateDir
+	environ  []string // CacheOptions.Environ; nil: the process's, read per key
 	delay    time.Duration
 	baseDir  string // see CacheOptions.BaseDir
 
@@ -116,7 +116,7 @@ func NewCache(cl *Context, bins *kcache.Cache, opts CacheOptions) *Cache {
 	if !opts.NoRecords {
 		scanOpts = append(scanOpts, deps.WithRecords(bins))
 	}
-	c := &Cache{cl: cl, bins: bins, headers: deps.NewScanner(bins.Logger(), scanOpts...), env: environ(opts.Environ), delay: delay, ids: map[uintptr]identity{}, baseDir: cmp.Or(opts.BaseDir, cfg.BaseDir), private: opts.PrivateDir}
+	c := &Cache{cl: cl, bins: bins, headers: deps.NewScanner(bins.Logger(), scanOpts...), environ: slices.Clone(opts.Environ), delay: delay, ids: map[uintptr]identity{}, baseDir: cmp.Or(opts.BaseDir, cfg.BaseDir), private: opts.PrivateDir}
 	// Kernels are released with their program (releaseProgram), not by
 	// the kernel tier: a caller holding a program may use its kernels.
 	c.kernels = objcache.New[kernelKey, *SafeKernel](objcache.Options[*SafeKernel]{Logger: bins.Logger()})
@@ -133,15 +133,6 @@ func NewCache(cl *Context, bins *kcache.Cache, opts CacheOptions) *Cache {
 		c.identity(d)
 	}
 	return c
-}
-
-// environ returns the selected variables of env, a cache's fixed
-// environment; nil where env is nil, the process's own (compilerEnv).
-func environ(env []string) []kcache.EnvVar {
-	if env == nil {
-		return nil
-	}
-	return append([]kcache.EnvVar{}, keyparts.OpenCLEnv.Select(env)...)
 }
 
 // Context returns the OpenCL context the cache belongs to.
@@ -179,10 +170,7 @@ func (c *Cache) Key(dev Device, src Source) (*kcache.Key, error) {
 // library, whose environment the driver reads, PoCL its extra build
 // flags at each build) keys the builds it changes.
 func (c *Cache) compilerEnv() []kcache.EnvVar {
-	if c.env != nil {
-		return c.env
-	}
-	return keyparts.OpenCLEnv.Select(os.Environ())
+	return keyparts.OpenCLEnv.Select(keyparts.Environ(c.environ))
 }
 
 func (c *Cache) identity(d Device) identity {
