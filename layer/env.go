@@ -47,8 +47,8 @@ func checkEnv(start []kcache.EnvVar) error {
 		}
 	}
 	for _, v := range start {
-		if !slices.Contains(now, v) && !slices.ContainsFunc(now, func(n kcache.EnvVar) bool { return n.Name == v.Name }) {
-			names = append(names, v.Name)
+		if !slices.ContainsFunc(now, func(n kcache.EnvVar) bool { return n.Name == v.Name }) {
+			names = append(names, v.Name) // removed; a changed one is named above
 		}
 	}
 	return fmt.Errorf("%w: %w (%s)", deps.ErrUncacheable, errEnvChanged, strings.Join(names, ", "))

@@ -45,19 +45,18 @@ static int kc_driver_up;
 int kc_driver_is_up(void) { return __atomic_load_n(&kc_driver_up, __ATOMIC_SEQ_CST) && !kc_forked; }
 
 static void kc_init(void) {
-	// A driver that started before the Go half did: kcGoInit starts the
+	// A driver that started before the Go runtime did: kcGoInit starts the
 	// search for its files, which kc_driver_started could not ask for,
-	// before it opens the cache, so that the two run side by side. (It
-	// asks again once the Go runtime is up, which takes milliseconds.)
-	int up_before = kc_driver_is_up();
-	int enabled = kcGoInit(up_before);
+	// before it opens the cache, so that the two run side by side.
+	struct kcGoInit_return init = kcGoInit();
+	int enabled = init.r0, sought = init.r1;
 	pthread_mutex_lock(&kc_init_mu);
 	kc_enabled = enabled;
 	__atomic_store_n(&kc_init_done, 1, __ATOMIC_SEQ_CST);
 	pthread_cond_broadcast(&kc_init_cv);
 	pthread_mutex_unlock(&kc_init_mu);
-	// One that started while the Go half did: the search starts now.
-	if (enabled && !up_before && __atomic_load_n(&kc_driver_up, __ATOMIC_SEQ_CST) && !kc_forked) {
+	// One that started while the cache opened: the search starts now.
+	if (enabled && !sought && kc_driver_is_up()) {
 		kcGoDriverStarted();
 	}
 }

@@ -136,18 +136,22 @@ func guard(what string) {
 	}
 }
 
+// kcGoInit opens the layer. enabled says the cache opened; sought, that
+// the driver had started by then (kc_driver_is_up), so that the search
+// for its files began before the cache opened, beside it. kc_init starts
+// the search for a driver that started later.
+//
 //export kcGoInit
-func kcGoInit(driverUp C.int) (enabled C.int) {
+func kcGoInit() (enabled, sought C.int) {
 	defer guard("init")
 	keyparts.SetLoaderCounter(loaderCount)
-	// The driver may have started while the Go runtime did: its files are
-	// then sought now, not after the cache opens (kc_init asks again).
-	l, err := open(os.Environ(), stderr(), driverUp != 0 || C.kc_driver_is_up() != 0)
+	up := C.kc_driver_is_up() != 0
+	l, err := open(os.Environ(), stderr(), up)
 	if err != nil {
 		if d, _ := kcache.ConfigFromEnv(); d.Debug {
 			slog.New(slog.NewTextHandler(stderr(), nil)).Warn("kcache layer: cache off; every call passes through", "err", err)
 		}
-		return 0
+		return 0, 0
 	}
 	if dir, err := privatePoCLDir(os.Getenv, os.Setenv); err != nil {
 		l.log.Warn("kcache layer: no private PoCL directory; processes loading the same binary at once may abort", "err", err)
@@ -158,7 +162,10 @@ func kcGoInit(driverUp C.int) (enabled C.int) {
 		l.scan.private = dir
 	}
 	theLayer = l
-	return 1
+	if up {
+		return 1, 1
+	}
+	return 1, 0
 }
 
 // loaderCount asks the dynamic loader how many objects it has loaded and
