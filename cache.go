@@ -88,6 +88,15 @@ func (c *Cache) RecordMemory(hit bool, saved time.Duration) {
 	c.stats.saved(saved, 0)
 }
 
+// RecordLocalHit counts a hit of the local tier of kind kind that a
+// backend served from a record of its own (the cuda package's direct
+// records keep a binary beside the digest of the key it is stored under):
+// a build of buildTime avoided, in took.
+func (c *Cache) RecordLocalHit(kind Outcome, buildTime, took time.Duration) {
+	c.stats.tier(kind).hits.Add(1)
+	c.stats.saved(buildTime, took)
+}
+
 // GetOrBuild returns the binary for key from the first tier that has it,
 // filling the tiers above, or builds it once: concurrent callers in this
 // process share one build, and callers in other processes wait on the

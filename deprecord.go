@@ -125,6 +125,20 @@ func (c *Cache) StoreRecord(ctx context.Context, id Digest, record []byte) error
 	return errors.Join(errs...)
 }
 
+// DeleteRecord deletes the record stored under id from the cache's local
+// tiers, for a caller that found it unusable (one that decodes but whose
+// binary the driver refuses would otherwise be read by every process).
+func (c *Cache) DeleteRecord(ctx context.Context, id Digest) error {
+	key := recordKey(id)
+	var errs []error
+	for _, t := range c.recordTiers() {
+		if err := t.Store.Delete(ctx, key); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // recordTiers returns the tiers that keep dependency records.
 func (c *Cache) recordTiers() []Tier {
 	var out []Tier

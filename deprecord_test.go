@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"testing"
+	"time"
 )
 
 // sharedMapStore is a mapStore shared between processes, as far as the
@@ -40,6 +41,47 @@ func TestDependencyRecordsStayLocal(t *testing.T) {
 	// No build's key is a record's: builds name a real compiler.
 	if k := keyN(1); k.Digest() == recordKey(id).Digest() {
 		t.Error("a build's key equals a record's")
+	}
+}
+
+// TestDeleteRecord: a deleted record is a miss, in every tier that kept
+// it, and other records stay.
+func TestDeleteRecord(t *testing.T) {
+	ctx := context.Background()
+	a, b := sharedMapStore{newMapStore()}, sharedMapStore{newMapStore()}
+	c := New(Config{}, nil, Tier{Kind: OutcomeDisk, Store: a}, Tier{Kind: OutcomeDisk, Store: b})
+	for _, id := range []Digest{{1}, {2}} {
+		if err := c.StoreRecord(ctx, id, []byte("record")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.DeleteRecord(ctx, Digest{1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.LoadRecord(ctx, Digest{1}); !errors.Is(err, ErrMiss) {
+		t.Errorf("LoadRecord after DeleteRecord: %v, want a miss", err)
+	}
+	for _, s := range []sharedMapStore{a, b} {
+		if _, err := s.Get(ctx, recordKey(Digest{1})); err == nil {
+			t.Error("a tier kept the deleted record")
+		}
+	}
+	if got, err := c.LoadRecord(ctx, Digest{2}); err != nil || string(got) != "record" {
+		t.Errorf("another record: %q, %v", got, err)
+	}
+}
+
+// TestRecordLocalHit: a hit a backend served from a record of its own
+// counts in its tier, with the build it saved.
+func TestRecordLocalHit(t *testing.T) {
+	c := New(Config{}, nil)
+	c.RecordLocalHit(OutcomeDisk, 2*time.Second, time.Millisecond)
+	s := c.Stats()
+	if s.Disk.Hits != 1 || s.Memory.Hits != 0 || s.Remote.Hits != 0 {
+		t.Errorf("hits: disk %d memory %d remote %d, want one on disk", s.Disk.Hits, s.Memory.Hits, s.Remote.Hits)
+	}
+	if s.SavedTime != 2*time.Second-time.Millisecond {
+		t.Errorf("saved %v, want the build's time less the hit's", s.SavedTime)
 	}
 }
 

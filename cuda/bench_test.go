@@ -205,3 +205,111 @@ func BenchmarkLoadToLaunch(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFirstLookupCold is FirstLookup with the CPU's caches cold, as
+// a new process's request for each of its kernels finds them after the
+// work between requests (the CUDA suite fills megabytes of buffers): each
+// iteration writes 64 MiB before it times one request of a new Cache.
+// "usual" reads the dependency record and the entry and computes the key
+// between them; "direct" reads the direct record alone and checks the
+// dependency record inside it (direct.go); "file" reads the same image
+// from a file of its own with os.ReadFile, as the floor of the CUDA suite
+// does. It needs no GPU.
+func BenchmarkFirstLookupCold(b *testing.B) {
+	dir := b.TempDir()
+	inc := filepath.Join(dir, "inc")
+	os.MkdirAll(inc, 0o755)
+	os.WriteFile(filepath.Join(inc, "common.cuh"), []byte("#pragma once\n#define X 1\n"), 0o644)
+	time.Sleep(100 * time.Millisecond) // past deps' settling window, as FirstLookup
+	src := Source{Code: []byte("#include \"common.cuh\"\n" + saxpySource), Path: "k.cu",
+		Options: []string{"-std=c++17", "-I" + inc}, NameExpressions: []string{"scale<float, 3>"}}
+	cfg, _ := kcache.LoadConfig(func(cf *kcache.Config) { cf.Dir = filepath.Join(dir, "cache"); cf.Persistent = true })
+	st, err := disk.Open(disk.FromConfig(cfg))
+	if err != nil {
+		b.Fatal(err)
+	}
+	bins := kcache.New(cfg, nil, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st})
+	newCache := func() *Cache {
+		c := fakeCache(b, nil)
+		c.bins, c.scanner = bins, deps.NewScanner(nil, deps.WithRecords(bins))
+		return c
+	}
+	ctx := context.Background()
+	c := newCache()
+	p, err := c.plan(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prep, err := c.prepared(ctx, src, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	blob := (&image{format: FormatCUBIN, code: make([]byte, 12<<10), lowered: map[string]string{"scale<float, 3>": "_Z5scale"}}).encode()
+	if err := bins.Put(ctx, prep.Key(), kcache.Entry{Binary: blob}); err != nil {
+		b.Fatal(err)
+	}
+	req, err := c.directRequestOf(src, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := direct{key: prep.Digests().Key, image: blob}
+	for _, in := range req.ins {
+		rec, ok := c.scanner.SmallRecord(in)
+		if !ok {
+			b.Fatal("no small record of a one-header source")
+		}
+		d.records = append(d.records, rec)
+	}
+	if err := bins.StoreRecord(ctx, req.id, d.encode()); err != nil {
+		b.Fatal(err)
+	}
+	file := filepath.Join(dir, "module.cubin")
+	os.WriteFile(file, blob, 0o644)
+	churn := make([]byte, 64<<20)
+	lookups := map[string]func(*Cache){
+		"usual": func(c *Cache) {
+			p, _ := c.plan(src)
+			prep, err := c.prepared(ctx, src, p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r, err := bins.GetLocal(ctx, prep)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := decodeImage(r.Binary); err != nil {
+				b.Fatal(err)
+			}
+		},
+		"direct": func(c *Cache) {
+			p, _ := c.plan(src)
+			_, d, _, ok := c.lookupDirect(ctx, src, p)
+			if !ok {
+				b.Fatal("the direct record did not serve")
+			}
+			if _, err := decodeImage(d.image); err != nil {
+				b.Fatal(err)
+			}
+		},
+		"file": func(*Cache) {
+			if _, err := os.ReadFile(file); err != nil {
+				b.Fatal(err)
+			}
+		},
+	}
+	for _, name := range []string{"usual", "direct", "file"} {
+		b.Run(name, func(b *testing.B) {
+			lookup := lookups[name]
+			for b.Loop() {
+				b.StopTimer()
+				c := newCache()
+				c.directBase() // once per process, not per request
+				for i := 0; i < len(churn); i += 64 {
+					churn[i]++
+				}
+				b.StartTimer()
+				lookup(c)
+			}
+		})
+	}
+}

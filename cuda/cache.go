@@ -46,6 +46,10 @@ type Cache struct {
 	jit      map[JITOption]int
 	id       identity
 	warnPTX  sync.Once
+	// directOnce computes directDigest, the part of every direct
+	// record's name that the cache's identity makes (direct.go).
+	directOnce   sync.Once
+	directDigest kcache.Digest
 }
 
 // NewCache returns a cache of modules for ctx over the binary tiers of
@@ -218,6 +222,12 @@ func (c *Cache) preparedKey(ctx context.Context, src Source, p plan, early bool)
 		headers = append(memoryHeaders(src), scanned...)
 	}
 	prep := c.keyWith(src, p, headers).Prepare()
+	if e.directFor(scanned) && prep.Digests().Key != e.digest {
+		// Never expected: a direct record names the key of exactly these
+		// inputs. The key computed here is the one the tiers trust.
+		c.bins.Logger().Warn("kcache: a direct record named another key than its inputs'", "program", programName(src),
+			"record", e.digest, "key", prep.Digests().Key)
+	}
 	c.keys.put(h, src, scanned, prep)
 	return prep, confirm, nil
 }
@@ -228,19 +238,24 @@ func (c *Cache) keyWith(src Source, p plan, headers []kcache.Header) *kcache.Key
 	for i, e := range src.NameExpressions {
 		spec[i] = kcache.SpecConstant{ID: uint32(i), Value: []byte(e)}
 	}
+	return &kcache.Key{
+		Device:   c.id.dev,
+		Compiler: c.id.compiler(),
+		Image:    kcache.Image{Format: FormatCUDA, Source: src.Code, Headers: headers},
+		Spec:     spec,
+		Options:  kcache.BuildOptions{Compile: encodeOptions(programName(src), p.keyOptions), Link: c.jitLink(), Env: c.env},
+	}
+}
+
+// jitLink returns the JIT options as a key holds them.
+func (c *Cache) jitLink() string {
 	link := ""
 	if len(c.jit) > 0 { // sorting an empty map's keys allocates all the same
 		for _, k := range slices.Sorted(maps.Keys(c.jit)) {
 			link += fmt.Sprintf("jit%d=%d ", k, c.jit[k])
 		}
 	}
-	return &kcache.Key{
-		Device:   c.id.dev,
-		Compiler: c.id.compiler(),
-		Image:    kcache.Image{Format: FormatCUDA, Source: src.Code, Headers: headers},
-		Spec:     spec,
-		Options:  kcache.BuildOptions{Compile: encodeOptions(programName(src), p.keyOptions), Link: link, Env: c.env},
-	}
+	return link
 }
 
 // Module returns src compiled and loaded, from the first place that has
@@ -257,15 +272,26 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 	// the compile server meanwhile (serveclient.go).
 	ctx, endEarly := c.beginEarly(ctx, src, p)
 	defer endEarly()
+	// A source this process has no key of comes first from its direct
+	// record: one file (direct.go).
+	var req *directRequest
+	if e, h := c.keys.lookup(src); e == nil {
+		var m *CachedModule
+		if m, req = c.moduleDirect(ctx, src, p, h); m != nil {
+			return m, nil
+		}
+	}
 	// A new process's first key comes from a dependency record whose
 	// stats run while the module is looked up; what that finds is used
 	// only once they all held, and where one did not, the key is
 	// computed again (scaninput.go).
 	m, held, err := c.module(ctx, src, p, true)
-	if held {
-		return m, err
+	if !held {
+		m, _, err = c.module(ctx, src, p, false)
 	}
-	m, _, err = c.module(ctx, src, p, false)
+	if err == nil && req != nil {
+		c.storeDirect(ctx, req, src, m)
+	}
 	return m, err
 }
 
@@ -318,11 +344,12 @@ func (c *Cache) module(ctx context.Context, src Source, p plan, early bool) (_ *
 		outcome = e.outcome
 		return e, int64(len(e.blob)), nil
 	})
-	if !confirm() || errors.Is(err, errStaleRecord) {
+	if !confirm() || errors.Is(err, errStaleRecord) || errors.Is(err, errDirectUnusable) {
 		// What the key found is the binary of the record's files, kept
 		// under its own key; it is not the binary of these. (A caller
 		// whose key held gets errStaleRecord from another's build, which
-		// stopped: it computes its key again too.)
+		// stopped, or errDirectUnusable from a direct record's load that
+		// failed: it computes its key again too.)
 		if err == nil {
 			h.Release()
 		}
@@ -423,9 +450,7 @@ func (c *Cache) compile(ctx context.Context, src Source, p plan, digest kcache.D
 		return nil, c.classify(err)
 	}
 	blob := im.encode()
-	if pending != nil {
-		c.commit(ctx, src, p, pending, blob, took)
-	}
+	stored := pending != nil && c.commit(ctx, src, p, pending, blob, took)
 	m, err := c.ctx.LoadModule(im.code, c.jit)
 	if err != nil {
 		return nil, c.classify(err)
@@ -434,23 +459,25 @@ func (c *Cache) compile(ctx context.Context, src Source, p plan, digest kcache.D
 		c.bins.Logger().Debug("kcache: loaded PTX; the driver JIT-compiled it", "key", digest, "jit_ms", m.JITMillis)
 	}
 	return &moduleEntry{mod: m, format: im.format, lowered: im.lowered, blob: blob, digest: digest,
-		outcome: kcache.OutcomeBuilt, buildTime: took}, nil
+		outcome: kcache.OutcomeBuilt, buildTime: took, stored: stored}, nil
 }
 
 // commit stores a compiled image under the key computed before the
 // compile, unless the key may not be of what was compiled: a file it was
 // computed from changed meanwhile, or NVRTC predefines a name the key
-// assumed it does not. The image is then used but not stored.
-func (c *Cache) commit(ctx context.Context, src Source, p plan, pending *kcache.Pending, blob []byte, took time.Duration) {
+// assumed it does not. The image is then used but not stored. It reports
+// whether the image was committed.
+func (c *Cache) commit(ctx context.Context, src Source, p plan, pending *kcache.Pending, blob []byte, took time.Duration) bool {
 	if !c.inputsUnchanged(src, p) {
 		pending.Drop("a file the key was computed from changed during the compile, or was too new to trust")
-		return
+		return false
 	}
 	if err := c.checkAssumptions(ctx, src, p); err != nil {
 		pending.Drop(err.Error())
-		return
+		return false
 	}
 	pending.Commit(ctx, blob, took)
+	return true
 }
 
 // runNVRTC compiles src with p's options and returns the image to store.
@@ -518,7 +545,10 @@ type moduleEntry struct {
 	digest    kcache.Digest
 	outcome   kcache.Outcome
 	buildTime time.Duration
-	funcs     sync.Map // name or name expression -> *Function
+	// stored says this process compiled the image and committed it to
+	// the binary tiers under digest: the key held through the compile.
+	stored bool
+	funcs  sync.Map // name or name expression -> *Function
 }
 
 // CachedModule is a caller's hold on a cached module.

@@ -33,8 +33,12 @@ type keyMemo struct {
 type keyMemoEntry struct {
 	src     Source          // a deep copy: the caller may reuse its slices
 	scanned []kcache.Header // the headers the scan found, after those in memory
-	prep    *kcache.Prepared
-	size    int
+	// prep is the key, prepared; nil where a direct record served the
+	// source (direct.go), which gave only the key's digest: the key is
+	// prepared when a request first needs more than a live module.
+	prep   *kcache.Prepared
+	digest kcache.Digest // the key's digest, from prep or the direct record
+	size   int
 }
 
 // Bounds of a key memo; a source forgotten costs one key computed again.
@@ -60,19 +64,36 @@ func (k *keyMemo) lookup(src Source) (*keyMemoEntry, uint64) {
 	return nil, h
 }
 
-// prepared returns e's key if the scan found the same headers again.
+// prepared returns e's key if the scan found the same headers again and
+// the key was prepared.
 func (e *keyMemoEntry) prepared(scanned []kcache.Header) (*kcache.Prepared, bool) {
-	if e == nil || !slices.Equal(e.scanned, scanned) {
+	if e == nil || e.prep == nil || !slices.Equal(e.scanned, scanned) {
 		return nil, false
 	}
 	return e.prep, true
+}
+
+// directFor reports whether e is the entry a direct record left for the
+// headers scanned: its digest is the key of those headers, not prepared.
+func (e *keyMemoEntry) directFor(scanned []kcache.Header) bool {
+	return e != nil && e.prep == nil && slices.Equal(e.scanned, scanned)
 }
 
 // put remembers prep as the key of src (whose hash is h) with the headers
 // scanned, which the caller hands over: nothing may change them later.
 // (A new process's first key holds hundreds; they were copied twice.)
 func (k *keyMemo) put(h uint64, src Source, scanned []kcache.Header, prep *kcache.Prepared) {
-	e := &keyMemoEntry{src: cloneSource(src), scanned: scanned, prep: prep, size: sourceSize(src)}
+	k.putEntry(h, &keyMemoEntry{src: cloneSource(src), scanned: scanned, prep: prep, digest: prep.Digests().Key, size: sourceSize(src)})
+}
+
+// putDirect remembers digest, which a direct record gave, as the key of
+// src with the headers scanned, unprepared.
+func (k *keyMemo) putDirect(h uint64, src Source, scanned []kcache.Header, digest kcache.Digest) {
+	k.putEntry(h, &keyMemoEntry{src: cloneSource(src), scanned: scanned, digest: digest, size: sourceSize(src)})
+}
+
+// putEntry remembers e under h.
+func (k *keyMemo) putEntry(h uint64, e *keyMemoEntry) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if old := k.m[h]; old != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/maphash"
+	"io"
 	"io/fs"
 	"runtime"
 	"runtime/debug"
@@ -232,9 +233,17 @@ func validRange(fsys *fileSystem, dirs *dirStats, now time.Time, seen []observat
 // request on the H100. The bytes hashed are those of a write per field
 // (TestInputIDEncoding), so records keep their names.
 func inputID(in Input, wd string) kcache.Digest {
+	h := sha256.New()
+	writeInput(h, in, wd)
+	var d kcache.Digest
+	h.Sum(d[:0])
+	return d
+}
+
+// writeInput writes to h what inputID hashes of in.
+func writeInput(h io.Writer, in Input, wd string) {
 	buf := inputBufs.Get().(*[]byte)
 	defer inputBufs.Put(buf)
-	h := sha256.New()
 	b := appendField((*buf)[:0], "kcache/deps-input")
 	b = binary.AppendUvarint(b, recordVersion)
 	b = appendField(b, scannerBuild())
@@ -255,9 +264,6 @@ func inputID(in Input, wd string) kcache.Digest {
 	b = binary.AppendUvarint(b, uint64(inputFlags(in)))
 	h.Write(b)
 	*buf = b
-	var d kcache.Digest
-	h.Sum(d[:0])
-	return d
 }
 
 // hashInput hashes what sameInput compares, for the memo cache's map,

@@ -260,6 +260,19 @@ func (e *recordEncoder) str(prev, s string) {
 	e.buf = append(e.buf, s[n:]...)
 }
 
+// recordID returns the id a record names itself by, unchecked: its
+// checksum and the rest are decodeRecord's to check.
+func recordID(data []byte) (kcache.Digest, bool) {
+	var id kcache.Digest
+	if len(data) < len(recordMagic) || string(data[:len(recordMagic)]) != recordMagic {
+		return id, false
+	}
+	d := wire.NewDecoder(data[len(recordMagic):])
+	d.Uvarint() // the version, which decodeRecord checks
+	copy(id[:], d.Fixed(len(id)))
+	return id, d.OK
+}
+
 // decodeRecord parses a record and checks that it is whole, of this
 // version, and the record of id. Any failure wraps errBadRecord.
 func decodeRecord(id kcache.Digest, data []byte) (*memo, error) {

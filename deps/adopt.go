@@ -1,0 +1,114 @@
+package deps
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/kcache/kcache"
+)
+
+// A caller that keeps an entry of its own for a request (the cuda
+// package's direct records: a source's key and binary in the one file a
+// new process reads first) may keep the dependency records of the
+// request's inputs inside it, and hand each back to the scanner, which
+// checks it exactly as it checks a record of its RecordStore: the caller
+// then reads one file where it read three (the record, then the binary).
+// Only small records travel so (earlyInlinePlaces): they are checked on
+// the caller's goroutine, as AppendHeadersEarly checks them; a record of
+// hundreds of places keeps the overlapped check of the store's path.
+
+// Identified is an input with the working directory it is scanned in,
+// read once (Identify), for a caller that names an entry of its own by its
+// inputs.
+type Identified struct {
+	Input Input
+	// WorkDir is the working directory Input is scanned in: Input.WorkDir,
+	// or the process's when that is empty.
+	WorkDir string
+}
+
+// Identify returns each input with its working directory; inputs whose
+// WorkDir is empty share the process's, read once.
+func Identify(ins []Input) ([]Identified, error) {
+	out := make([]Identified, len(ins))
+	wd := ""
+	for i, in := range ins {
+		dir := in.WorkDir
+		if dir == "" {
+			if wd == "" {
+				var err error
+				if wd, err = workDir(); err != nil {
+					return nil, fmt.Errorf("deps: working directory: %w", err)
+				}
+			}
+			dir = wd
+		}
+		out[i] = Identified{Input: in, WorkDir: dir}
+	}
+	return out, nil
+}
+
+// WriteID writes to h what names in's dependency record (its id is the
+// SHA-256 of these bytes): every field of the input, the working
+// directory, the record version and the scanner's build. Inputs that write
+// the same bytes are scanned alike, so a name hashed from them names one
+// input's record: AdoptRecord trusts a record found under it.
+func (in Identified) WriteID(h io.Writer) { writeInput(h, in.Input, in.WorkDir) }
+
+// SmallRecord returns the dependency record of the last scan of in.Input
+// in this process, encoded, for AdoptRecord in another process: only for
+// a scan that holds now, whose every stat was settled, that expands no
+// __DATE__ (the key holds the day), of an input without a PrivateDir (its
+// record names a placeholder), and that lists at most a few places. ok is
+// false otherwise.
+func (s *Scanner) SmallRecord(in Identified) (rec []byte, ok bool) {
+	if in.Input.PrivateDir != "" {
+		return nil, false
+	}
+	m, _ := s.memos.lookup(in.Input, in.WorkDir)
+	if m == nil || m.date || len(m.seen) > earlyInlinePlaces || !m.recorded() || !m.valid(s.fs) {
+		return nil, false
+	}
+	return encodeRecord(inputID(in.Input, in.WorkDir), m), true
+}
+
+// AdoptRecord appends to dst the headers of in.Input that rec gives, where
+// rec is a record SmallRecord returned for in (in any process), found
+// under a name the caller hashed from in.WriteID, and every stat it lists
+// answers as it did; the scan is then this process's memo of the input,
+// as a record loaded from the store becomes. The record's own id is not
+// computed again: the name it was found under covers everything the id
+// does. Where this process has a memo of the input already, the memo must
+// hold and give the record's headers. Otherwise ok is false and dst comes
+// back as it was: a record that is damaged, of another version, large,
+// dated or stale, or of other headers than the memo's, leaves the caller
+// to scan as usual.
+func (s *Scanner) AdoptRecord(ctx context.Context, dst []kcache.Header, in Identified, rec []byte) ([]kcache.Header, bool) {
+	if in.Input.PrivateDir != "" {
+		return dst, false
+	}
+	id, ok := recordID(rec)
+	if !ok {
+		return dst, false
+	}
+	m, err := decodeRecord(id, rec)
+	if err != nil || m.date || len(m.seen) > earlyInlinePlaces {
+		return dst, false
+	}
+	own, h := s.memos.lookup(in.Input, in.WorkDir)
+	if own != nil {
+		// This process's memo is newer than any record: the record
+		// stands only where the memo holds and gives its headers.
+		if own.date || !slices.Equal(own.headers, m.headers) || !own.valid(s.fs) {
+			return dst, false
+		}
+		return append(dst, own.headers...), true
+	}
+	if !m.valid(s.fs) {
+		return dst, false
+	}
+	s.memos.put(h, id, in.Input, in.WorkDir, m)
+	return append(dst, m.headers...), true
+}
