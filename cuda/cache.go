@@ -440,6 +440,9 @@ func (c *Cache) fromBlob(blob []byte) (*moduleEntry, error) {
 // runs out of memory is retried by the object tier after evicting, which
 // then finds it stored.
 func (c *Cache) compile(ctx context.Context, src Source, p plan, digest kcache.Digest, pending *kcache.Pending) (*moduleEntry, error) {
+	if testHookBeforeCompile != nil {
+		testHookBeforeCompile()
+	}
 	start := time.Now()
 	im, err := c.build(ctx, src, p, digest)
 	took := time.Since(start)
@@ -450,7 +453,16 @@ func (c *Cache) compile(ctx context.Context, src Source, p plan, digest kcache.D
 		return nil, c.classify(err)
 	}
 	blob := im.encode()
-	stored := pending != nil && c.commit(ctx, src, p, pending, blob, took)
+	// An image whose key may not be of what was compiled (a file changed
+	// during the compile) is neither stored nor kept in the object tier,
+	// where a later request with the file changed back would find it.
+	var stored, exact bool
+	if pending != nil {
+		stored = c.commit(ctx, src, p, pending, blob, took)
+		exact = stored
+	} else {
+		exact = c.inputsUnchanged(src, p)
+	}
 	m, err := c.ctx.LoadModule(im.code, c.jit)
 	if err != nil {
 		return nil, c.classify(err)
@@ -459,8 +471,13 @@ func (c *Cache) compile(ctx context.Context, src Source, p plan, digest kcache.D
 		c.bins.Logger().Debug("kcache: loaded PTX; the driver JIT-compiled it", "key", digest, "jit_ms", m.JITMillis)
 	}
 	return &moduleEntry{mod: m, format: im.format, lowered: im.lowered, blob: blob, digest: digest,
-		outcome: kcache.OutcomeBuilt, buildTime: took, stored: stored}, nil
+		outcome: kcache.OutcomeBuilt, buildTime: took, stored: stored, unkept: !exact}, nil
 }
+
+// testHookBeforeCompile, when set by a test, runs after the key was
+// computed and before the compiler runs: where a file saved during a build
+// falls.
+var testHookBeforeCompile func()
 
 // commit stores a compiled image under the key computed before the
 // compile, unless the key may not be of what was compiled: a file it was
@@ -548,8 +565,14 @@ type moduleEntry struct {
 	// stored says this process compiled the image and committed it to
 	// the binary tiers under digest: the key held through the compile.
 	stored bool
+	// unkept says the key may not be of the image (a file changed during
+	// the compile): the object tier hands it to the build's callers only.
+	unkept bool
 	funcs  sync.Map // name or name expression -> *Function
 }
+
+// Keep tells the object tier whether it may keep the module under its key.
+func (e *moduleEntry) Keep() bool { return !e.unkept }
 
 // CachedModule is a caller's hold on a cached module.
 type CachedModule struct {

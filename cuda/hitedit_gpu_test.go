@@ -109,3 +109,35 @@ func hitEditChild(t *testing.T) {
 		t.Errorf("FACTOR and outcome %q, want %q", have, os.Getenv("KCACHE_HITEDIT_WANT"))
 	}
 }
+
+// TestHeaderSavedDuringCompile: a header saved after the key was computed
+// and before NVRTC read it. The caller gets what NVRTC built (the new
+// value), which is neither stored nor kept under the old header's key:
+// after the edit is reverted, the same process and a new one both run the
+// old value again, never the module built from the edit.
+func TestHeaderSavedDuringCompile(t *testing.T) {
+	ctx := requireGPU(t)
+	dir := t.TempDir()
+	header := filepath.Join(dir, "inc", "factor.h")
+	writeFile(t, header, "")
+	setFactor(t, header, 3)
+	src := Source{Code: []byte(factorSource), Options: []string{"-I", filepath.Join(dir, "inc")}}
+	cacheDir := filepath.Join(dir, "cache")
+	c := newTestCache(t, ctx, cacheDir)
+	testHookBeforeCompile = func() { setFactor(t, header, 5) }
+	got, outcome := factorOf(t, ctx, c, src)
+	testHookBeforeCompile = nil
+	if got != 5 || outcome != kcache.OutcomeBuilt {
+		t.Fatalf("the build during the edit: FACTOR %d from %v, want 5, built", got, outcome)
+	}
+	if s := c.bins.Stats(); s.Unstored != 1 {
+		t.Errorf("Unstored = %d, want 1", s.Unstored)
+	}
+	setFactor(t, header, 3) // reverted
+	if got, outcome := factorOf(t, ctx, c, src); got != 3 {
+		t.Errorf("the same process after the revert: FACTOR %d from %v, want 3", got, outcome)
+	}
+	if got, outcome := factorOf(t, ctx, newTestCache(t, ctx, cacheDir), src); got != 3 {
+		t.Errorf("a new process after the revert: FACTOR %d from %v, want 3", got, outcome)
+	}
+}

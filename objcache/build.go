@@ -12,6 +12,8 @@ import (
 type built[V any] struct {
 	val  V
 	size int64
+	// unkept: the builder said not to keep val (Keeper).
+	unkept bool
 }
 
 // outcome is what one build produced.
@@ -22,6 +24,9 @@ type outcome[V any] struct {
 	// spurious: the error says nothing about the key (the spec's "spurious
 	// error"), so it must not be cached: the next caller builds again.
 	spurious bool
+	// unkept: a success the builder said not to keep (Keeper): handed to
+	// the build's waiters, then released.
+	unkept bool
 }
 
 // getOrBuildSlow is GetOrBuild past a fast-path miss: join or start the
@@ -172,7 +177,8 @@ func (c *Cache[K, V]) attempt(ctx context.Context, build BuildFunc[V]) (built[V]
 		return built[V]{}, err
 	}
 	c.buildNanos.Add(int64(c.now().Sub(start)))
-	return built[V]{val: v, size: max(size, 0)}, nil
+	k, ok := any(v).(Keeper)
+	return built[V]{val: v, size: max(size, 0), unkept: ok && !k.Keep()}, nil
 }
 
 // judge turns how a build ended into its outcome, telling the errors that
@@ -183,7 +189,7 @@ func (c *Cache[K, V]) judge(ctx context.Context, r flight.Result[built[V]]) outc
 		return outcome[V]{err: r.Err, spurious: true}
 	}
 	if r.Err == nil {
-		return outcome[V]{val: r.Val.val, size: r.Val.size}
+		return outcome[V]{val: r.Val.val, size: r.Val.size, unkept: r.Val.unkept}
 	}
 	spurious := ctx.Err() != nil || IsTransient(r.Err) ||
 		errors.Is(r.Err, ErrOutOfMemory) // a second one: memory may be freed later
@@ -198,7 +204,7 @@ func (c *Cache[K, V]) finish(e *entry[K, V], out outcome[V]) {
 	var t cleanup[V]
 	c.mu.Lock()
 	gone := e.state.Load() & stateGone
-	keep := gone == 0 && !c.disabled && !out.spurious && (out.err == nil || c.maxErrors > 0)
+	keep := gone == 0 && !c.disabled && !out.spurious && !out.unkept && (out.err == nil || c.maxErrors > 0)
 	if !keep && gone == 0 {
 		// Out of the index before the result is published: hits read the
 		// state without the lock, and must not take a result that is not

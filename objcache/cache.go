@@ -102,6 +102,15 @@ func New[K comparable, V any](opts Options[V]) *Cache[K, V] {
 // Transient error (see ErrBuildPanic), and so is runtime.Goexit.
 type BuildFunc[V any] = func(ctx context.Context) (V, int64, error)
 
+// Keeper is implemented by objects that may say, once built, that they
+// must not be kept: the build's callers get the object, as any other, and
+// it is released once they let go; the next caller builds again. A
+// compiler's output whose inputs changed while it ran is such an object:
+// it is what the compiler read, and may not be what its key names.
+type Keeper interface {
+	Keep() bool
+}
+
 // GetOrBuild returns a handle to key's object, building it with build if the
 // cache has none. Exactly one goroutine runs a build for a key at a time;
 // other callers wait for its result, success or error. A caller whose ctx

@@ -13,7 +13,11 @@ import (
 type object struct {
 	name  string
 	freed atomic.Int32
+	// unkept makes the object say it must not be kept (Keeper).
+	unkept bool
 }
+
+func (o *object) Keep() bool { return !o.unkept }
 
 // tracker is a release hook that records what it freed, in order.
 type tracker struct {

@@ -289,12 +289,17 @@ func (c *Cache) fromSource(ctx context.Context, dev Device, src Source, digest k
 		}
 		return nil, c.classify(err)
 	}
-	if pending != nil && !c.inputsUnchanged(dev, src) {
+	// A file the key was computed from that changed during the build (or
+	// was too new to trust) makes the program what the compiler read, not
+	// what the key names: it is neither stored nor kept in the object tier,
+	// where a later request with the file changed back would find it.
+	exact := c.inputsUnchanged(dev, src)
+	if pending != nil && !exact {
 		pending.Drop("a file the key was computed from changed during the build, or was too new to trust")
 		pending = nil
 	}
 	e := &programEntry{prog: p, device: dev.Handle(), digest: digest, outcome: kcache.OutcomeBuilt, pending: pending,
-		buildTime: took, size: int64(len(src.Code))}
+		buildTime: took, size: int64(len(src.Code)), unkept: !exact}
 	if pending != nil {
 		if c.delay < 0 {
 			e.commit(ctx)
@@ -449,6 +454,9 @@ type programEntry struct {
 	outcome   kcache.Outcome // how this process obtained it
 	buildTime time.Duration  // what a build cost, for the time-saved count
 	size      int64          // bytes counted toward the in-memory threshold
+	// unkept: built from files that changed during the build; the object
+	// tier hands it to the build's callers only (Keep).
+	unkept bool
 
 	mu      sync.Mutex      // guards the fields below
 	pending *kcache.Pending // the binary tiers' build slot, until committed
@@ -458,6 +466,10 @@ type programEntry struct {
 	kernels []*SafeKernel   // kernels made from prog, released with it
 	failed  []string        // names whose Kernel failed: their kept errors leave with prog
 }
+
+// Keep tells the object tier whether it may keep the program under its
+// key: not one built from files that changed during the build.
+func (e *programEntry) Keep() bool { return !e.unkept }
 
 // commit reads the program's binary and stores it, once.
 func (e *programEntry) commit(ctx context.Context) {

@@ -53,8 +53,9 @@ func TestStalePoCLTempDir(t *testing.T) {
 
 // TestStaleHeaderSavedDuringBuild: a header edited after the key was
 // computed and before the compiler read it. The program is the one the
-// compiler built, and is not stored under the old header's key: after
-// the edit is reverted, a new process must not be served it.
+// compiler built, and is neither stored nor kept under the old header's
+// key: after the edit is reverted, neither the same process nor a new one
+// may be served it.
 func TestStaleHeaderSavedDuringBuild(t *testing.T) {
 	wd := t.TempDir()
 	t.Chdir(wd)
@@ -72,12 +73,19 @@ func TestStaleHeaderSavedDuringBuild(t *testing.T) {
 	if s := first.bins.Stats(); s.Unstored != 1 {
 		t.Errorf("Unstored = %d, want 1", s.Unstored)
 	}
+	p.Release()
 	writeFile(t, header, "#define SCALE 1.0f\n", time.Hour) // reverted
+	// The same process, after the revert: the program built from 7.0 was
+	// kept by no tier, its object tier included, under 1.0's key.
+	again := first.program(t, Source{Code: []byte(headerSource)})
+	if again.Outcome != kcache.OutcomeBuilt {
+		t.Errorf("the same process after the revert: outcome %v, want built", again.Outcome)
+	}
+	first.saxpy(t, again, 1)
+	// A new process finds what the same process built from 1.0 after the
+	// revert, and only that.
 	second := newTierSet(t, cache)
 	q := second.program(t, Source{Code: []byte(headerSource)})
-	if q.Outcome != kcache.OutcomeBuilt {
-		t.Fatalf("after the revert: outcome %v, want built", q.Outcome)
-	}
 	second.saxpy(t, q, 1)
 }
 
