@@ -169,3 +169,24 @@ func TestEncodeOptions(t *testing.T) {
 		t.Errorf("encodeOptions = %s", got)
 	}
 }
+
+// TestUsePCHKeyed: NVRTC reads the precompiled header --use-pch names,
+// which holds what its headers declared and the macros they defined when
+// it was made: a PCH made again from other headers changes the key, in
+// each spelling of the option.
+func TestUsePCHKeyed(t *testing.T) {
+	dir := t.TempDir()
+	pch := filepath.Join(dir, "a.pch")
+	for _, opts := range [][]string{{"--use-pch=" + pch}, {"-use-pch=" + pch}, {"--use-pch", pch}, {"-use-pch", pch}} {
+		writeFile(t, pch, "a PCH made from one header")
+		src := Source{Code: []byte("#include <a.h>\n__global__ void k() {}\n"), Options: append([]string{"-std=c++17"}, opts...)}
+		before := mustKey(t, fakeCache(t, nil), src)
+		writeFile(t, pch, "a PCH made from another")
+		if mustKey(t, fakeCache(t, nil), src) == before {
+			t.Errorf("%q: a new PCH left the key unchanged", opts)
+		}
+	}
+	if got := pchFiles([]string{"--pch", "--pch-dir=/tmp/p", "--create-pch=x.pch"}); len(got) != 0 {
+		t.Errorf("pchFiles of options that read no given PCH: %q", got)
+	}
+}

@@ -3,6 +3,7 @@ package cuda
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kcache/kcache"
@@ -23,6 +24,9 @@ const nvrtcBuiltinHeader = "__nv_nvrtc_builtin_header.h"
 func scanInputs(src Source, p plan) []deps.Input {
 	main := nvrtcInput(src, p)
 	main.Source, main.Depends = src.Code, src.Depends
+	if pch := pchFiles(p.options); len(pch) > 0 {
+		main.Depends = append(slices.Clip(src.Depends), pch...)
+	}
 	// NVRTC searches the directory of the program's name (relative to the
 	// working directory: "kcache.cu" names the working directory) first for
 	// its quoted includes, unless -no-source-include.
@@ -37,6 +41,29 @@ func scanInputs(src Source, p plan) []deps.Input {
 		ins = append(ins, in)
 	}
 	return ins
+}
+
+// pchFiles returns the precompiled headers options make NVRTC read
+// (--use-pch=FILE, CUDA 12.8+): a PCH holds the declarations and macros of
+// the headers it was made from, with the options it was made with, so the
+// file itself is a dependency no scan of the source can see, declared as
+// Source.Depends are. The PCHs NVRTC makes and finds on its own (--pch,
+// --pch-dir) are made from the headers the key already holds.
+func pchFiles(options []string) []string {
+	var files []string
+	for i, o := range options {
+		name, value, joined := strings.Cut(o, "=")
+		if name != "--use-pch" && name != "-use-pch" {
+			continue
+		}
+		switch {
+		case joined:
+			files = append(files, value)
+		case i+1 < len(options):
+			files = append(files, options[i+1])
+		}
+	}
+	return files
 }
 
 // scannedEarly returns the files src includes, as the scanner finds them.
