@@ -212,7 +212,8 @@ func BenchmarkLoadToLaunch(b *testing.B) {
 // iteration writes 64 MiB before it times one request of a new Cache.
 // "usual" reads the dependency record and the entry and computes the key
 // between them; "direct" reads the direct record alone and checks the
-// dependency record inside it (direct.go); "file" reads the same image
+// dependency record inside it (direct.go); "direct-ahead" takes that record
+// from those a new Cache reads ahead (prefetch.go); "file" reads the same image
 // from a file of its own with os.ReadFile, as the floor of the CUDA suite
 // does. It needs no GPU.
 func BenchmarkFirstLookupCold(b *testing.B) {
@@ -260,7 +261,7 @@ func BenchmarkFirstLookupCold(b *testing.B) {
 		}
 		d.records = append(d.records, rec)
 	}
-	if err := bins.StoreRecord(ctx, req.id, d.encode()); err != nil {
+	if err := c.writeDirect(ctx, req.id, d); err != nil {
 		b.Fatal(err)
 	}
 	file := filepath.Join(dir, "module.cubin")
@@ -291,19 +292,32 @@ func BenchmarkFirstLookupCold(b *testing.B) {
 				b.Fatal(err)
 			}
 		},
+		"direct-ahead": func(c *Cache) {
+			p, _ := c.plan(src)
+			_, d, _, ok := c.lookupDirect(ctx, src, p)
+			if !ok {
+				b.Fatal("the direct record read ahead did not serve")
+			}
+			if _, err := decodeImage(d.image); err != nil {
+				b.Fatal(err)
+			}
+		},
 		"file": func(*Cache) {
 			if _, err := os.ReadFile(file); err != nil {
 				b.Fatal(err)
 			}
 		},
 	}
-	for _, name := range []string{"usual", "direct", "file"} {
+	for _, name := range []string{"usual", "direct", "direct-ahead", "file"} {
 		b.Run(name, func(b *testing.B) {
 			lookup := lookups[name]
 			for b.Loop() {
 				b.StopTimer()
 				c := newCache()
 				c.directBase() // once per process, not per request
+				if name == "direct-ahead" {
+					c.prefetch(ctx, DefaultPrefetchBytes) // as NewCache begins it
+				}
 				for i := 0; i < len(churn); i += 64 {
 					churn[i]++
 				}

@@ -25,6 +25,11 @@ type CacheOptions struct {
 	// JIT holds the driver's JIT options for loading modules (they matter
 	// only for PTX). They are part of the key.
 	JIT map[JITOption]int
+	// PrefetchBytes bounds the direct records a new Cache reads ahead, on
+	// a goroutine of its own, from the list of those its identity's
+	// processes wrote last (prefetch.go): 0 means DefaultPrefetchBytes, a
+	// negative number none.
+	PrefetchBytes int
 }
 
 // Cache caches compiled modules and their functions for one context: the
@@ -50,6 +55,8 @@ type Cache struct {
 	// record's name that the cache's identity makes (direct.go).
 	directOnce   sync.Once
 	directDigest kcache.Digest
+	// ahead holds the direct records read ahead (prefetch.go).
+	ahead prefetched
 }
 
 // NewCache returns a cache of modules for ctx over the binary tiers of
@@ -69,6 +76,9 @@ func NewCache(ctx *Context, bins *kcache.Cache, opts CacheOptions) (*Cache, erro
 		Release:   c.unload,
 	})
 	c.uncached = objcache.New[uint64, *moduleEntry](objcache.Options[*moduleEntry]{Disabled: true, Release: c.unload})
+	if budget := cmp.Or(opts.PrefetchBytes, DefaultPrefetchBytes); budget > 0 {
+		go c.prefetch(context.Background(), budget)
+	}
 	return c, nil
 }
 

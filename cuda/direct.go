@@ -182,9 +182,11 @@ func (c *Cache) lookupDirect(ctx context.Context, src Source, p plan) (req *dire
 	if err != nil {
 		return nil, d, nil, false
 	}
-	data, err := c.bins.LoadRecord(ctx, req.id)
-	if err != nil {
-		return req, d, nil, false
+	data, ok := c.ahead.take(req.id)
+	if !ok {
+		if data, err = c.bins.LoadRecord(ctx, req.id); err != nil {
+			return req, d, nil, false
+		}
 	}
 	if d, err = decodeDirect(data); err != nil || len(d.records) != len(req.ins) {
 		return req, d, nil, false
@@ -226,9 +228,18 @@ func (c *Cache) storeDirect(ctx context.Context, req *directRequest, src Source,
 		}
 		d.records = append(d.records, rec)
 	}
-	if err := c.bins.StoreRecord(context.WithoutCancel(ctx), req.id, d.encode()); err != nil {
+	if err := c.writeDirect(context.WithoutCancel(ctx), req.id, d); err != nil {
 		c.bins.Logger().Debug("kcache: direct record not stored", "program", programName(src), "err", err)
 	}
+}
+
+// writeDirect stores d as the direct record id, and puts id first in the
+// list of records a new Cache reads ahead (prefetch.go).
+func (c *Cache) writeDirect(ctx context.Context, id kcache.Digest, d direct) error {
+	if err := c.bins.StoreRecord(ctx, id, d.encode()); err != nil {
+		return err
+	}
+	return c.rememberDirect(ctx, id)
 }
 
 // encode writes d: the magic and version, the key's digest, the build

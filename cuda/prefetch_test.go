@@ -1,0 +1,212 @@
+package cuda
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/deps"
+	"github.com/kcache/kcache/disk"
+)
+
+// directFixture is a disk tier holding, for each of n sources that
+// include one header, an entry and the direct record a process that found
+// it would write, in order (the last one written is the list's first).
+type directFixture struct {
+	bins   *kcache.Cache
+	header string
+	srcs   []Source
+	ids    []kcache.Digest
+}
+
+func newDirectFixture(t *testing.T, n int) *directFixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &directFixture{header: filepath.Join(dir, "inc", "common.cuh")}
+	writeFile(t, f.header, "#define X 1\n")
+	// A record stores only stats that were settled (deps.tooNew): let the
+	// header's ctime age past the window, as BenchmarkFirstLookup does.
+	time.Sleep(100 * time.Millisecond)
+	cfg, _ := kcache.LoadConfig(func(cf *kcache.Config) { cf.Dir = filepath.Join(dir, "cache"); cf.Persistent = true })
+	st, err := disk.Open(disk.FromConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.bins = kcache.New(cfg, nil, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st})
+	ctx := context.Background()
+	for i := range n {
+		src := Source{Code: []byte(fmt.Sprintf("#include \"common.cuh\"\n__global__ void k%d() {}\n", i)), Path: "k.cu",
+			Options: []string{"-I", filepath.Dir(f.header)}}
+		c := f.cache(t)
+		p, err := c.plan(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prep, err := c.prepared(ctx, src, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blob := (&image{format: FormatCUBIN, code: []byte(fmt.Sprintf("cubin %d", i))}).encode()
+		if err := f.bins.Put(ctx, prep.Key(), kcache.Entry{Binary: blob}); err != nil {
+			t.Fatal(err)
+		}
+		req, err := c.directRequestOf(src, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := direct{key: prep.Digests().Key, image: blob}
+		for _, in := range req.ins {
+			rec, ok := c.scanner.SmallRecord(in)
+			if !ok {
+				t.Fatal("no small record")
+			}
+			d.records = append(d.records, rec)
+		}
+		if err := c.writeDirect(ctx, req.id, d); err != nil {
+			t.Fatal(err)
+		}
+		f.srcs, f.ids = append(f.srcs, src), append(f.ids, req.id)
+	}
+	return f
+}
+
+// cache is a new process's Cache over the fixture's tier, reading nothing
+// ahead yet.
+func (f *directFixture) cache(t *testing.T) *Cache {
+	c := fakeCache(t, nil)
+	c.bins, c.scanner = f.bins, deps.NewScanner(nil, deps.WithRecords(f.bins))
+	return c
+}
+
+// served reports whether src's direct record serves c now, and the image.
+func served(t *testing.T, c *Cache, src Source) ([]byte, bool) {
+	t.Helper()
+	p, err := c.plan(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, d, _, ok := c.lookupDirect(context.Background(), src, p)
+	return d.image, ok
+}
+
+// TestPrefetchServesFromMemory: a new Cache reads ahead the direct records
+// its identity's processes wrote, and a request takes its record from
+// memory: with the records deleted from the disk tier after the read, the
+// requests are still served, each its own image, and a Cache that read
+// nothing ahead is not.
+func TestPrefetchServesFromMemory(t *testing.T) {
+	f := newDirectFixture(t, 3)
+	c := f.cache(t)
+	c.prefetch(context.Background(), DefaultPrefetchBytes)
+	for _, id := range f.ids {
+		if err := f.bins.DeleteRecord(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, src := range f.srcs {
+		im, ok := served(t, c, src)
+		if !ok {
+			t.Fatalf("source %d: its record, read ahead, did not serve", i)
+		}
+		if got, _ := decodeImage(im); string(got.code) != fmt.Sprintf("cubin %d", i) {
+			t.Errorf("source %d served %q", i, got.code)
+		}
+	}
+	if _, ok := served(t, f.cache(t), f.srcs[0]); ok {
+		t.Error("a Cache that read nothing ahead was served a deleted record")
+	}
+}
+
+// TestPrefetchStale: a record read ahead whose header was edited since is
+// checked as one read on request: it does not serve.
+func TestPrefetchStale(t *testing.T) {
+	f := newDirectFixture(t, 1)
+	c := f.cache(t)
+	c.prefetch(context.Background(), DefaultPrefetchBytes)
+	if _, ok := c.ahead.records[f.ids[0]]; !ok {
+		t.Fatal("the record was not read ahead")
+	}
+	writeFile(t, f.header, "#define X 2\n")
+	if _, ok := served(t, c, f.srcs[0]); ok {
+		t.Error("a record read ahead served after its header was edited")
+	}
+}
+
+// TestPrefetchBudget: a Cache reads ahead no more bytes than it is given,
+// most recent records first.
+func TestPrefetchBudget(t *testing.T) {
+	f := newDirectFixture(t, 4)
+	one, err := f.bins.LoadRecord(context.Background(), f.ids[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.cache(t)
+	c.prefetch(context.Background(), 2*len(one)+len(one)/2)
+	if n := len(c.ahead.records); n != 2 {
+		t.Fatalf("%d records read ahead within two and a half records' bytes, want 2", n)
+	}
+	for _, i := range []int{3, 2} {
+		if _, ok := c.ahead.records[f.ids[i]]; !ok {
+			t.Errorf("record %d of 4, among the two written last, was not read ahead", i)
+		}
+	}
+}
+
+// TestRememberDirect: the list names the records most recently written
+// first, each once, at most maxPrefetchNames of them.
+func TestRememberDirect(t *testing.T) {
+	f := newDirectFixture(t, 0)
+	c := f.cache(t)
+	ctx := context.Background()
+	list := func() []kcache.Digest {
+		t.Helper()
+		data, err := f.bins.LoadRecord(ctx, prefetchListID(c.directBase()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, err := decodePrefetchList(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	for _, id := range []kcache.Digest{{1}, {2}, {1}} {
+		if err := c.rememberDirect(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := list(); !slices.Equal(got, []kcache.Digest{{1}, {2}}) {
+		t.Errorf("list %x, want 1 then 2", got)
+	}
+	for i := range maxPrefetchNames + 10 {
+		if err := c.rememberDirect(ctx, kcache.Digest{byte(i), byte(i >> 8), 9}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := maxPrefetchNames + 9
+	if got := list(); len(got) != maxPrefetchNames || got[0] != (kcache.Digest{byte(last), byte(last >> 8), 9}) {
+		t.Errorf("list of %d, first %x: want %d, the last written first", len(got), got[0], maxPrefetchNames)
+	}
+}
+
+// FuzzDecodePrefetchList: any bytes decode or fail without a panic, and
+// what decodes encodes to the same list.
+func FuzzDecodePrefetchList(f *testing.F) {
+	f.Add(encodePrefetchList([]kcache.Digest{{1}, {2}}))
+	f.Add(encodePrefetchList(nil))
+	f.Add([]byte(prefetchMagic + "\x01\xff\x01"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		names, err := decodePrefetchList(data)
+		if err != nil {
+			return
+		}
+		again, err := decodePrefetchList(encodePrefetchList(names))
+		if err != nil || !slices.Equal(again, names) {
+			t.Fatalf("decoded %x, then %x, %v", names, again, err)
+		}
+	})
+}
