@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -209,4 +210,54 @@ func FuzzDecodePrefetchList(f *testing.F) {
 			t.Fatalf("decoded %x, then %x, %v", names, again, err)
 		}
 	})
+}
+
+// TestDirectConcurrent: the goroutines of a new process that ask for one
+// source at once are each served by its direct record (read ahead or
+// not): the first adopts its dependency record, the others stand on the
+// memo that made, and every one gets the key the record names.
+func TestDirectConcurrent(t *testing.T) {
+	f := newDirectFixture(t, 2)
+	for _, ahead := range []bool{false, true} {
+		c := f.cache(t)
+		if ahead {
+			c.prefetch(context.Background(), DefaultPrefetchBytes)
+		}
+		var wg sync.WaitGroup
+		keys := make(chan kcache.Digest, 16)
+		for i := range 16 {
+			wg.Go(func() {
+				src := f.srcs[i%2]
+				p, err := c.plan(src)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_, d, _, ok := c.lookupDirect(context.Background(), src, p)
+				if !ok {
+					t.Errorf("goroutine %d (ahead %v): not served", i, ahead)
+					return
+				}
+				if want := mustKeyOf(t, f.cache(t), src); d.key != want {
+					t.Errorf("goroutine %d: key %x, want %x", i, d.key, want)
+				}
+				keys <- d.key
+			})
+		}
+		wg.Wait()
+		close(keys)
+		if n := len(keys); n != 16 {
+			t.Fatalf("%d of 16 served", n)
+		}
+	}
+}
+
+// mustKeyOf is src's key digest in c, by the usual way.
+func mustKeyOf(t *testing.T, c *Cache, src Source) kcache.Digest {
+	k, err := c.Key(context.Background(), src)
+	if err != nil {
+		t.Error(err)
+		return kcache.Digest{}
+	}
+	return k.Digest()
 }
