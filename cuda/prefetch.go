@@ -17,7 +17,7 @@ import (
 // much as the floor's whole read of its binary. The processes of one
 // application request the same modules, in about the same order, soon
 // after they start; so a cache keeps, per identity (device, compiler,
-// environment: directBase), the list of the direct records its processes
+// environment), the list of the direct records its processes
 // wrote most recently, and a new Cache reads those records on a goroutine
 // of its own while the application sets up. A request whose record was
 // read ahead takes it from memory; one that comes first reads it as
@@ -71,9 +71,18 @@ func (p *prefetched) put(id kcache.Digest, data []byte) {
 	p.records[id] = data
 }
 
-// prefetchListID names the list of an identity whose directBase is base.
-func prefetchListID(base kcache.Digest) kcache.Digest {
-	return sha256.Sum256(append([]byte("kcache/cuda-direct-recent\x00"), base[:]...))
+// prefetchListID names the list of this cache's identity. The list only
+// says which records to read ahead, each checked as on request, so it is
+// named by the identity without the digest of the compiler's files, which
+// a new process finds on a goroutine of its own (compilerDigest): the
+// read ahead starts at once, not after that search. Processes whose
+// compiler files differ and whose versions agree share a list, and read
+// ahead records they will not ask for, within the budget.
+func (c *Cache) prefetchListID() kcache.Digest {
+	k := &kcache.Key{Device: c.id.dev, Compiler: c.id.comp, Options: kcache.BuildOptions{Link: c.jitLink(), Env: c.env}}
+	d := k.Prepare().Digests().Key
+	b := append([]byte("kcache/cuda-direct-recent\x00"), d[:]...)
+	return sha256.Sum256(append(b, c.baseDir...))
 }
 
 // prefetch reads the direct records the list of this cache's identity
@@ -81,7 +90,7 @@ func prefetchListID(base kcache.Digest) kcache.Digest {
 // its own from NewCache; a failure reads nothing more, costing requests a
 // file read each.
 func (c *Cache) prefetch(ctx context.Context, budget int) {
-	data, err := c.bins.LoadRecord(ctx, prefetchListID(c.directBase()))
+	data, err := c.bins.LoadRecord(ctx, c.prefetchListID())
 	if err != nil {
 		return
 	}
@@ -106,7 +115,7 @@ func (c *Cache) prefetch(ctx context.Context, budget int) {
 // once may lose one name, which costs its source a file read in the next
 // process, nothing more.
 func (c *Cache) rememberDirect(ctx context.Context, id kcache.Digest) error {
-	listID := prefetchListID(c.directBase())
+	listID := c.prefetchListID()
 	var names []kcache.Digest
 	if data, err := c.bins.LoadRecord(ctx, listID); err == nil {
 		names, _ = decodePrefetchList(data) // a damaged list starts again

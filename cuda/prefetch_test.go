@@ -165,7 +165,7 @@ func TestRememberDirect(t *testing.T) {
 	ctx := context.Background()
 	list := func() []kcache.Digest {
 		t.Helper()
-		data, err := f.bins.LoadRecord(ctx, prefetchListID(c.directBase()))
+		data, err := f.bins.LoadRecord(ctx, c.prefetchListID())
 		if err != nil {
 			t.Fatal(err)
 		}
