@@ -296,14 +296,24 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 	// only once they all held, and where one did not, the key is
 	// computed again (scaninput.go).
 	m, held, err := c.module(ctx, src, p, true)
-	if !held {
-		m, _, err = c.module(ctx, src, p, false)
+	for tries := 0; !held; tries++ {
+		// Computed from the files, the key holds; a call is not held only
+		// where it joined another's build or load that stopped, and asks
+		// again (a few times: each such stop means a file changed, or a
+		// stored image failed, just now).
+		if tries == maxModuleTries {
+			return nil, fmt.Errorf("cuda: %s: %d lookups in a row joined builds that stopped: %w", programName(src), tries, errStaleRecord)
+		}
+		m, held, err = c.module(ctx, src, p, false)
 	}
 	if err == nil && req != nil {
 		c.storeDirect(ctx, req, src, m)
 	}
 	return m, err
 }
+
+// maxModuleTries bounds Module's lookups after the first that was not held.
+const maxModuleTries = 4
 
 // errStaleRecord stops a build under a key whose dependency record did
 // not hold: Module computes the key again.
