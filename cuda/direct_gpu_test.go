@@ -41,11 +41,7 @@ func deleteEntry(t *testing.T, c *Cache, dir string, src Source) {
 // not used: the next process builds the new value.
 func TestDirectRecord(t *testing.T) {
 	ctx := requireGPU(t)
-	dir := t.TempDir()
-	header := filepath.Join(dir, "inc", "factor.h")
-	writeFile(t, header, "")
-	setFactor(t, header, 3)
-	src := Source{Code: []byte(factorSource), Options: []string{"-I", filepath.Join(dir, "inc")}}
+	dir, header, src := factorTree(t, 3)
 	cacheDir := filepath.Join(dir, "cache")
 	process := func() *Cache { return newTestCache(t, ctx, cacheDir) }
 	step := func(c *Cache, what string, want int, outcome kcache.Outcome) {
@@ -81,11 +77,7 @@ func TestDirectRecord(t *testing.T) {
 // disk), and that way writes a record with the entry's binary.
 func TestDirectRecordRefused(t *testing.T) {
 	ctx := requireGPU(t)
-	dir := t.TempDir()
-	header := filepath.Join(dir, "inc", "factor.h")
-	writeFile(t, header, "")
-	setFactor(t, header, 4)
-	src := Source{Code: []byte(factorSource), Options: []string{"-I", filepath.Join(dir, "inc")}}
+	dir, _, src := factorTree(t, 4)
 	cacheDir := filepath.Join(dir, "cache")
 	if got, _ := factorOf(t, ctx, newTestCache(t, ctx, cacheDir), src); got != 4 {
 		t.Fatalf("FACTOR %d, want 4", got)

@@ -54,6 +54,18 @@ func setFactor(t *testing.T, path string, factor int) {
 	time.Sleep(100 * time.Millisecond)
 }
 
+// factorTree writes inc/factor.h defining FACTOR as factor (setFactor)
+// under a new directory, and returns the directory, the header and the
+// source that includes it through -I.
+func factorTree(t *testing.T, factor int) (dir, header string, src Source) {
+	t.Helper()
+	dir = t.TempDir()
+	header = filepath.Join(dir, "inc", "factor.h")
+	writeFile(t, header, "")
+	setFactor(t, header, factor)
+	return dir, header, Source{Code: []byte(factorSource), Options: []string{"-I", filepath.Join(dir, "inc")}}
+}
+
 // TestHitThenHeaderEdit: after disk hits (object tier off, so every call
 // reads the entry and checks the key), a header edited in place with its
 // size and modification time kept is seen by the same process, and by a
@@ -65,11 +77,7 @@ func TestHitThenHeaderEdit(t *testing.T) {
 		return
 	}
 	ctx := requireGPU(t)
-	dir := t.TempDir()
-	header := filepath.Join(dir, "inc", "factor.h")
-	writeFile(t, header, "")
-	setFactor(t, header, 3)
-	src := Source{Code: []byte(factorSource), Options: []string{"-I", filepath.Join(dir, "inc")}}
+	dir, header, src := factorTree(t, 3)
 	c := newTestCacheMem(t, ctx, filepath.Join(dir, "cache"), false)
 	for i, want := range []kcache.Outcome{kcache.OutcomeBuilt, kcache.OutcomeDisk, kcache.OutcomeDisk} {
 		if got, outcome := factorOf(t, ctx, c, src); got != 3 || outcome != want {
@@ -117,11 +125,7 @@ func hitEditChild(t *testing.T) {
 // old value again, never the module built from the edit.
 func TestHeaderSavedDuringCompile(t *testing.T) {
 	ctx := requireGPU(t)
-	dir := t.TempDir()
-	header := filepath.Join(dir, "inc", "factor.h")
-	writeFile(t, header, "")
-	setFactor(t, header, 3)
-	src := Source{Code: []byte(factorSource), Options: []string{"-I", filepath.Join(dir, "inc")}}
+	dir, header, src := factorTree(t, 3)
 	cacheDir := filepath.Join(dir, "cache")
 	c := newTestCache(t, ctx, cacheDir)
 	testHookBeforeCompile = func() { setFactor(t, header, 5) }
