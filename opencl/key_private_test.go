@@ -36,7 +36,7 @@ func privateProcess(t *testing.T, cache, dir string) (*tierSet, *syncbuf.Buffer)
 // that directory, it rebuilds and computes with the shadowing header.
 func TestPrivatePoCLDirRecords(t *testing.T) {
 	testFixture(t) // PoCL takes its directory when it starts, before the ones set here
-	pocl := keyparts.PoCLTempDir(os.Getenv)
+	pocl := keyparts.PoCLTempDir(os.LookupEnv)
 	if err := os.MkdirAll(pocl, 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestStalePoCLTempDir(t *testing.T) {
 	wd := t.TempDir()
 	t.Chdir(wd)
 	writeFile(t, filepath.Join(wd, "scale.h"), "#define SCALE 1.0f\n", time.Hour)
-	dir := keyparts.PoCLTempDir(os.Getenv)
+	dir := keyparts.PoCLTempDir(os.LookupEnv)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -207,7 +207,7 @@ func OpenCLScan(src []byte, options, platform string) (deps.Input, error) {
 		EveryCandidate:     platform != PoCL,
 	}
 	if platform == PoCL {
-		in.MainDir = PoCLTempDir(os.Getenv)
+		in.MainDir = PoCLTempDir(os.LookupEnv)
 		in.Trigraphs = deps.TrigraphsOn
 	}
 	return in, nil
@@ -239,17 +239,32 @@ func withPoCLExtraFlags(options, extra string) string {
 }
 
 // PoCLTempDir returns the directory PoCL writes a program's text to
-// before compiling it: POCL_CACHE_DIR, else $XDG_CACHE_HOME/pocl/kcache,
-// else $HOME/.cache/pocl/kcache (PoCL's cache directory, used for its
-// temporary files even with its cache off).
-func PoCLTempDir(getenv func(string) string) string {
-	if d := getenv("POCL_CACHE_DIR"); d != "" {
+// before compiling it, which its compiler searches first for the
+// program's quoted includes. PoCL 3.1 picks it as lib/CL/pocl_cache.c
+// (pocl_cache_init_topdir) does, from lookup (os.LookupEnv): POCL_CACHE_DIR
+// where it is set; else a directory under $XDG_CACHE_HOME where that is
+// not empty, under $HOME/.cache where HOME is set (even to ""), and
+// under /tmp where it is not. That directory is pocl/kcache with PoCL's
+// kernel cache on and pocl/uncached with it off: off wherever
+// POCL_KERNEL_CACHE is set to a value that does not begin with '1'
+// (pocl_get_bool_option), "0", "no" and "" alike. A key that searched
+// pocl/kcache for a program PoCL compiled from pocl/uncached would miss a
+// header there.
+func PoCLTempDir(lookup func(string) (string, bool)) string {
+	if d, ok := lookup("POCL_CACHE_DIR"); ok {
 		return d
 	}
-	if d := getenv("XDG_CACHE_HOME"); d != "" {
-		return d + "/pocl/kcache"
+	sub := "pocl/kcache"
+	if v, ok := lookup("POCL_KERNEL_CACHE"); ok && !strings.HasPrefix(v, "1") {
+		sub = "pocl/uncached"
 	}
-	return getenv("HOME") + "/.cache/pocl/kcache"
+	if d, _ := lookup("XDG_CACHE_HOME"); d != "" {
+		return d + "/" + sub
+	}
+	if h, ok := lookup("HOME"); ok {
+		return h + "/.cache/" + sub
+	}
+	return "/tmp/" + sub
 }
 
 // builtinHeaders lists the headers OpenCL compilers include on their own
