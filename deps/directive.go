@@ -44,9 +44,9 @@ type directive struct {
 
 // parseDirectives returns the directives of src that can add or name a
 // dependency, and the conditionals around them, in order.
-func parseDirectives(src []byte) []directive {
-	var out []directive
-	for _, line := range directiveLines(src) {
+func parseDirectives(src []byte) (out []directive, unsure string) {
+	lines, unsure := directiveLines(src)
+	for _, line := range lines {
 		name, rest := directiveName(line)
 		switch name {
 		case "define":
@@ -86,7 +86,7 @@ func parseDirectives(src []byte) []directive {
 			out = append(out, directive{kind: dEndif})
 		}
 	}
-	return out
+	return out, unsure
 }
 
 // ifndefName returns the name #ifndef tests, "" if malformed.
@@ -134,7 +134,9 @@ func includeDirective(kind dirKind, rest string) directive {
 }
 
 // literalHeaderName reads a header name written literally at the start of
-// s.
+// s. It ends, as clang lexes it, at the first closing quote or '>' not
+// escaped by a backslash, and holds every byte before it as written:
+// #include "a\" " opens the file named a\" followed by a blank.
 func literalHeaderName(s string) (name string, angle, ok bool) {
 	if len(s) < 2 {
 		return "", false, false
@@ -143,11 +145,15 @@ func literalHeaderName(s string) (name string, angle, ok bool) {
 	if closing == 0 {
 		return "", false, false
 	}
-	end := strings.IndexByte(s[1:], closing)
-	if end < 0 {
-		return "", false, false
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case closing:
+			return s[1:i], s[0] == '<', true
+		}
 	}
-	return s[1 : 1+end], s[0] == '<', true
+	return "", false, false
 }
 
 // hasIncludes returns a dHasInclude directive for each __has_include (and

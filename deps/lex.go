@@ -32,9 +32,19 @@ type token struct {
 // by normalize, one logical line each, without the leading '#': comments
 // are replaced by a space, as translation phase 3 does. A comment that
 // spans lines joins them, as it does for the compiler.
-func directiveLines(src []byte) []string {
+//
+// clang lexes two kinds of directive otherwise where it obeys them than
+// where it skips them (in a conditional's false branch, which the scan
+// cannot tell): the header name of an include, one token from '<' to the
+// first '>' not escaped by a backslash, in which "//" and "/*" begin no
+// comment; and the text of #warning and #error, read to the line's end,
+// in which nothing begins a comment. Where the two lexings could end the
+// directive in different places (a comment that one begins and the other
+// does not, run on past the line's end or hiding the rest of it), unsure
+// says why, and the file cannot be modelled; elsewhere the header name is
+// kept whole, as the compiler opens it.
+func directiveLines(src []byte) (out []string, unsure string) {
 	var (
-		out       []string
 		line      strings.Builder
 		lineStart = true // only blanks so far on this logical line
 		directive bool
@@ -64,12 +74,32 @@ func directiveLines(src []byte) []string {
 			i--
 		case c == '/' && next(src, i) == '*':
 			end := bytes.Index(src[i+2:], []byte("*/"))
+			stop := len(src) // where the comment's text ends
+			if end >= 0 {
+				stop = i + 2 + end
+			}
+			if directive && unsure == "" && rawTextDirective(line.String()) && bytes.IndexByte(src[i:stop], '\n') >= 0 {
+				unsure = "a comment begins in the text of #" + directiveWord(line.String()) + " and runs past its line, which clang reads to the line's end where it obeys the directive"
+			}
 			if end < 0 {
 				i = n
 			} else {
 				i += 2 + end + 1
 			}
 			emit(' ')
+		case c == '<' && directive && includeOperandNext(line.String()):
+			j := angledEnd(src, i)
+			if j < 0 {
+				emit(c) // no header name: tokens, as the compiler lexes them then
+				break
+			}
+			name := src[i : j+1]
+			if unsure == "" && angledLexingDiffers(name, src[j+1:]) {
+				unsure = "the header name " + string(name) + " holds what begins a comment or a literal where clang skips the include"
+			}
+			line.Write(name)
+			lineStart = false
+			i = j
 		case c == '"' || c == '\'':
 			j := literalEnd(src, i)
 			if directive {
@@ -90,7 +120,70 @@ func directiveLines(src []byte) []string {
 		}
 	}
 	flush()
-	return out
+	return out, unsure
+}
+
+// includeOperandNext reports whether line, a directive so far, is the name
+// of an include-like directive and nothing else: what comes next is its
+// operand.
+func includeOperandNext(line string) bool {
+	switch strings.Trim(line, " \t\r\v\f") {
+	case "include", "import", "include_next":
+		return true
+	}
+	return false
+}
+
+// rawTextDirective reports whether line, a directive so far, is a
+// #warning or #error, whose text clang reads raw where it obeys it.
+func rawTextDirective(line string) bool {
+	switch directiveWord(line) {
+	case "warning", "error":
+		return true
+	}
+	return false
+}
+
+// directiveWord returns the directive name at the start of line.
+func directiveWord(line string) string {
+	name, _ := directiveName(line)
+	return name
+}
+
+// angledEnd returns the index of the '>' that ends the header name
+// beginning with the '<' at src[i], as clang lexes it (a backslash escapes
+// the next byte), or -1 where the line ends first.
+func angledEnd(src []byte, i int) int {
+	for j := i + 1; j < len(src); j++ {
+		switch src[j] {
+		case '\\':
+			j++
+		case '>':
+			return j
+		case '\n':
+			return -1
+		}
+	}
+	return -1
+}
+
+// angledLexingDiffers reports whether the header name name, followed by
+// rest, could end the directive elsewhere when lexed as tokens, as clang
+// lexes a skipped include: "/*" in it begins a comment that may run on
+// past the line; "//", a quote or an apostrophe in it hide the rest of
+// the line, which matters where anything but blanks follows the name (a
+// "/*" there begins a comment only where the name is one token).
+func angledLexingDiffers(name, rest []byte) bool {
+	if bytes.Contains(name, []byte("/*")) {
+		return true
+	}
+	if !bytes.Contains(name, []byte("//")) && !bytes.ContainsAny(name, `"'`) {
+		return false
+	}
+	if k := bytes.IndexByte(rest, '\n'); k >= 0 {
+		rest = rest[:k]
+	}
+	return len(bytes.Trim(rest, " \t\r\v\f")) > 0
 }
 
 // Trigraphs says whether the compiler replaces trigraphs (??= for #, ??/

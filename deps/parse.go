@@ -40,7 +40,8 @@ func parseFile(src []byte, tri Trigraphs) parsedFile {
 
 // parseText parses normalized text.
 func parseText(text []byte) parsedFile {
-	p := parsedFile{directives: parseDirectives(text)}
+	var p parsedFile
+	p.directives, p.unsure = parseDirectives(text)
 	// The text is searched, not its tokens: a mention in a comment costs
 	// a needless refusal at worst, a use the tokens hid would cost a
 	// stale binary.

@@ -1,0 +1,104 @@
+package deps_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kcache/kcache/deps"
+	"github.com/kcache/kcache/internal/keyparts"
+)
+
+// TestDirectiveLexingAsClang: clang lexes an include's header name as one
+// token where it obeys the include ("//" and "/*" in <...> begin no
+// comment, and a backslash escapes the closing '>' or quote), and reads
+// the text of #warning raw to the line's end (a "/*" there begins no
+// comment). A scanner that lexed them as ordinary tokens opened another
+// name than the compiler, or took a comment to run on over the includes
+// that follow, and missed files clang reads. Each case is preprocessed
+// by clang-15 as PoCL runs it; every header holds a marker, and each
+// whose marker clang's output holds must be keyed, or the source
+// refused.
+func TestDirectiveLexingAsClang(t *testing.T) {
+	clang := requireClang(t)
+	for _, tc := range []struct {
+		name  string
+		files []string // headers, each under the working directory
+		src   string
+	}{
+		{"comment in #warning", []string{"hidden.h"}, "#warning see /*\n#include \"hidden.h\"\n/* */\n"},
+		{"line comment in an angled name", []string{"inc/b.h"}, "#include <inc//b.h>\n"},
+		{"block comment in an angled name", []string{"inc/*x.h", "hidden.h"}, "#include <inc/*x.h>\n#include \"hidden.h\"\n/* */\n"},
+		{"escaped quote in a quoted name", []string{`a\" `}, "#include \"a\\\" \"\n"},
+		{"escaped '>' in an angled name", []string{`a\>b.h`}, "#include <a\\>b.h>\n"},
+		{"quote in an angled name", []string{`q"x.h`, "hidden.h"}, "#include <q\"x.h> /*\n#include \"hidden.h\"\n/* */\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wd := t.TempDir()
+			for i, f := range tc.files {
+				p := filepath.Join(wd, f)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(fmt.Sprintf("int marker%d;\n", i)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			src := tc.src + "kernel void k(void) {}\n"
+			main := filepath.Join(wd, "pocl", "tempfile.cl")
+			if err := os.MkdirAll(filepath.Dir(main), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(main, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(clang, "-x", "cl", "-cl-std=CL1.2", "-I.", "-E", "-Wno-everything", main)
+			cmd.Dir = wd
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("clang -E: %v", err)
+			}
+			in, err := keyparts.OpenCLScan([]byte(src), "", keyparts.PoCL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.WorkDir, in.MainDir = wd, filepath.Dir(main)
+			_, trace, err := deps.NewScanner(nil).Scan(context.Background(), in)
+			if errors.Is(err, deps.ErrUncacheable) {
+				return
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			// By file, not path: the key names inc//b.h as opened.
+			var keyed []os.FileInfo
+			for _, d := range trace {
+				if fi, err := os.Stat(d.Path); err == nil && d.Rule != deps.RuleAbsent {
+					keyed = append(keyed, fi)
+				}
+			}
+			read := 0
+			for i, f := range tc.files {
+				if !strings.Contains(string(out), fmt.Sprintf("int marker%d;", i)) {
+					continue
+				}
+				read++
+				fi, err := os.Stat(filepath.Join(wd, f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.ContainsFunc(keyed, func(k os.FileInfo) bool { return os.SameFile(k, fi) }) {
+					t.Errorf("clang reads %s; the key holds %v", f, trace)
+				}
+			}
+			if read == 0 {
+				t.Fatalf("clang read none of %q: the case shows nothing", tc.files)
+			}
+		})
+	}
+}
