@@ -74,7 +74,7 @@ func parseDirectives(src []byte) (out []directive, unsure string) {
 				d = directive{kind: dIf, name: notDefinedName(rest)}
 			}
 			out = append(out, d)
-			out = append(out, hasIncludes(tokenize(rest))...)
+			out = append(out, hasIncludes(tokenizeCondition(rest))...)
 			out = append(out, directive{kind: dCondition, name: rest})
 		case "ifdef":
 			out = append(out, directive{kind: dIf})
@@ -207,6 +207,9 @@ func headerName(ts []token) (name string, angle, ok bool) {
 	}
 	if t := ts[0]; t.kind == tString && strings.HasPrefix(t.text, `"`) && len(t.text) >= 2 && strings.HasSuffix(t.text, `"`) {
 		return t.text[1 : len(t.text)-1], false, true
+	}
+	if t := ts[0]; t.kind == tHeaderName {
+		return t.text[1 : len(t.text)-1], true, len(t.text) > 2
 	}
 	if ts[0].text != "<" {
 		return "", false, false

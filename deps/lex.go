@@ -16,6 +16,7 @@ const (
 	tPunct
 	tOther       // any other byte
 	tPlacemarker // an empty argument next to ##; removed after pasting
+	tHeaderName  // <name> as __has_include's operand in a condition's own text
 )
 
 // token is one preprocessing token. hide is its hide set: the macros whose
@@ -87,7 +88,7 @@ func directiveLines(src []byte) (out []string, unsure string) {
 				i += 2 + end + 1
 			}
 			emit(' ')
-		case c == '<' && directive && includeOperandNext(line.String()):
+		case c == '<' && directive && (includeOperandNext(line.String()) || hasIncludeOperandNext(line.String())):
 			j := angledEnd(src, i)
 			if j < 0 {
 				emit(c) // no header name: tokens, as the compiler lexes them then
@@ -134,6 +135,23 @@ func includeOperandNext(line string) bool {
 	return false
 }
 
+// hasIncludeOperandNext reports whether line, a directive so far, ends
+// with "__has_include(" or "__has_include_next(": clang lexes the
+// operand that follows as an include's.
+func hasIncludeOperandNext(line string) bool {
+	line, ok := strings.CutSuffix(strings.TrimRight(line, " \t\r\v\f"), "(")
+	if !ok {
+		return false
+	}
+	line = strings.TrimRight(line, " \t\r\v\f")
+	for _, op := range []string{"__has_include", "__has_include_next"} {
+		if rest, ok := strings.CutSuffix(line, op); ok && (rest == "" || !isIdentChar(rest[len(rest)-1])) {
+			return true
+		}
+	}
+	return false
+}
+
 // rawTextDirective reports whether line, a directive so far, is a
 // #warning or #error, whose text clang reads raw where it obeys it.
 func rawTextDirective(line string) bool {
@@ -171,8 +189,8 @@ func angledEnd(src []byte, i int) int {
 // rest, could end the directive elsewhere when lexed as tokens, as clang
 // lexes a skipped include: "/*" in it begins a comment that may run on
 // past the line; "//", a quote or an apostrophe in it hide the rest of
-// the line, which matters where anything but blanks follows the name (a
-// "/*" there begins a comment only where the name is one token).
+// the line, which matters where a "/*" follows the name on its line (it
+// begins a comment only where the name is one token).
 func angledLexingDiffers(name, rest []byte) bool {
 	if bytes.Contains(name, []byte("/*")) {
 		return true
@@ -183,7 +201,7 @@ func angledLexingDiffers(name, rest []byte) bool {
 	if k := bytes.IndexByte(rest, '\n'); k >= 0 {
 		rest = rest[:k]
 	}
-	return len(bytes.Trim(rest, " \t\r\v\f")) > 0
+	return bytes.Contains(rest, []byte("/*"))
 }
 
 // Trigraphs says whether the compiler replaces trigraphs (??= for #, ??/
@@ -309,7 +327,17 @@ var punctuators = []string{
 }
 
 // tokenize splits one logical line into preprocessing tokens.
-func tokenize(s string) []token {
+func tokenize(s string) []token { return tokenizeMode(s, false) }
+
+// tokenizeCondition is tokenize for an #if or #elif expression, in which
+// clang lexes the operand of __has_include written there (not one a macro
+// brings) as an include's: <...> is one token, up to the first '>' not
+// escaped by a backslash, its bytes as written, so that
+// __has_include(<a  b.h>) tests "a  b.h", not the "a b.h" its tokens
+// would spell.
+func tokenizeCondition(s string) []token { return tokenizeMode(s, true) }
+
+func tokenizeMode(s string, condition bool) []token {
 	var out []token
 	space := false
 	for i := 0; i < len(s); {
@@ -318,6 +346,14 @@ func tokenize(s string) []token {
 			space = true
 			i++
 			continue
+		}
+		if condition && c == '<' && hasIncludeOpen(out) {
+			if j := angledEnd([]byte(s), i); j >= 0 {
+				out = append(out, token{kind: tHeaderName, text: s[i : j+1], space: space})
+				space = false
+				i = j + 1
+				continue
+			}
 		}
 		j, kind := tokenEnd(s, i)
 		text := s[i:j]
@@ -329,6 +365,19 @@ func tokenize(s string) []token {
 		i = j
 	}
 	return out
+}
+
+// hasIncludeOpen reports whether ts ends with __has_include( (or
+// __has_include_next(, __has_embed().
+func hasIncludeOpen(ts []token) bool {
+	if len(ts) < 2 || ts[len(ts)-1].text != "(" {
+		return false
+	}
+	switch ts[len(ts)-2].text {
+	case "__has_include", "__has_include_next", "__has_embed":
+		return true
+	}
+	return false
 }
 
 // canonicalPunct maps digraphs to the punctuators they spell.

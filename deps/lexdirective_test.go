@@ -102,3 +102,68 @@ func TestDirectiveLexingAsClang(t *testing.T) {
 		})
 	}
 }
+
+// TestHasIncludeNameAsClang: the operand of a __has_include written in a
+// condition is lexed as an include's header name, its bytes as written
+// ("a  b.h" keeps both blanks; "//" begins no comment; a backslash escapes
+// '>'). clang-15 compiles another branch once the file exists, so the
+// key must change when it is created.
+func TestHasIncludeNameAsClang(t *testing.T) {
+	clang := requireClang(t)
+	for _, tc := range []struct{ name, file, operand string }{
+		{"two blanks", "a  b.h", "<a  b.h>"},
+		{"line comment", "inc/b.h", "<inc//b.h>"},
+		{"escaped '>'", `a\>b.h`, `<a\>b.h>`},
+		{"escaped quote", `q\" `, `"q\" "`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wd := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(wd, "inc"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			src := "#if __has_include(" + tc.operand + ")\nint present;\n#endif\nkernel void k(void) {}\n"
+			main := filepath.Join(wd, "pocl", "tempfile.cl")
+			if err := os.MkdirAll(filepath.Dir(main), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(main, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// clang's verdict and the key, without the file and with it.
+			var present [2]bool
+			var keys [2]string
+			for i := range 2 {
+				if i == 1 {
+					if err := os.WriteFile(filepath.Join(wd, tc.file), nil, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				cmd := exec.Command(clang, "-x", "cl", "-cl-std=CL1.2", "-I.", "-E", "-Wno-everything", main)
+				cmd.Dir = wd
+				out, err := cmd.Output()
+				if err != nil {
+					t.Fatalf("clang -E: %v", err)
+				}
+				present[i] = strings.Contains(string(out), "int present;")
+				in, err := keyparts.OpenCLScan([]byte(src), "", keyparts.PoCL)
+				if err != nil {
+					t.Fatal(err)
+				}
+				in.WorkDir, in.MainDir = wd, filepath.Dir(main)
+				headers, _, err := deps.NewScanner(nil).Scan(context.Background(), in)
+				if errors.Is(err, deps.ErrUncacheable) {
+					return
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				keys[i] = fmt.Sprint(headers)
+			}
+			if present != [2]bool{false, true} {
+				t.Fatalf("clang compiled the branch %v (without the file, with it): the case shows nothing", present)
+			}
+			if keys[0] == keys[1] {
+				t.Errorf("creating %s changed what clang compiles, not the key %s", tc.file, keys[0])
+			}
+		})
+	}
+}

@@ -52,9 +52,9 @@ func WithRecords(rs RecordStore) Option {
 // Bump it whenever either changes: records of another version are never
 // loaded, and live under other ids. Version 2: a CRC-32C for SHA-256,
 // and the length of the observations' paths. Version 3: the order of the
-// headers. Version 4: header names and #warning text lexed as clang lexes
-// them (a record of version 3 could hold for a source whose key missed
-// the header <inc//b.h> names).
+// headers. Version 4: header names (of includes and of __has_include)
+// and #warning text lexed as clang lexes them (a record of version 3
+// could hold for a source whose key missed the header <inc//b.h> names).
 const recordVersion = 4
 
 // recordCRC is the table of a record's checksum. A checksum, not a
