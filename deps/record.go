@@ -54,7 +54,8 @@ func WithRecords(rs RecordStore) Option {
 // and the length of the observations' paths. Version 3: the order of the
 // headers. Version 4: header names (of includes and of __has_include)
 // and #warning text lexed as clang lexes them (a record of version 3
-// could hold for a source whose key missed the header <inc//b.h> names).
+// could hold for a source whose key missed the header <inc//b.h> names),
+// and the working directory keyed where options may write it.
 const recordVersion = 4
 
 // recordCRC is the table of a record's checksum. A checksum, not a

@@ -131,7 +131,33 @@ func (sc *scan) run() error {
 		return fmt.Errorf("%w: %s", ErrUncacheable, sc.refused)
 	}
 	sc.relocateTrace()
+	if !placelessArgs(sc.in.Args) {
+		// clang writes the working directory into debug information
+		// (DW_AT_comp_dir): two builds from different places, with
+		// headers named alike relative to each, differ.
+		sc.add(Dependency{Path: sc.wd, Name: WorkDirHeader, Digest: sha256.Sum256([]byte(sc.wd)), Rule: RuleWorkDir})
+	}
 	return nil
+}
+
+// WorkDirHeader is the name of the key's header that holds the working
+// directory of a build whose options may write places into the binary.
+const WorkDirHeader = "<working directory>"
+
+// placelessArgs reports whether every option of args is a preprocessing
+// option the scan follows or one known to write no place into the binary
+// (placeless): only then may builds from different working directories
+// share a key.
+func placelessArgs(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		if _, _, ok := splitOption(args[i], args, &i); ok {
+			continue
+		}
+		if !placeless(args[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // facts applies what the parse of a file says beyond its directives:

@@ -75,6 +75,11 @@ const (
 	// and a caller must check it with the compiler before it stores a
 	// build.
 	RuleNotPredefined = "not-predefined"
+	// RuleWorkDir is the working directory, for a compiler whose options
+	// may write it into the binary (debug information: -g): its Path
+	// holds the directory. The key names headers relative to it, which
+	// leaves it out everywhere else.
+	RuleWorkDir = "working-directory"
 )
 
 // ErrUncacheable reports that the dependencies of a source cannot be
