@@ -48,12 +48,14 @@ func (s *Scanner) AppendHeadersEarly(ctx context.Context, dst []kcache.Header, i
 	if err != nil {
 		return dst, nil, err
 	}
-	dst = append(dst, m.headers...)
 	if m.date {
-		h, _ := dateHeader(s.fs.now())
-		dst = append(dst, h)
+		h, _, err := dateHeader(s.fs.now())
+		if err != nil {
+			return dst, nil, err
+		}
+		return append(append(dst, m.headers...), h), confirm, nil
 	}
-	return dst, confirm, nil
+	return append(dst, m.headers...), confirm, nil
 }
 
 // confirmLater starts the stats of the record r of in (wd standing for

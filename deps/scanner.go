@@ -283,12 +283,14 @@ func (s *Scanner) AppendHeaders(ctx context.Context, dst []kcache.Header, in Inp
 	if err != nil {
 		return dst, err
 	}
-	dst = append(dst, m.headers...)
 	if m.date {
-		h, _ := dateHeader(s.fs.now())
-		dst = append(dst, h)
+		h, _, err := dateHeader(s.fs.now())
+		if err != nil {
+			return dst, err
+		}
+		return append(append(dst, m.headers...), h), nil
 	}
-	return dst, nil
+	return append(dst, m.headers...), nil
 }
 
 // scanMemo returns the memo of a scan of in that holds now: this
@@ -547,7 +549,10 @@ const DateHeader = "<__DATE__>"
 func (m *memo) result(now time.Time) ([]kcache.Header, []Dependency, error) {
 	headers, trace := slices.Clone(m.headers), slices.Clone(m.trace)
 	if m.date {
-		h, day := dateHeader(now)
+		h, day, err := dateHeader(now)
+		if err != nil {
+			return nil, nil, err
+		}
 		headers = append(headers, h)
 		trace = append(trace, Dependency{Name: DateHeader, Path: day, Digest: h.Digest, Rule: RuleClock})
 	}
@@ -555,10 +560,16 @@ func (m *memo) result(now time.Time) ([]kcache.Header, []Dependency, error) {
 }
 
 // dateHeader returns the key's header for the day of now, and the day as
-// clang writes it for __DATE__ ("Mmm dd yyyy").
-func dateHeader(now time.Time) (kcache.Header, string) {
-	day := now.Format("Jan _2 2006")
-	return kcache.Header{Name: DateHeader, Digest: sha256.Sum256([]byte(day))}, day
+// clang writes it for __DATE__ ("Mmm dd yyyy"), in the zone the C
+// library's localtime uses (dateZone); it fails with an error wrapping
+// ErrUncacheable where that zone is not known.
+func dateHeader(now time.Time) (kcache.Header, string, error) {
+	loc, err := dateZone(os.LookupEnv, os.ReadFile)
+	if err != nil {
+		return kcache.Header{}, "", err
+	}
+	day := now.In(loc).Format("Jan _2 2006")
+	return kcache.Header{Name: DateHeader, Digest: sha256.Sum256([]byte(day))}, day, nil
 }
 
 // report logs why a source is uncacheable (or an include was found
