@@ -215,11 +215,11 @@ func headerName(ts []token) (name string, angle, ok bool) {
 		return "", false, false
 	}
 	var b strings.Builder
-	for i, t := range ts[1:] {
+	for _, t := range ts[1:] {
 		if t.text == ">" {
 			return b.String(), true, b.Len() > 0
 		}
-		if t.space && i > 0 {
+		if t.space {
 			b.WriteByte(' ')
 		}
 		b.WriteString(t.text)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
 	"github.com/kcache/kcache/internal/keyparts"
 )
@@ -165,5 +166,72 @@ func TestHasIncludeNameAsClang(t *testing.T) {
 				t.Errorf("creating %s changed what clang compiles, not the key %s", tc.file, keys[0])
 			}
 		})
+	}
+}
+
+// TestComputedIncludeSpacingAsClang: a computed include's <...> name is
+// the spellings of its tokens, with a blank wherever one had white space
+// before it, the first included (clang's ConcatenateIncludeName): with
+// files " a.h" and "a.h" both present, the key must hold the one clang
+// reads. The first token's blank was dropped, so #define H < a.h> keyed
+// a.h where clang reads " a.h".
+func TestComputedIncludeSpacingAsClang(t *testing.T) {
+	clang := requireClang(t)
+	wd := t.TempDir()
+	for name, text := range map[string]string{" a.h": "int spaced;\n", "a.h": "int plain;\n"} {
+		if err := os.WriteFile(filepath.Join(wd, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	main := filepath.Join(wd, "pocl", "tempfile.cl")
+	if err := os.MkdirAll(filepath.Dir(main), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{
+		"#define H < a.h>\n#include H",
+		"#define M(x) < x.h>\n#include M(a)",
+		"#define M(x) <x.h>\n#include M( a)",
+		"#define M(x) <x>\n#include M(/**/a.h)",
+		"#define E\n#define H <E a.h>\n#include H",
+		"#define E\n#define H <E/**/a.h>\n#include H",
+		"#define E()\n#define H <E()a.h>\n#include H",
+		"#define L <\n#include L a.h>",
+		"#define H(x) x\n#include H(< a.h>)",
+		"#define H(x) x\n#include H(<a.h>)",
+		"#define H < a\n#include H.h>",
+		"#define C(x,y) x##y\n#define H < C(,a).h>\n#include H",
+		"#define H(x) < x.h>\n#define G(y) H(y)\n#include G(a)",
+		"#define H(x) <x.h>\n#define G(y) H( y)\n#include G(a)",
+		"#define A a\n#define H < A.h>\n#include H",
+		"#define V(...) <__VA_ARGS__.h>\n#include V( a)",
+	} {
+		src := src + "\nkernel void k(void) {}\n"
+		if err := os.WriteFile(main, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(clang, "-x", "cl", "-cl-std=CL1.2", "-I.", "-E", "-Wno-everything", main)
+		cmd.Dir = wd
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%q: clang -E: %v", src, err)
+		}
+		want := "a.h"
+		if strings.Contains(string(out), "int spaced;") {
+			want = " a.h"
+		}
+		in, err := keyparts.OpenCLScan([]byte(src), "", keyparts.PoCL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.WorkDir, in.MainDir = wd, filepath.Dir(main)
+		headers, _, err := deps.NewScanner(nil).Scan(context.Background(), in)
+		if errors.Is(err, deps.ErrUncacheable) {
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(headers, func(h kcache.Header) bool { return h.Name == want }) {
+			t.Errorf("%q: clang reads %q; the key holds %v", src, want, headers)
+		}
 	}
 }

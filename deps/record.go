@@ -55,7 +55,8 @@ func WithRecords(rs RecordStore) Option {
 // headers. Version 4: header names (of includes and of __has_include)
 // and #warning text lexed as clang lexes them (a record of version 3
 // could hold for a source whose key missed the header <inc//b.h> names),
-// and the working directory keyed where options may write it.
+// the working directory keyed where options may write it, and a computed
+// <...> include's first blank kept.
 const recordVersion = 4
 
 // recordCRC is the table of a record's checksum. A checksum, not a
