@@ -373,6 +373,20 @@ func (s *Scanner) Unchanged(in Input) bool {
 	return m != nil && m.valid(s.fs)
 }
 
+// DayUnchanged reports whether headers, those of a key made from a scan,
+// hold today's day where they hold one (DateHeader). clang writes the day
+// of __DATE__ when it preprocesses: a build whose key was made before the
+// day turned may hold the next day, and must not be stored under the
+// key's.
+func (s *Scanner) DayUnchanged(headers []kcache.Header) bool {
+	i := slices.IndexFunc(headers, func(h kcache.Header) bool { return h.Name == DateHeader })
+	if i < 0 {
+		return true
+	}
+	h, _, err := dateHeader(s.fs.now())
+	return err == nil && h == headers[i]
+}
+
 // workDir returns what os.Getwd returns, for one getcwd system call where
 // it can: os.Getwd stats "." and $PWD to return $PWD when it names the
 // working directory, and asks getcwd otherwise. When getcwd's answer is

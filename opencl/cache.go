@@ -243,9 +243,9 @@ func (c *Cache) load(ctx context.Context, dev Device, src Source, prep *kcache.P
 	}
 	if pending == nil {
 		if c.delay >= 0 && lacksLaunchCode(r.Binary) && c.claimRebuild(ctx, key) {
-			e, err := c.fromSource(ctx, dev, src, r.Digest, nil)
+			e, err := c.fromSource(ctx, dev, src, r.Digest, key.Image.Headers, nil)
 			if err == nil {
-				if c.inputsUnchanged(dev, src) {
+				if c.inputsUnchanged(dev, src, key.Image.Headers) {
 					e.arm(c.delay, &rebuild{bins: c.bins, key: key, old: len(r.Binary)})
 				}
 				return e, nil
@@ -262,7 +262,7 @@ func (c *Cache) load(ctx context.Context, dev Device, src Source, prep *kcache.P
 			return nil, err
 		}
 	}
-	return c.fromSource(ctx, dev, src, r.Digest, pending)
+	return c.fromSource(ctx, dev, src, r.Digest, key.Image.Headers, pending)
 }
 
 func (c *Cache) fromBinary(dev Device, bin []byte, options string) (*Program, error) {
@@ -278,8 +278,9 @@ func (c *Cache) fromBinary(dev Device, bin []byte, options string) (*Program, er
 }
 
 // fromSource runs the compiler. pending, when not nil, is committed with
-// the program's binary after the commit delay (see CacheOptions).
-func (c *Cache) fromSource(ctx context.Context, dev Device, src Source, digest kcache.Digest, pending *kcache.Pending) (*programEntry, error) {
+// the program's binary after the commit delay (see CacheOptions), unless
+// the inputs of the key, whose headers are headers, changed meanwhile.
+func (c *Cache) fromSource(ctx context.Context, dev Device, src Source, digest kcache.Digest, headers []kcache.Header, pending *kcache.Pending) (*programEntry, error) {
 	start := time.Now()
 	p, err := c.compile(dev, src, pending)
 	took := time.Since(start)
@@ -290,12 +291,13 @@ func (c *Cache) fromSource(ctx context.Context, dev Device, src Source, digest k
 		return nil, c.classify(err)
 	}
 	// A file the key was computed from that changed during the build (or
-	// was too new to trust) makes the program what the compiler read, not
-	// what the key names: it is neither stored nor kept in the object tier,
-	// where a later request with the file changed back would find it.
-	exact := c.inputsUnchanged(dev, src)
+	// was too new to trust), or a day that turned since the key's, makes
+	// the program what the compiler read, not what the key names: it is
+	// neither stored nor kept in the object tier, where a later request
+	// with the file changed back would find it.
+	exact := c.inputsUnchanged(dev, src, headers)
 	if pending != nil && !exact {
-		pending.Drop("a file the key was computed from changed during the build, or was too new to trust")
+		pending.Drop("a file the key was computed from changed during the build, or was too new to trust, or the day of __DATE__ turned")
 		pending = nil
 	}
 	e := &programEntry{prog: p, device: dev.Handle(), digest: digest, outcome: kcache.OutcomeBuilt, pending: pending,

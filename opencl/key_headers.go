@@ -67,12 +67,15 @@ func relocatedOptions(args []string) string {
 }
 
 // inputsUnchanged reports whether every file src's key was computed from
-// is as the scan saw it, and was settled then: only then may a binary
-// built after the scan be stored under that key (a header saved during
-// the build would otherwise be served, stale, once the edit is reverted).
-func (c *Cache) inputsUnchanged(dev Device, src Source) bool {
+// is as the scan saw it, and was settled then, and the day the key holds
+// (headers, for a source that expands __DATE__) is still today's: only
+// then may a binary built after the scan be stored under that key (a
+// header saved during the build would otherwise be served, stale, once
+// the edit is reverted; a build begun before midnight may hold the next
+// day).
+func (c *Cache) inputsUnchanged(dev Device, src Source, headers []kcache.Header) bool {
 	in, _, err := c.scanInput(c.identity(dev).dev.Platform, src)
-	return err == nil && c.headers.Unchanged(in)
+	return err == nil && c.headers.Unchanged(in) && c.headers.DayUnchanged(headers)
 }
 
 // uncached builds src for dev without the binary tiers, for a source
@@ -86,7 +89,7 @@ func (c *Cache) uncached(ctx context.Context, dev Device, src Source) (*BuiltPro
 	rand.Read(pk.digest[:])
 	pk.device = dev.Handle()
 	h, err := c.programs.GetOrBuild(ctx, pk, func(ctx context.Context) (*programEntry, int64, error) {
-		e, err := c.fromSource(ctx, dev, src, pk.digest, nil)
+		e, err := c.fromSource(ctx, dev, src, pk.digest, nil, nil)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -41,8 +41,9 @@ func Key(dev kcache.Device, comp kcache.Compiler, format string, source []byte, 
 // include could name is keyed. What the scanner cannot model exactly
 // (deps.ErrUncacheable) must be built without storing. unchanged reports,
 // after the build, whether every file the key was computed from is still
-// as the scan saw it (and was settled then): only then may the binary be
-// stored under that key. trace is the scan's trace, for KCACHE_TRACE.
+// as the scan saw it (and was settled then), and the day the key holds
+// for __DATE__ still today's: only then may the binary be stored under
+// that key. trace is the scan's trace, for KCACHE_TRACE.
 // privateDir names the process's own PoCL directory where it has one
 // (deps.Input.PrivateDir): the scan's dependency record then serves other
 // processes, each with its own.
@@ -57,5 +58,5 @@ func Headers(ctx context.Context, s *deps.Scanner, src []byte, options, cwd, pla
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return headers, func() bool { return s.Unchanged(in) }, trace, nil
+	return headers, func() bool { return s.Unchanged(in) && s.DayUnchanged(headers) }, trace, nil
 }
