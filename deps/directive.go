@@ -43,9 +43,10 @@ type directive struct {
 }
 
 // parseDirectives returns the directives of src that can add or name a
-// dependency, and the conditionals around them, in order.
-func parseDirectives(src []byte) (out []directive, unsure string) {
-	lines, unsure := directiveLines(src)
+// dependency, and the conditionals around them, in order, with src lexed
+// as C++ where cpp is set.
+func parseDirectives(src []byte, cpp bool) (out []directive, unsure string) {
+	lines, unsure := directiveLines(src, cpp)
 	for _, line := range lines {
 		name, rest := directiveName(line)
 		switch name {

@@ -14,7 +14,7 @@ func expandedNames(opts, text string) ([]string, error) {
 	t := newMacroTable()
 	t.applyOptions(parseArgs(SplitOptions(opts), "/wd", false).macros)
 	var last directive
-	for _, d := range parseFile([]byte(text), TrigraphsOn).directives {
+	for _, d := range parseFile([]byte(text), lexMode{tri: TrigraphsOn, onlyC: true}).directives {
 		switch d.kind {
 		case dDefine:
 			t.define(d.macro)
@@ -182,7 +182,7 @@ func TestParseDirectives(t *testing.T) {
 		"int x; #include \"f.h\"\nchar *s = \"\\\n#include \\\"g.h\\\"\";\n#include_next <h.h>\n#import \"i.h\"\n" +
 		"#if __has_include(<j.h>) && __has_include(\"k.h\")\n#endif\n#embed \"l.bin\" limit(4)\n%:include \"m.h\"\n#include\n#include /* */\n"
 	var got []string
-	for _, d := range parseFile([]byte(src), TrigraphsOn).directives {
+	for _, d := range parseFile([]byte(src), lexMode{tri: TrigraphsOn, onlyC: true}).directives {
 		if d.kind == dCondition {
 			continue
 		}

@@ -75,10 +75,18 @@ type fileEntry struct {
 	settled bool
 }
 
-// fileKey names a file's entry: its parse depends on the trigraph mode.
+// fileKey names a file's entry: its parse depends on the lexing mode.
 type fileKey struct {
 	path string
-	tri  Trigraphs
+	mode lexMode
+}
+
+// lexMode is how the compiler lexes a file, as far as the scan knows:
+// whether it replaces trigraphs, and whether it lexes C only (no C++
+// raw strings or digit separators).
+type lexMode struct {
+	tri   Trigraphs
+	onlyC bool
 }
 
 // fileCache maps absolute paths to their last seen identity, digest and
@@ -93,9 +101,9 @@ func newFileCache() *fileCache { return &fileCache{entries: map[fileKey]*fileEnt
 
 // get returns the entry of path, whose stat is fi, reading the file only
 // when it is new, changed, or was not settled when last read.
-func (c *fileCache) get(fsys *fileSystem, path string, fi fs.FileInfo, tri Trigraphs) (*fileEntry, error) {
+func (c *fileCache) get(fsys *fileSystem, path string, fi fs.FileInfo, mode lexMode) (*fileEntry, error) {
 	id := identityOf(fi)
-	k := fileKey{path, tri}
+	k := fileKey{path, mode}
 	c.mu.Lock()
 	e := c.entries[k]
 	c.mu.Unlock()
@@ -106,7 +114,7 @@ func (c *fileCache) get(fsys *fileSystem, path string, fi fs.FileInfo, tri Trigr
 	if err != nil {
 		return nil, err
 	}
-	e = &fileEntry{id: id, digest: sha256.Sum256(content), parsedFile: parseFile(content, tri), settled: id.settled(fsys.now())}
+	e = &fileEntry{id: id, digest: sha256.Sum256(content), parsedFile: parseFile(content, mode), settled: id.settled(fsys.now())}
 	c.mu.Lock()
 	if len(c.entries) >= maxFileEntries {
 		// Forgetting costs one read per file on the next scan; holding

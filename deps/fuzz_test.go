@@ -29,7 +29,7 @@ func FuzzDirectives(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		dirs := parseFile(data, TrigraphsUnknown).directives
+		dirs := parseFile(data, lexMode{}).directives
 		table := newMacroTable()
 		for _, d := range dirs {
 			switch d.kind {

@@ -44,7 +44,11 @@ type token struct {
 // does not, run on past the line's end or hiding the rest of it), unsure
 // says why, and the file cannot be modelled; elsewhere the header name is
 // kept whole, as the compiler opens it.
-func directiveLines(src []byte) (out []string, unsure string) {
+//
+// With cpp, src is lexed as C++: a raw string literal runs to its closing
+// delimiter, across lines, and a digit separator in a number begins no
+// character literal. A raw string in a directive is not modelled (unsure).
+func directiveLines(src []byte, cpp bool) (out []string, unsure string) {
 	var (
 		line      strings.Builder
 		lineStart = true // only blanks so far on this logical line
@@ -101,6 +105,19 @@ func directiveLines(src []byte) (out []string, unsure string) {
 			line.Write(name)
 			lineStart = false
 			i = j
+		case cpp && c == '\'' && digitSeparator(src, i):
+			lineStart = false
+			emit(c)
+		case cpp && c == '"' && rawStringPrefix(src, i):
+			j := rawStringEnd(src, i)
+			if directive && unsure == "" {
+				unsure = "a raw string literal in a directive"
+			}
+			if directive {
+				line.Write(src[i:j])
+			}
+			lineStart = false
+			i = j - 1
 		case c == '"' || c == '\'':
 			j := literalEnd(src, i)
 			if directive {
@@ -122,6 +139,82 @@ func directiveLines(src []byte) (out []string, unsure string) {
 	}
 	flush()
 	return out, unsure
+}
+
+// hasCPlusPlusLexemes reports whether text may hold a raw string literal
+// or a digit separator, which C++ lexes otherwise than C.
+func hasCPlusPlusLexemes(text []byte) bool {
+	for i := bytes.IndexByte(text, '"'); i >= 0; {
+		if rawStringPrefix(text, i) {
+			return true
+		}
+		j := bytes.IndexByte(text[i+1:], '"')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	for i := bytes.IndexByte(text, '\''); i >= 0; {
+		if digitSeparator(text, i) {
+			return true
+		}
+		j := bytes.IndexByte(text[i+1:], '\'')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
+}
+
+// rawStringPrefix reports whether the '"' at src[i] opens a raw string
+// literal: an identifier R, LR, uR, UR or u8R ends just before it.
+func rawStringPrefix(src []byte, i int) bool {
+	k := i
+	for k > 0 && isIdentChar(src[k-1]) {
+		k--
+	}
+	switch string(src[k:i]) {
+	case "R", "LR", "uR", "UR", "u8R":
+		return true
+	}
+	return false
+}
+
+// rawStringEnd returns the index just past the raw string literal whose
+// '"' is src[i]: past ")delimiter\"", or the end of src where it never
+// closes (the compiler rejects it). A delimiter that is not one (over 16
+// bytes, or holding a blank, a parenthesis or a backslash) ends the
+// literal at its line's end, as an ordinary literal would.
+func rawStringEnd(src []byte, i int) int {
+	open := bytes.IndexByte(src[i+1:min(len(src), i+18)], '(')
+	if open < 0 || bytes.ContainsAny(src[i+1:i+1+open], " ()\\\t\v\f\n\r") {
+		return literalEnd(src, i)
+	}
+	delim := src[i+1 : i+1+open]
+	closing := append(append([]byte{')'}, delim...), '"')
+	if j := bytes.Index(src[i+2+open:], closing); j >= 0 {
+		return i + 2 + open + j + len(closing)
+	}
+	return len(src)
+}
+
+// digitSeparator reports whether the apostrophe at src[i] separates digits of
+// a number, as C++14 lexes it: it follows a preprocessing number (a run
+// of identifier characters, dots and separators that starts with a digit,
+// or a dot and a digit) and precedes a digit or an identifier character.
+func digitSeparator(src []byte, i int) bool {
+	if i+1 >= len(src) || !isIdentChar(src[i+1]) {
+		return false
+	}
+	k := i
+	for k > 0 && (isIdentChar(src[k-1]) || src[k-1] == '.' || src[k-1] == '\'') {
+		k--
+	}
+	for k < i && src[k] == '.' && !(k+1 < i && isDigit(src[k+1])) {
+		k++ // a dot before the number is a punctuator of its own
+	}
+	return k < i && (isDigit(src[k]) || src[k] == '.')
 }
 
 // includeOperandNext reports whether line, a directive so far, is the name

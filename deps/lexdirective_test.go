@@ -235,3 +235,51 @@ func TestComputedIncludeSpacingAsClang(t *testing.T) {
 		}
 	}
 }
+
+// TestCPlusPlusLexingAsClang: C++ (CUDA, C++ for OpenCL) lexes a raw
+// string literal to its closing delimiter, across lines, and a digit
+// separator (1'0) as part of a number; a scanner that lexed the text as C
+// took a "/*" inside the one, or after the other, to begin a comment that
+// hid the includes that follow. Unless the input says the compiler lexes
+// C, every header clang-15 reads as C++ must be keyed, or the source
+// refused.
+func TestCPlusPlusLexingAsClang(t *testing.T) {
+	clang := requireClang(t)
+	for _, tc := range []struct{ name, src string }{
+		{"raw string", "const char *s = R\"x(\n/*)x\";\n#include \"hidden.h\"\n/* */\n"},
+		{"raw string on one line", "const char *s = R\"(/*)\";\n#include \"hidden.h\"\n/* */\n"},
+		{"prefixed raw string", "const char *s = u8R\"--(\"/*)--\";\n#include \"hidden.h\"\n/* */\n"},
+		{"digit separator", "int a = 1'0, b = '/*';\n#include \"hidden.h\"\n/* */\n"},
+		{"hexadecimal separator", "int a = 0xF'F, b = '//';\n#include \"hidden.h\"\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wd := t.TempDir()
+			if err := os.WriteFile(filepath.Join(wd, "hidden.h"), []byte("int marker0;\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			main := filepath.Join(wd, "k.cu")
+			if err := os.WriteFile(main, []byte(tc.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(clang, "-x", "c++", "-std=c++17", "-E", "-Wno-everything", main)
+			cmd.Dir = wd
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("clang -E: %v", err)
+			}
+			if !strings.Contains(string(out), "int marker0;") {
+				t.Fatalf("clang does not read hidden.h: the case shows nothing")
+			}
+			in := deps.Input{Source: []byte(tc.src), Path: main, WorkDir: wd, CompleteSearchPath: true, Trigraphs: deps.TrigraphsOff}
+			_, trace, err := deps.NewScanner(nil).Scan(context.Background(), in)
+			if errors.Is(err, deps.ErrUncacheable) {
+				return
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(trace, func(d deps.Dependency) bool { return d.Rule == deps.RuleInclude && d.Name == "hidden.h" }) {
+				t.Errorf("clang reads hidden.h; the key holds %v", trace)
+			}
+		})
+	}
+}

@@ -43,7 +43,7 @@ func (sc *scan) manifest() error {
 	}
 	for _, it := range w.items {
 		if it.fi != nil {
-			e, err := sc.s.files.get(sc.s.fs, it.dep.Path, it.fi, TrigraphsOff)
+			e, err := sc.s.files.get(sc.s.fs, it.dep.Path, it.fi, dataMode)
 			if err != nil {
 				return fmt.Errorf("%w: %s: %w", ErrUncacheable, it.dep.Path, err)
 			}

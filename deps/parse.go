@@ -26,22 +26,28 @@ type parsedFile struct {
 var clockMacros = []string{"__TIME__", "__TIMESTAMP__", "__DATE__"}
 
 // parseFile parses src as the compiler's translation phases 1 to 4 see
-// it, with trigraphs replaced as tri says.
-func parseFile(src []byte, tri Trigraphs) parsedFile {
-	if tri != TrigraphsUnknown {
-		return parseText(normalize(src, tri == TrigraphsOn))
-	}
-	p := parseText(normalize(src, false))
-	if hasTrigraph(src) && !reflect.DeepEqual(p, parseText(normalize(src, true))) {
+// it, lexed as mode says. Where mode leaves the trigraphs or the language
+// unknown, src is parsed without trigraphs and as C, and again the other
+// way where it holds what either would change: a file whose directives
+// then differ is beyond the scanner.
+func parseFile(src []byte, mode lexMode) parsedFile {
+	tri := mode.tri == TrigraphsOn
+	p := parseText(normalize(src, tri), false)
+	if mode.tri == TrigraphsUnknown && hasTrigraph(src) && !reflect.DeepEqual(p, parseText(normalize(src, true), false)) {
 		p.unsure = "its directives differ with and without trigraphs, and whether the compiler replaces them is not known"
+	}
+	if !mode.onlyC && p.unsure == "" {
+		if text := normalize(src, tri); hasCPlusPlusLexemes(text) && !reflect.DeepEqual(p, parseText(text, true)) {
+			p.unsure = "its directives differ where C++'s raw string literals and digit separators are lexed, and the compiler may lex C++"
+		}
 	}
 	return p
 }
 
-// parseText parses normalized text.
-func parseText(text []byte) parsedFile {
+// parseText parses normalized text, lexed as C++ where cpp is set.
+func parseText(text []byte, cpp bool) parsedFile {
 	var p parsedFile
-	p.directives, p.unsure = parseDirectives(text)
+	p.directives, p.unsure = parseDirectives(text, cpp)
 	// The text is searched, not its tokens: a mention in a comment costs
 	// a needless refusal at worst, a use the tokens hid would cost a
 	// stale binary.

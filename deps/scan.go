@@ -114,7 +114,7 @@ func (sc *scan) run() error {
 			return err
 		}
 	}
-	main := parseFile(sc.in.Source, sc.in.Trigraphs)
+	main := parseFile(sc.in.Source, sc.mode())
 	sc.facts(sc.sourceName(), &main)
 	if err := sc.process(main.directives, mainDir, 0); err != nil {
 		return err
@@ -173,6 +173,14 @@ func (sc *scan) facts(path string, p *parsedFile) {
 		sc.refuse(path + " expands " + p.clock + ", which no key can follow")
 	}
 }
+
+// mode is how the compiler lexes the source and its headers.
+func (sc *scan) mode() lexMode { return lexMode{sc.in.Trigraphs, sc.in.LexesC} }
+
+// dataMode parses files whose directives the scan does not follow (the
+// compiler's built-in headers, for their macros; declared files, for
+// their digests) as before: their parse decides no dependency.
+var dataMode = lexMode{tri: TrigraphsOff, onlyC: true}
 
 // refuse records why the source is uncacheable; the first reason is kept.
 func (sc *scan) refuse(reason string) {
@@ -411,7 +419,7 @@ func (sc *scan) builtinMacros() *macroTable {
 	var ids strings.Builder
 	trusted := true
 	for _, f := range sc.builtinFiles() {
-		e, err := sc.s.files.get(sc.s.fs, f.path, f.info, TrigraphsOff)
+		e, err := sc.s.files.get(sc.s.fs, f.path, f.info, dataMode)
 		if err != nil {
 			continue
 		}
@@ -670,7 +678,7 @@ func (sc *scan) candidates(name string, angle bool, includerDir string) []string
 
 // file records a found header and follows its own includes.
 func (sc *scan) file(path string, fi fs.FileInfo, rule string, kind dirKind, depth int) error {
-	e, err := sc.s.files.get(sc.s.fs, path, fi, sc.in.Trigraphs)
+	e, err := sc.s.files.get(sc.s.fs, path, fi, sc.mode())
 	if err != nil {
 		return fmt.Errorf("deps: header %s: %w", path, err)
 	}
@@ -717,7 +725,7 @@ func (sc *scan) declared(name string) error {
 		sc.add(Dependency{Path: path, Name: sc.location(path), Rule: RuleAbsent})
 		return nil
 	}
-	e, err := sc.s.files.get(sc.s.fs, path, fi, TrigraphsOff)
+	e, err := sc.s.files.get(sc.s.fs, path, fi, dataMode)
 	if err != nil {
 		return fmt.Errorf("deps: declared dependency %s: %w", path, err)
 	}

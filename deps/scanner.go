@@ -140,6 +140,13 @@ type Input struct {
 	// value, TrigraphsUnknown, makes a source uncacheable where the
 	// answer would change its directives.
 	Trigraphs Trigraphs
+	// LexesC says the compiler lexes the source as C (OpenCL C on PoCL):
+	// without it, the scan allows for C++'s raw string literals
+	// (R"x(...)x", in which "/*" and line ends begin nothing) and digit
+	// separators (1'000, which begin no character literal), and a file
+	// whose directives differ with and without them is uncacheable, as
+	// for trigraphs. CUDA is C++, and so is C++ for OpenCL.
+	LexesC bool
 	// SearchWorkDir says the compiler searches the working directory
 	// first for every include, quoted or angled, from any file, as if
 	// "-I." came first. PoCL does: it compiles program text under a

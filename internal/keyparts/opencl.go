@@ -186,8 +186,9 @@ const PoCL = "Portable Computing Language"
 //
 // PoCL compiles the text from a temporary file in its cache directory,
 // which its compiler therefore searches first for the source's quoted
-// includes (MainDir). Its clang replaces trigraphs in OpenCL C; whether
-// another driver does is not known.
+// includes (MainDir). Its clang replaces trigraphs in OpenCL C, the only
+// language PoCL builds from source; whether another driver does, and
+// whether it lexes C++ (C++ for OpenCL), is not known.
 func OpenCLScan(src []byte, options, platform string) (deps.Input, error) {
 	driver := deps.DriverUnknown
 	if platform == PoCL {
@@ -209,6 +210,7 @@ func OpenCLScan(src []byte, options, platform string) (deps.Input, error) {
 	if platform == PoCL {
 		in.MainDir = PoCLTempDir(os.LookupEnv)
 		in.Trigraphs = deps.TrigraphsOn
+		in.LexesC = true // PoCL rejects -cl-std=CLC++: OpenCL C only
 	}
 	return in, nil
 }
