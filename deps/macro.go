@@ -160,6 +160,9 @@ type macroTable struct {
 	open   []int
 	chains []chain // one per open branch
 	last   int     // the last branch id given out; 0 is outside every conditional
+	// uncertain says a file read may restore a macro to an earlier state
+	// (#pragma pop_macro): no definition or #undef dominates any more.
+	uncertain bool
 }
 
 // candidates are the definitions a name may have; undef says it may also
@@ -288,9 +291,12 @@ func (t *macroTable) undef(name string) {
 }
 
 // dominated reports whether a definition or #undef of c was certainly
-// made before this point: one made outside every conditional, or in a
-// branch still open here.
+// made before this point, and stands: one made outside every conditional,
+// or in a branch still open here, where nothing may have popped it.
 func (t *macroTable) dominated(c *candidates) bool {
+	if t.uncertain {
+		return false
+	}
 	for _, b := range c.at {
 		if _, open := slices.BinarySearch(t.open, b); b == 0 || open {
 			return true

@@ -15,6 +15,9 @@ type parsedFile struct {
 	// namesFiles says the text expands a macro holding a file's path
 	// (fileMacros).
 	namesFiles bool
+	// restores says the text may restore a macro's earlier state
+	// (restoreMarks): #pragma pop_macro, or a _Pragma that could say it.
+	restores bool
 	// unsure says why the scanner cannot model the text exactly ("" when
 	// it can): a source that reads it is uncacheable.
 	unsure string
@@ -24,6 +27,13 @@ type parsedFile struct {
 // build or of a file. __DATE__ enters a key as the date; the others make
 // a program uncacheable, since no key could change with them.
 var clockMacros = []string{"__TIME__", "__TIMESTAMP__", "__DATE__"}
+
+// restoreMarks are the texts through which a file may restore a macro to
+// a state it had before a definition or #undef the scan took as certain:
+// #pragma pop_macro("X") (after push_macro, X is again what it was
+// then, undefined or the compiler's), or the _Pragma operator, whose
+// string may say the same after macro expansion.
+var restoreMarks = []string{"pop_macro", "_Pragma"}
 
 // parseFile parses src as the compiler's translation phases 1 to 4 see
 // it, lexed as mode says. Where mode leaves the trigraphs or the language
@@ -53,6 +63,9 @@ func parseText(text []byte, cpp bool) parsedFile {
 	// stale binary.
 	for _, m := range fileMacros {
 		p.namesFiles = p.namesFiles || bytes.Contains(text, []byte(m))
+	}
+	for _, m := range restoreMarks {
+		p.restores = p.restores || bytes.Contains(text, []byte(m))
 	}
 	for _, m := range clockMacros {
 		if bytes.Contains(text, []byte(m)) {

@@ -164,6 +164,11 @@ func placelessArgs(args []string) bool {
 // text the scanner cannot model, and the clock macros.
 func (sc *scan) facts(path string, p *parsedFile) {
 	sc.namesFiles = sc.namesFiles || p.namesFiles
+	if p.restores {
+		// From here on no definition or #undef is certain: a pop_macro
+		// may undo it.
+		sc.table.uncertain = true
+	}
 	switch {
 	case p.unsure != "":
 		sc.refuse(path + ": " + p.unsure)
