@@ -48,6 +48,11 @@ type directive struct {
 func parseDirectives(src []byte, cpp bool) (out []directive, unsure string) {
 	lines, unsure := directiveLines(src, cpp)
 	for _, line := range lines {
+		if unsure == "" && namesCharacter(line) {
+			// clang reads caf\u00e9 as café: one identifier in two
+			// spellings, which the scan would take for two names.
+			unsure = "a universal character name in a directive"
+		}
 		name, rest := directiveName(line)
 		switch name {
 		case "define":
@@ -88,6 +93,22 @@ func parseDirectives(src []byte, cpp bool) (out []directive, unsure string) {
 		}
 	}
 	return out, unsure
+}
+
+// namesCharacter reports whether line holds, outside its string and
+// character literals, a backslash followed by u, U or N: a universal
+// character name (\u00e9, \U000000e9, or clang's \N{...}), which clang
+// reads in an identifier as the character it names.
+func namesCharacter(line string) bool {
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; {
+		case c == '"' || c == '\'':
+			i = literalEndString(line, i) - 1
+		case c == '\\' && i+1 < len(line) && strings.IndexByte("uUN", line[i+1]) >= 0:
+			return true
+		}
+	}
+	return false
 }
 
 // ifndefName returns the name #ifndef tests, "" if malformed.

@@ -283,3 +283,50 @@ func TestCPlusPlusLexingAsClang(t *testing.T) {
 		})
 	}
 }
+
+// TestUniversalCharacterNamesAsClang: clang reads a universal character
+// name in an identifier as the character it names, so caf\u00e9 and café
+// are one macro; the scan took them for two and keyed nothing of the
+// include. Every header clang-15 reads must be keyed, or the source
+// refused.
+func TestUniversalCharacterNamesAsClang(t *testing.T) {
+	clang := requireClang(t)
+	for _, src := range []string{
+		"#define caf\\u00e9 \"x.h\"\n#include caf\xc3\xa9\n",
+		"#define caf\xc3\xa9 \"x.h\"\n#include caf\\U000000e9\n",
+		"#define H caf\\u00e9\n#define caf\xc3\xa9 \"x.h\"\n#include H\n",
+	} {
+		wd := t.TempDir()
+		if err := os.WriteFile(filepath.Join(wd, "x.h"), []byte("int marker0;\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		src := src + "kernel void k(void) {}\n"
+		main := filepath.Join(wd, "pocl", "tempfile.cl")
+		if err := os.MkdirAll(filepath.Dir(main), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(main, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(clang, "-x", "cl", "-cl-std=CL1.2", "-I.", "-E", "-Wno-everything", main)
+		cmd.Dir = wd
+		out, err := cmd.Output()
+		if err != nil || !strings.Contains(string(out), "int marker0;") {
+			t.Fatalf("%q: clang does not read x.h (%v): the case shows nothing", src, err)
+		}
+		in, err := keyparts.OpenCLScan([]byte(src), "", keyparts.PoCL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.WorkDir, in.MainDir = wd, filepath.Dir(main)
+		_, trace, err := deps.NewScanner(nil).Scan(context.Background(), in)
+		if errors.Is(err, deps.ErrUncacheable) {
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(trace, func(d deps.Dependency) bool { return d.Rule != deps.RuleAbsent && d.Name == "x.h" }) {
+			t.Errorf("%q: clang reads x.h; the key holds %v", src, trace)
+		}
+	}
+}
