@@ -134,7 +134,9 @@ type clangRun struct {
 
 // command returns the clang command line that writes depfile.
 func (c clangRun) command(depfile string) []string {
-	args := []string{c.clang, "-x", "cl", "-cl-std=CL1.2", "-I."}
+	// PoCL 3.1 puts -Dinline= and -I. ahead of the options
+	// (pocl_llvm_build.cc); the scan models both.
+	args := []string{c.clang, "-x", "cl", "-cl-std=CL1.2", "-Dinline=", "-I."}
 	args = append(args, c.args...)
 	return append(args, "-M", "-MF", depfile, "-Wno-everything", c.main)
 }

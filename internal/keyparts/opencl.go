@@ -199,6 +199,9 @@ func OpenCLScan(src []byte, options, platform string) (deps.Input, error) {
 	if err != nil {
 		return deps.Input{}, fmt.Errorf("build options for %q: %w", platform, err)
 	}
+	if platform == PoCL {
+		args = append(poclDefines[:len(poclDefines):len(poclDefines)], args...)
+	}
 	in := deps.Input{
 		Source:             src,
 		Args:               args,
@@ -214,6 +217,14 @@ func OpenCLScan(src []byte, options, platform string) (deps.Input, error) {
 	}
 	return in, nil
 }
+
+// poclDefines are the macros PoCL 3.1 defines ahead of the build options
+// (lib/CL/pocl_llvm_build.cc) whose names the scan would otherwise take
+// for undefined: inline, defined empty on every build, so that
+// #include XS(inline.h) opens ".h". Its other macros are reserved names
+// or start with cl_, CL_ or POCL_, which the scan already treats as the
+// compiler's; a later -D of the options replaces one, as in clang.
+var poclDefines = []string{"-Dinline="}
 
 // WithPrivateDir returns in with dir, a PoCL directory of the process's
 // own, as its private directory (deps.Input.PrivateDir) where it is the

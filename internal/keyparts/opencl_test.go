@@ -73,7 +73,11 @@ func TestOpenCLScan(t *testing.T) {
 		if !in.SearchWorkDir || in.CompleteSearchPath != tc.complete || in.EveryCandidate != tc.each {
 			t.Errorf("%q: SearchWorkDir %v, CompleteSearchPath %v, EveryCandidate %v", tc.platform, in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate)
 		}
-		if want := []string{"-I", "inc", "-D", "A=1"}; !slices.Equal(in.Args, want) {
+		want := []string{"-I", "inc", "-D", "A=1"}
+		if tc.platform == PoCL {
+			want = append([]string{"-Dinline="}, want...) // PoCL's own, first
+		}
+		if !slices.Equal(in.Args, want) {
 			t.Errorf("Args = %q, want %q", in.Args, want)
 		}
 		if string(in.Source) != "kernel void k() {}" || in.Path != "" || in.WorkDir != "" || in.Depends != nil {
@@ -88,7 +92,7 @@ func TestOpenCLScan(t *testing.T) {
 func TestOpenCLScanSplitsAsTheDriver(t *testing.T) {
 	const opts = `-I'inc' -D "X(a)=#a"`
 	in, err := OpenCLScan(nil, opts, PoCL)
-	if want := []string{"-I'inc'", "-D", " X(a)=#a "}; err != nil || !slices.Equal(in.Args, want) {
+	if want := []string{"-Dinline=", "-I'inc'", "-D", " X(a)=#a "}; err != nil || !slices.Equal(in.Args, want) {
 		t.Errorf("PoCL: Args = %q, %v; want %q", in.Args, err, want)
 	}
 	if _, err := OpenCLScan(nil, opts, "NVIDIA CUDA"); !errors.Is(err, deps.ErrUncacheable) {
@@ -102,7 +106,7 @@ func TestOpenCLScanSplitsAsTheDriver(t *testing.T) {
 func TestOpenCLScanPoCLExtraFlags(t *testing.T) {
 	t.Setenv("POCL_EXTRA_BUILD_FLAGS", "-I /extra -DE=1")
 	in, err := OpenCLScan(nil, "-I inc", PoCL)
-	if want := []string{"-I", "inc", "-I", "/extra", "-DE=1"}; err != nil || !slices.Equal(in.Args, want) {
+	if want := []string{"-Dinline=", "-I", "inc", "-I", "/extra", "-DE=1"}; err != nil || !slices.Equal(in.Args, want) {
 		t.Errorf("PoCL: Args = %q, %v; want %q", in.Args, err, want)
 	}
 	in, err = OpenCLScan(nil, "-I inc", "NVIDIA CUDA")
