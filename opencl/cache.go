@@ -170,7 +170,11 @@ func (c *Cache) Key(dev Device, src Source) (*kcache.Key, error) {
 // library, whose environment the driver reads, PoCL its extra build
 // flags at each build) keys the builds it changes.
 func (c *Cache) compilerEnv() []kcache.EnvVar {
-	return keyparts.OpenCLEnv.Select(keyparts.Environ(c.environ))
+	now := keyparts.OpenCLEnv.Select(keyparts.Environ(c.environ))
+	if c.environ != nil {
+		return now // the caller's environment: the process's history is not its
+	}
+	return withInitEnv(now, keyparts.OpenCLEnv.Select(deviceInitEnv()))
 }
 
 func (c *Cache) identity(d Device) identity {

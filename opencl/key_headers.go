@@ -40,6 +40,10 @@ func (c *Cache) dependencies(platform string, src Source) ([]kcache.Header, stri
 func (c *Cache) scanInput(platform string, src Source) (deps.Input, string, error) {
 	in, err := keyparts.OpenCLScan(src.Code, src.Options, platform)
 	in.Path, in.Depends = src.Path, src.Depends
+	if in.MainDir != "" {
+		// PoCL chose its temporary directory at device init.
+		in.MainDir = keyparts.PoCLTempDir(lookupIn(deviceInitEnv()))
+	}
 	in = keyparts.WithPrivateDir(in, c.private)
 	if err != nil || c.baseDir == "" {
 		return in, src.Options, err

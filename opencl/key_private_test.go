@@ -18,7 +18,13 @@ import (
 // level into its buffer.
 func privateProcess(t *testing.T, cache, dir string) (*tierSet, *syncbuf.Buffer) {
 	t.Helper()
-	t.Setenv("POCL_CACHE_DIR", dir) // what keyparts.PoCLTempDir reads for the key
+	testFixture(t) // PoCL's devices, and so the environment they started with
+	t.Setenv("POCL_CACHE_DIR", dir)
+	// As a process that started PoCL with dir (the key takes PoCL's
+	// directory from the environment of its device init).
+	started := initEnv.env
+	initEnv.env = os.Environ()
+	t.Cleanup(func() { initEnv.env = started })
 	log := &syncbuf.Buffer{}
 	logger := slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ts := newTierSetLogged(t, cache, CacheOptions{CommitDelay: -1, PrivateDir: dir}, logger)

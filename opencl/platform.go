@@ -103,6 +103,7 @@ func (p Platform) Devices() ([]Device, error) {
 	if err := Load(); err != nil {
 		return nil, err
 	}
+	noteDeviceInit()
 	var n uint32
 	code := clGetDeviceIDs(p.id, DeviceTypeAll, 0, nil, &n)
 	if code == CodeDeviceNotFound || (code == 0 && n == 0) {
