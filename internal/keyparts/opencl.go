@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -201,6 +202,8 @@ func OpenCLScan(src []byte, options, platform string) (deps.Input, error) {
 	}
 	if platform == PoCL {
 		args = append(poclDefines[:len(poclDefines):len(poclDefines)], args...)
+	} else if a, ok := unfollowedOption(args); ok {
+		return deps.Input{}, fmt.Errorf("build options for %q: %w: option %q may make a compiler read files the scan does not follow", platform, deps.ErrUncacheable, a)
 	}
 	in := deps.Input{
 		Source:             src,
@@ -217,6 +220,38 @@ func OpenCLScan(src []byte, options, platform string) (deps.Input, error) {
 	}
 	return in, nil
 }
+
+// unfollowedOption returns the first option of args, for a driver other
+// than PoCL, that is neither a preprocessing option the scan follows nor
+// one known to make the compiler read no file: such a driver's option set
+// is not known (PoCL refuses every option but a few), and a compiler that
+// is clang underneath honours -ivfsoverlay (which maps one header's path
+// to another file), -Xclang, -Wp,, @file and others the scan ignores.
+func unfollowedOption(args []string) (string, bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case slices.Contains(followedOptions, a) || a == "-x":
+			i++ // the value follows
+		case slices.ContainsFunc(followedOptions, func(o string) bool { return strings.HasPrefix(a, o) }):
+		case strings.HasPrefix(a, "-Wp,") || strings.HasPrefix(a, "-Wa,") || strings.HasPrefix(a, "-Wl,"):
+			return a, true
+		case slices.ContainsFunc(namelessOptions, func(o string) bool { return strings.HasPrefix(a, o) }):
+		default:
+			return a, true
+		}
+	}
+	return "", false
+}
+
+// followedOptions are the preprocessing options the scan follows, joined
+// to their values or followed by them (deps.Input.Args), longest first.
+var followedOptions = []string{"-idirafter", "-isystem", "-iquote", "-include", "-imacros", "-I", "-D", "-U"}
+
+// namelessOptions start the options known to name no file a compiler
+// reads: OpenCL C's (-cl-*), warnings, optimization, debug information
+// (which keys the working directory) and the language.
+var namelessOptions = []string{"-cl-", "-w", "-W", "-O", "-g", "-x"}
 
 // poclDefines are the macros PoCL 3.1 defines ahead of the build options
 // (lib/CL/pocl_llvm_build.cc) whose names the scan would otherwise take

@@ -1,0 +1,56 @@
+package keyparts
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kcache/kcache/deps"
+)
+
+// TestUnknownDriverUnfollowedOptions: a driver other than PoCL may hand
+// its options to clang, which honours -ivfsoverlay (clang-15 below reads
+// another file for inc/x.h than the one the scan keys), -Xclang, -Wp,,
+// @file and the like; only the options the scan follows and those that
+// name no file are let through.
+func TestUnknownDriverUnfollowedOptions(t *testing.T) {
+	clang, err := exec.LookPath("clang-15")
+	if err != nil {
+		if os.Getenv("KCACHE_REQUIRE_REAL") == "1" {
+			t.Fatal("KCACHE_REQUIRE_REAL=1 but clang-15 is missing")
+		}
+		t.Skip("no clang-15")
+	}
+	dir := t.TempDir()
+	for name, text := range map[string]string{"inc/x.h": "int orig;\n", "other/y.h": "int remapped;\n", "m.cl": "#include \"inc/x.h\"\n"} {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	overlay := fmt.Sprintf(`{"version": 0, "roots": [{"name": %q, "type": "directory", "contents": [{"name": "x.h", "type": "file", "external-contents": %q}]}]}`,
+		filepath.Join(dir, "inc"), filepath.Join(dir, "other", "y.h"))
+	if err := os.WriteFile(filepath.Join(dir, "o.yaml"), []byte(overlay), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(clang, "-x", "cl", "-ivfsoverlay", "o.yaml", "-E", "m.cl")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), "int remapped;") {
+		t.Fatalf("clang does not follow the overlay (%v): the case shows nothing", err)
+	}
+	for _, opts := range []string{"-ivfsoverlay o.yaml", "-Xclang -ivfsoverlay -Xclang o.yaml", "-Wp,-Iother", "@opts.rsp", "--include-directory=other", "-iwithprefix other", "-nostdinc"} {
+		if _, err := OpenCLScan(nil, opts, "Clover"); !errors.Is(err, deps.ErrUncacheable) {
+			t.Errorf("%q on a driver whose options are not known: %v, want deps.ErrUncacheable", opts, err)
+		}
+	}
+	for _, opts := range []string{"-I inc -Iinc -D A=1 -DB -U C -isystem s -idirafter a -iquote q -include f.h", "-cl-fast-relaxed-math -cl-std=CL2.0 -w -Werror -O3 -g -x cl"} {
+		if _, err := OpenCLScan(nil, opts, "Clover"); err != nil {
+			t.Errorf("%q: %v", opts, err)
+		}
+	}
+}
