@@ -188,15 +188,17 @@ func (c *Cache) scanned(ctx context.Context, dst []kcache.Header, src Source, p 
 }
 
 // inputsUnchanged reports whether every file src's key was computed from
-// is as the scan saw it, and was settled then: only then may an image
-// compiled after the scan be stored under that key.
-func (c *Cache) inputsUnchanged(src Source, p plan) bool {
+// is as the scan saw it, and was settled then, and whether the day the
+// key holds, for a source that expands __DATE__, is still today's (the
+// key's headers): only then may an image compiled after the scan be
+// stored under that key.
+func (c *Cache) inputsUnchanged(src Source, p plan, headers []kcache.Header) bool {
 	for _, in := range scanInputs(src, p) {
 		if !c.scanner.Unchanged(in) {
 			return false
 		}
 	}
-	return true
+	return c.scanner.DayUnchanged(headers)
 }
 
 func (c *Cache) key(ctx context.Context, src Source, p plan) (*kcache.Key, error) {
@@ -387,7 +389,7 @@ func (c *Cache) module(ctx context.Context, src Source, p plan, early bool) (_ *
 func (c *Cache) moduleUncached(ctx context.Context, src Source, p plan, why error) (*CachedModule, error) {
 	c.bins.Logger().Warn("kcache: compiling without caching", "program", programName(src), "reason", why)
 	h, err := c.uncached.GetOrBuild(ctx, c.nextID.Add(1), func(ctx context.Context) (*moduleEntry, int64, error) {
-		e, err := c.compile(ctx, src, p, kcache.Digest{}, nil)
+		e, err := c.compile(ctx, src, p, nil, nil)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -421,7 +423,7 @@ func (c *Cache) load(ctx context.Context, src Source, prep *kcache.Prepared, p p
 			return nil, err
 		}
 	}
-	return c.compile(ctx, src, p, r.Digest, pending)
+	return c.compile(ctx, src, p, prep, pending)
 }
 
 // loadLocal loads a module from the local binary tiers, where one has
@@ -459,7 +461,12 @@ func (c *Cache) fromBlob(blob []byte) (*moduleEntry, error) {
 // valid whether or not the device has memory for it now, and a load that
 // runs out of memory is retried by the object tier after evicting, which
 // then finds it stored.
-func (c *Cache) compile(ctx context.Context, src Source, p plan, digest kcache.Digest, pending *kcache.Pending) (*moduleEntry, error) {
+func (c *Cache) compile(ctx context.Context, src Source, p plan, prep *kcache.Prepared, pending *kcache.Pending) (*moduleEntry, error) {
+	var digest kcache.Digest // none for a source compiled uncached (prep nil)
+	var headers []kcache.Header
+	if prep != nil {
+		digest, headers = prep.Digests().Key, prep.Key().Image.Headers
+	}
 	if testHookBeforeCompile != nil {
 		testHookBeforeCompile()
 	}
@@ -478,10 +485,10 @@ func (c *Cache) compile(ctx context.Context, src Source, p plan, digest kcache.D
 	// where a later request with the file changed back would find it.
 	var stored, exact bool
 	if pending != nil {
-		stored = c.commit(ctx, src, p, pending, blob, took)
+		stored = c.commit(ctx, src, p, headers, pending, blob, took)
 		exact = stored
 	} else {
-		exact = c.inputsUnchanged(src, p)
+		exact = c.inputsUnchanged(src, p, headers)
 	}
 	m, err := c.ctx.LoadModule(im.code, c.jit)
 	if err != nil {
@@ -504,8 +511,8 @@ var testHookBeforeCompile func()
 // computed from changed meanwhile, or NVRTC predefines a name the key
 // assumed it does not. The image is then used but not stored. It reports
 // whether the image was committed.
-func (c *Cache) commit(ctx context.Context, src Source, p plan, pending *kcache.Pending, blob []byte, took time.Duration) bool {
-	if !c.inputsUnchanged(src, p) {
+func (c *Cache) commit(ctx context.Context, src Source, p plan, headers []kcache.Header, pending *kcache.Pending, blob []byte, took time.Duration) bool {
+	if !c.inputsUnchanged(src, p, headers) {
 		pending.Drop("a file the key was computed from changed during the compile, or was too new to trust")
 		return false
 	}

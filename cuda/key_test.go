@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"context"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"slices"
@@ -188,5 +189,35 @@ func TestUsePCHKeyed(t *testing.T) {
 	}
 	if got := pchFiles([]string{"--pch", "--pch-dir=/tmp/p", "--create-pch=x.pch"}); len(got) != 0 {
 		t.Errorf("pchFiles of options that read no given PCH: %q", got)
+	}
+}
+
+// TestDayTurnedDuringCompile: a source that expands __DATE__ is keyed by
+// the day; an image compiled when the day has turned since its key was
+// computed is not stored under that key (inputsUnchanged, asked before a
+// commit), since NVRTC wrote the new day into it.
+func TestDayTurnedDuringCompile(t *testing.T) {
+	c := fakeCache(t, nil)
+	src := Source{Code: []byte("__device__ const char *day = __DATE__;\n__global__ void k() {}\n")}
+	p, err := c.plan(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := c.key(context.Background(), src, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	headers := key.Image.Headers
+	if !c.inputsUnchanged(src, p, headers) {
+		t.Fatal("a key computed today does not hold today")
+	}
+	i := slices.IndexFunc(headers, func(h kcache.Header) bool { return h.Name == deps.DateHeader })
+	if i < 0 {
+		t.Fatal("the key of a source that expands __DATE__ holds no day")
+	}
+	yesterday := slices.Clone(headers)
+	yesterday[i].Digest = sha256.Sum256([]byte("Jan  1 2000"))
+	if c.inputsUnchanged(src, p, yesterday) {
+		t.Error("a key of another day holds today")
 	}
 }
