@@ -10,6 +10,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"unsafe"
@@ -28,14 +29,20 @@ var compilerEnv = layerstore.CompilerEnv
 var errEnvChanged = errors.New("the compiler's environment changed since the layer started")
 
 // checkEnv reports, wrapped in deps.ErrUncacheable, a variable of
-// compilerEnv set, changed or removed in the process's environment since
-// the layer started (start). Keys hold the variables as they were then,
+// compilerEnv, or TZ, set, changed or removed in the process's environment
+// since the layer started (start). Keys hold the variables as they were then,
 // as do the scan (PoCL's POCL_EXTRA_BUILD_FLAGS) and the background
 // worker's environment; a driver reads some of them again at each build
 // (PoCL its extra build flags), so an application that sets one at run
 // time must not get a binary keyed without it. Such builds pass through:
 // which of its variables a driver reads when is not modelled.
 func checkEnv(start []kcache.EnvVar) error {
+	// TZ decides the day a source that expands __DATE__ is keyed by: the
+	// scan reads it from the Go runtime's copy of the environment, the
+	// compiler (in this process) from the C library's.
+	if tz, set := liveVar("TZ"); tz != startTZ || set != startTZSet {
+		return fmt.Errorf("%w: %w (TZ)", deps.ErrUncacheable, errEnvChanged)
+	}
 	now := compilerEnv.Select(liveEnviron())
 	if slices.Equal(now, start) {
 		return nil
@@ -73,6 +80,31 @@ func liveEnviron() []string {
 		}
 	}
 	return out
+}
+
+// startTZ is TZ as the Go runtime copied it at its start, and startTZSet
+// whether it was set.
+var startTZ, startTZSet = os.LookupEnv("TZ")
+
+// liveVar returns the variable name of the C library's environment, and
+// whether it is set.
+func liveVar(name string) (string, bool) {
+	env := C.kc_environ()
+	if env == nil {
+		return "", false
+	}
+	for _, p := range unsafe.Slice(env, maxEnviron) {
+		if p == nil {
+			break
+		}
+		if byte(*p) != name[0] {
+			continue
+		}
+		if v, ok := strings.CutPrefix(C.GoString(p), name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // maxEnviron bounds the environment liveEnviron walks, far above any.

@@ -176,3 +176,34 @@ func TestStaleHeaderSavedDuringBuild(t *testing.T) {
 		t.Errorf("a binary built while its header was being saved was stored: %v", bins)
 	}
 }
+
+// dayKernel writes the day of the month __DATE__ expands to.
+const dayKernel = "__constant char day[] = __DATE__;\n" +
+	"__kernel void scale(__global float *out) { out[0] = (day[4] == ' ' ? 0 : (day[4] - '0') * 10) + (day[5] - '0'); }\n"
+
+// TestTZSetAtRunTime: an application that sets TZ after the layer started
+// moves the day its compiler writes for __DATE__ (the C library's TZ),
+// where the layer's scan keys the day in the zone it started with. Twenty
+// six hours apart (Etc/GMT+12, Etc/GMT-14), the two days always differ: the
+// build must give the day of the new zone, never the entry of the old.
+func TestTZSetAtRunTime(t *testing.T) {
+	host := buildScaleHost(t)
+	for _, zone := range []string{"Etc/GMT+12", "Etc/GMT-14"} {
+		_, err := os.Stat(filepath.Join("/usr/share/zoneinfo", zone))
+		requireReal(t, "time zone data (tzdata)", err)
+	}
+	dir, pocl, cache := t.TempDir(), t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "k.cl"), dayKernel)
+	west, set := "TZ=Etc/GMT+12", "SCALE_SETENV=TZ=Etc/GMT-14"
+	before := runScale(t, host, dir, pocl, "", west)
+	after := runScale(t, host, dir, pocl, "", west, set)
+	if before == after {
+		t.Fatalf("without the layer, both zones give %q: the test's premise", before)
+	}
+	if got := runScale(t, host, dir, pocl, cache, west); got != before {
+		t.Fatalf("first run through the layer: %q, want %q", got, before)
+	}
+	if got := runScale(t, host, dir, pocl, cache, west, set); got != after {
+		t.Errorf("TZ set at run time through the layer: %q, want %q (the entry of the start's zone is stale)", got, after)
+	}
+}
