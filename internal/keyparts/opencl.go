@@ -204,6 +204,8 @@ func OpenCLScan(src []byte, options, platform string) (deps.Input, error) {
 		args = append(poclDefines[:len(poclDefines):len(poclDefines)], args...)
 	} else if a, ok := unfollowedOption(args); ok {
 		return deps.Input{}, fmt.Errorf("build options for %q: %w: option %q may make a compiler read files the scan does not follow", platform, deps.ErrUncacheable, a)
+	} else if v, ok := includePathVariable(os.Getenv); ok {
+		return deps.Input{}, fmt.Errorf("driver %q: %w: %s may add include directories the scan does not follow", platform, deps.ErrUncacheable, v)
 	}
 	in := deps.Input{
 		Source:             src,
@@ -243,6 +245,24 @@ func unfollowedOption(args []string) (string, bool) {
 	}
 	return "", false
 }
+
+// includePathVariable returns the first variable set in getenv's
+// environment that a compiler which is clang (or GCC) underneath reads for
+// include directories of its own: a driver other than PoCL may be one, and
+// the scan does not follow them. PoCL's clang, in the process, ignores
+// them (checked with PoCL 3.1), so its scans pass.
+func includePathVariable(getenv func(string) string) (string, bool) {
+	for _, v := range includePathVariables {
+		if getenv(v) != "" {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// includePathVariables are the variables clang and GCC read for include
+// directories beside -I and -isystem.
+var includePathVariables = []string{"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "OBJC_INCLUDE_PATH", "OBJCPLUS_INCLUDE_PATH"}
 
 // followedOptions are the preprocessing options the scan follows, joined
 // to their values or followed by them (deps.Input.Args), longest first.

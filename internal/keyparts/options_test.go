@@ -54,3 +54,48 @@ func TestUnknownDriverUnfollowedOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownDriverIncludePathVariables: clang searches the directories of
+// CPATH and C_INCLUDE_PATH (clang-15 below finds x.h through each), which
+// the scan does not follow: on a driver other than PoCL, which may be clang
+// underneath, a program built with one set is uncacheable. PoCL's clang
+// ignores them, so PoCL's scan is unaffected.
+func TestUnknownDriverIncludePathVariables(t *testing.T) {
+	clang, err := exec.LookPath("clang-15")
+	if err != nil {
+		if os.Getenv("KCACHE_REQUIRE_REAL") == "1" {
+			t.Fatal("KCACHE_REQUIRE_REAL=1 but clang-15 is missing")
+		}
+		t.Skip("no clang-15")
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "env"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "env", "x.h"), []byte("int from_env;\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "m.cl"), []byte("#include <x.h>\n"), 0o644)
+	for _, v := range []string{"CPATH", "C_INCLUDE_PATH"} {
+		cmd := exec.Command(clang, "-x", "cl", "-E", "m.cl")
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), v+"="+filepath.Join(dir, "env"))
+		if out, err := cmd.Output(); err != nil || !strings.Contains(string(out), "int from_env;") {
+			t.Fatalf("clang does not search %s's directory (%v): the case shows nothing", v, err)
+		}
+	}
+	for _, v := range includePathVariables {
+		t.Run(v, func(t *testing.T) {
+			t.Setenv(v, filepath.Join(dir, "env"))
+			if _, err := OpenCLScan([]byte("#include <x.h>\n"), "", "Clover"); !errors.Is(err, deps.ErrUncacheable) {
+				t.Errorf("%s set, a driver whose compiler is not known: %v, want deps.ErrUncacheable", v, err)
+			}
+			if _, err := OpenCLScan([]byte("#include <x.h>\n"), "", PoCL); err != nil {
+				t.Errorf("%s set, PoCL: %v", v, err)
+			}
+		})
+	}
+	for _, v := range includePathVariables {
+		t.Setenv(v, "")
+	}
+	if _, err := OpenCLScan([]byte("#include <x.h>\n"), "", "Clover"); err != nil {
+		t.Errorf("none set: %v", err)
+	}
+}
