@@ -13,7 +13,6 @@ import (
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
-	"github.com/kcache/kcache/internal/keyparts"
 )
 
 // TestDirectiveLexingAsClang: clang lexes an include's header name as one
@@ -52,29 +51,13 @@ func TestDirectiveLexingAsClang(t *testing.T) {
 				}
 			}
 			src := tc.src + "kernel void k(void) {}\n"
-			main := filepath.Join(wd, "pocl", "tempfile.cl")
-			if err := os.MkdirAll(filepath.Dir(main), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(main, []byte(src), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			cmd := exec.Command(clang, "-x", "cl", "-cl-std=CL1.2", "-I.", "-E", "-Wno-everything", main)
-			cmd.Dir = wd
-			out, err := cmd.Output()
+			out, err := clangAsPoCL(t, clang, wd, src)
 			if err != nil {
 				t.Fatalf("clang -E: %v", err)
 			}
-			in, err := keyparts.OpenCLScan([]byte(src), "", keyparts.PoCL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			in.WorkDir, in.MainDir = wd, filepath.Dir(main)
-			_, trace, err := deps.NewScanner(nil).Scan(context.Background(), in)
-			if errors.Is(err, deps.ErrUncacheable) {
+			trace, uncacheable := scanAsPoCL(t, wd, src)
+			if uncacheable {
 				return
-			} else if err != nil {
-				t.Fatal(err)
 			}
 			// By file, not path: the key names inc//b.h as opened.
 			var keyed []os.FileInfo
@@ -123,13 +106,6 @@ func TestHasIncludeNameAsClang(t *testing.T) {
 				t.Fatal(err)
 			}
 			src := "#if __has_include(" + tc.operand + ")\nint present;\n#endif\nkernel void k(void) {}\n"
-			main := filepath.Join(wd, "pocl", "tempfile.cl")
-			if err := os.MkdirAll(filepath.Dir(main), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(main, []byte(src), 0o644); err != nil {
-				t.Fatal(err)
-			}
 			// clang's verdict and the key, without the file and with it.
 			var present [2]bool
 			var keys [2]string
@@ -139,23 +115,14 @@ func TestHasIncludeNameAsClang(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				cmd := exec.Command(clang, "-x", "cl", "-cl-std=CL1.2", "-I.", "-E", "-Wno-everything", main)
-				cmd.Dir = wd
-				out, err := cmd.Output()
+				out, err := clangAsPoCL(t, clang, wd, src)
 				if err != nil {
 					t.Fatalf("clang -E: %v", err)
 				}
 				present[i] = strings.Contains(string(out), "int present;")
-				in, err := keyparts.OpenCLScan([]byte(src), "", keyparts.PoCL)
-				if err != nil {
-					t.Fatal(err)
-				}
-				in.WorkDir, in.MainDir = wd, filepath.Dir(main)
-				headers, _, err := deps.NewScanner(nil).Scan(context.Background(), in)
-				if errors.Is(err, deps.ErrUncacheable) {
+				headers, _, uncacheable := keyAsPoCL(t, wd, src)
+				if uncacheable {
 					return
-				} else if err != nil {
-					t.Fatal(err)
 				}
 				keys[i] = fmt.Sprint(headers)
 			}
@@ -183,10 +150,6 @@ func TestComputedIncludeSpacingAsClang(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	main := filepath.Join(wd, "pocl", "tempfile.cl")
-	if err := os.MkdirAll(filepath.Dir(main), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	for _, src := range []string{
 		"#define H < a.h>\n#include H",
 		"#define M(x) < x.h>\n#include M(a)",
@@ -206,12 +169,7 @@ func TestComputedIncludeSpacingAsClang(t *testing.T) {
 		"#define V(...) <__VA_ARGS__.h>\n#include V( a)",
 	} {
 		src := src + "\nkernel void k(void) {}\n"
-		if err := os.WriteFile(main, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(clang, "-x", "cl", "-cl-std=CL1.2", "-I.", "-E", "-Wno-everything", main)
-		cmd.Dir = wd
-		out, err := cmd.Output()
+		out, err := clangAsPoCL(t, clang, wd, src)
 		if err != nil {
 			t.Fatalf("%q: clang -E: %v", src, err)
 		}
@@ -219,16 +177,9 @@ func TestComputedIncludeSpacingAsClang(t *testing.T) {
 		if strings.Contains(string(out), "int spaced;") {
 			want = " a.h"
 		}
-		in, err := keyparts.OpenCLScan([]byte(src), "", keyparts.PoCL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in.WorkDir, in.MainDir = wd, filepath.Dir(main)
-		headers, _, err := deps.NewScanner(nil).Scan(context.Background(), in)
-		if errors.Is(err, deps.ErrUncacheable) {
+		headers, _, uncacheable := keyAsPoCL(t, wd, src)
+		if uncacheable {
 			continue
-		} else if err != nil {
-			t.Fatal(err)
 		}
 		if !slices.ContainsFunc(headers, func(h kcache.Header) bool { return h.Name == want }) {
 			t.Errorf("%q: clang reads %q; the key holds %v", src, want, headers)
@@ -301,29 +252,13 @@ func TestUniversalCharacterNamesAsClang(t *testing.T) {
 			t.Fatal(err)
 		}
 		src := src + "kernel void k(void) {}\n"
-		main := filepath.Join(wd, "pocl", "tempfile.cl")
-		if err := os.MkdirAll(filepath.Dir(main), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(main, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(clang, "-x", "cl", "-cl-std=CL1.2", "-I.", "-E", "-Wno-everything", main)
-		cmd.Dir = wd
-		out, err := cmd.Output()
+		out, err := clangAsPoCL(t, clang, wd, src)
 		if err != nil || !strings.Contains(string(out), "int marker0;") {
 			t.Fatalf("%q: clang does not read x.h (%v): the case shows nothing", src, err)
 		}
-		in, err := keyparts.OpenCLScan([]byte(src), "", keyparts.PoCL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in.WorkDir, in.MainDir = wd, filepath.Dir(main)
-		_, trace, err := deps.NewScanner(nil).Scan(context.Background(), in)
-		if errors.Is(err, deps.ErrUncacheable) {
+		trace, uncacheable := scanAsPoCL(t, wd, src)
+		if uncacheable {
 			continue
-		} else if err != nil {
-			t.Fatal(err)
 		}
 		if !slices.ContainsFunc(trace, func(d deps.Dependency) bool { return d.Rule != deps.RuleAbsent && d.Name == "x.h" }) {
 			t.Errorf("%q: clang reads x.h; the key holds %v", src, trace)

@@ -1,18 +1,14 @@
 package deps_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kcache/kcache/deps"
-	"github.com/kcache/kcache/internal/keyparts"
 )
 
 // TestPopMacroAsClang: #pragma pop_macro (or _Pragma("pop_macro(...)"))
@@ -38,29 +34,13 @@ func TestPopMacroAsClang(t *testing.T) {
 				}
 			}
 			src := tc.src + "kernel void k(void) {}\n"
-			main := filepath.Join(wd, "pocl", "tempfile.cl")
-			if err := os.MkdirAll(filepath.Dir(main), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(main, []byte(src), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			cmd := exec.Command(clang, "-x", "cl", "-cl-std=CL1.2", "-I.", "-E", "-Wno-everything", main)
-			cmd.Dir = wd
-			out, err := cmd.Output()
+			out, err := clangAsPoCL(t, clang, wd, src)
 			if err != nil {
 				t.Fatalf("clang -E: %v", err)
 			}
-			in, err := keyparts.OpenCLScan([]byte(src), "", keyparts.PoCL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			in.WorkDir, in.MainDir = wd, filepath.Dir(main)
-			_, trace, err := deps.NewScanner(nil).Scan(context.Background(), in)
-			if errors.Is(err, deps.ErrUncacheable) {
+			trace, uncacheable := scanAsPoCL(t, wd, src)
+			if uncacheable {
 				return
-			} else if err != nil {
-				t.Fatal(err)
 			}
 			for name := range files {
 				if !strings.Contains(string(out), fmt.Sprintf("int marker_%c;", name[0])) {

@@ -1,0 +1,62 @@
+package deps_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/deps"
+	"github.com/kcache/kcache/internal/keyparts"
+)
+
+// poclMain is where the tests that compare the scan with clang put the
+// program text: PoCL compiles it from a temporary file of its own
+// directory, which its compiler searches first for quoted includes.
+func poclMain(wd string) string { return filepath.Join(wd, "pocl", "tempfile.cl") }
+
+// clangAsPoCL writes src as PoCL's temporary file under wd and returns
+// what clang-15 -E makes of it, run as PoCL runs it on program text: OpenCL
+// C 1.2, the working directory searched first.
+func clangAsPoCL(t *testing.T, clang, wd, src string) ([]byte, error) {
+	t.Helper()
+	main := poclMain(wd)
+	if err := os.MkdirAll(filepath.Dir(main), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(main, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(clang, "-x", "cl", "-cl-std=CL1.2", "-I.", "-E", "-Wno-everything", main)
+	cmd.Dir = wd
+	return cmd.Output()
+}
+
+// scanAsPoCL returns the scan's trace of src built on PoCL in wd, its
+// temporary file as clangAsPoCL writes it; uncacheable says the scan
+// refused the source.
+func scanAsPoCL(t *testing.T, wd, src string) (trace []deps.Dependency, uncacheable bool) {
+	t.Helper()
+	_, trace, uncacheable = keyAsPoCL(t, wd, src)
+	return trace, uncacheable
+}
+
+// keyAsPoCL is scanAsPoCL with the key's headers.
+func keyAsPoCL(t *testing.T, wd, src string) (headers []kcache.Header, trace []deps.Dependency, uncacheable bool) {
+	t.Helper()
+	in, err := keyparts.OpenCLScan([]byte(src), "", keyparts.PoCL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.WorkDir, in.MainDir = wd, filepath.Dir(poclMain(wd))
+	headers, trace, err = deps.NewScanner(nil).Scan(context.Background(), in)
+	if errors.Is(err, deps.ErrUncacheable) {
+		return nil, nil, true
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return headers, trace, false
+}
