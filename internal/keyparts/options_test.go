@@ -18,13 +18,7 @@ import (
 // @file and the like; only the options the scan follows and those that
 // name no file are let through.
 func TestUnknownDriverUnfollowedOptions(t *testing.T) {
-	clang, err := exec.LookPath("clang-15")
-	if err != nil {
-		if os.Getenv("KCACHE_REQUIRE_REAL") == "1" {
-			t.Fatal("KCACHE_REQUIRE_REAL=1 but clang-15 is missing")
-		}
-		t.Skip("no clang-15")
-	}
+	clang := requireClang(t)
 	dir := t.TempDir()
 	for name, text := range map[string]string{"inc/x.h": "int orig;\n", "other/y.h": "int remapped;\n", "m.cl": "#include \"inc/x.h\"\n"} {
 		os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755)
@@ -61,13 +55,7 @@ func TestUnknownDriverUnfollowedOptions(t *testing.T) {
 // underneath, a program built with one set is uncacheable. PoCL's clang
 // ignores them, so PoCL's scan is unaffected.
 func TestUnknownDriverIncludePathVariables(t *testing.T) {
-	clang, err := exec.LookPath("clang-15")
-	if err != nil {
-		if os.Getenv("KCACHE_REQUIRE_REAL") == "1" {
-			t.Fatal("KCACHE_REQUIRE_REAL=1 but clang-15 is missing")
-		}
-		t.Skip("no clang-15")
-	}
+	clang := requireClang(t)
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "env"), 0o755); err != nil {
 		t.Fatal(err)
@@ -98,4 +86,19 @@ func TestUnknownDriverIncludePathVariables(t *testing.T) {
 	if _, err := OpenCLScan([]byte("#include <x.h>\n"), "", "Clover"); err != nil {
 		t.Errorf("none set: %v", err)
 	}
+}
+
+// requireClang returns clang-15's path: PoCL 3.1's LLVM, whose
+// preprocessor the scan is checked against. Without it the test skips,
+// or fails under KCACHE_REQUIRE_REAL=1.
+func requireClang(t *testing.T) string {
+	t.Helper()
+	clang, err := exec.LookPath("clang-15")
+	if err != nil {
+		if os.Getenv("KCACHE_REQUIRE_REAL") == "1" {
+			t.Fatal("KCACHE_REQUIRE_REAL=1 but clang-15 is missing")
+		}
+		t.Skip("no clang-15")
+	}
+	return clang
 }
