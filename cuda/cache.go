@@ -213,15 +213,16 @@ func (c *Cache) key(ctx context.Context, src Source, p plan) (*kcache.Key, error
 // the scan finds the headers it was computed from (keymemo.go), else a
 // new one.
 func (c *Cache) prepared(ctx context.Context, src Source, p plan) (*kcache.Prepared, error) {
-	prep, _, err := c.preparedKey(ctx, src, p, false)
+	prep, _, err := c.preparedKey(ctx, src, p, false, c.keys.lookup(src))
 	return prep, err
 }
 
 // preparedKey is prepared, except that with early the headers may come
 // from a dependency record whose stats are still running (scannedEarly):
 // nothing found with the key may be used before confirm returns true.
-func (c *Cache) preparedKey(ctx context.Context, src Source, p plan, early bool) (*kcache.Prepared, deps.Confirm, error) {
-	e, h := c.keys.lookup(src)
+// found is the key memo's lookup of src.
+func (c *Cache) preparedKey(ctx context.Context, src Source, p plan, early bool, found memoLookup) (*kcache.Prepared, deps.Confirm, error) {
+	e := found.e
 	scanned, confirm, err := c.scannedEarly(ctx, src, p, early)
 	if err != nil {
 		return nil, nil, err
@@ -240,7 +241,7 @@ func (c *Cache) preparedKey(ctx context.Context, src Source, p plan, early bool)
 		c.bins.Logger().Warn("kcache: a direct record named another key than its inputs'", "program", programName(src),
 			"record", e.digest, "key", prep.Digests().Key)
 	}
-	c.keys.put(h, src, scanned, prep)
+	c.keys.put(found.h, src, scanned, prep)
 	return prep, confirm, nil
 }
 
@@ -285,11 +286,13 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 	ctx, endEarly := c.beginEarly(ctx, src, p)
 	defer endEarly()
 	// A source this process has no key of comes first from its direct
-	// record: one file (direct.go).
+	// record: one file (direct.go). The key memo is looked up once for
+	// both ways: the lookup hashes the source.
 	var req *directRequest
-	if e, h := c.keys.lookup(src); e == nil {
+	found := c.keys.lookup(src)
+	if found.e == nil {
 		var m *CachedModule
-		if m, req = c.moduleDirect(ctx, src, p, h); m != nil {
+		if m, req = c.moduleDirect(ctx, src, p, found.h); m != nil {
 			return m, nil
 		}
 	}
@@ -297,7 +300,7 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 	// stats run while the module is looked up; what that finds is used
 	// only once they all held, and where one did not, the key is
 	// computed again (scaninput.go).
-	m, held, err := c.module(ctx, src, p, true)
+	m, held, err := c.module(ctx, src, p, true, found)
 	for tries := 0; !held; tries++ {
 		// Computed from the files, the key holds; a call is not held only
 		// where it joined another's build or load that stopped, and asks
@@ -306,7 +309,7 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 		if tries == maxModuleTries {
 			return nil, fmt.Errorf("cuda: %s: %d lookups in a row joined builds that stopped: %w", programName(src), tries, errStaleRecord)
 		}
-		m, held, err = c.module(ctx, src, p, false)
+		m, held, err = c.module(ctx, src, p, false, c.keys.lookup(src))
 	}
 	if err == nil && req != nil {
 		c.storeDirect(ctx, req, src, m)
@@ -323,10 +326,10 @@ var errStaleRecord = errors.New("cuda: dependency record stale")
 
 // module is Module with its plan: held is false, and nothing is returned,
 // when the key came early from a dependency record that did not hold.
-func (c *Cache) module(ctx context.Context, src Source, p plan, early bool) (_ *CachedModule, held bool, _ error) {
+func (c *Cache) module(ctx context.Context, src Source, p plan, early bool, found memoLookup) (_ *CachedModule, held bool, _ error) {
 	// Prepared once: the object tier needs the digest, and the binary
 	// tiers the digests and the encoding.
-	prep, confirm, err := c.preparedKey(ctx, src, p, early)
+	prep, confirm, err := c.preparedKey(ctx, src, p, early, found)
 	if errors.Is(err, deps.ErrUncacheable) {
 		m, err := c.moduleUncached(ctx, src, p, err)
 		return m, true, err

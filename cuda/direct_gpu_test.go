@@ -61,7 +61,7 @@ func TestDirectRecord(t *testing.T) {
 		t.Errorf("the direct record's hit counted %d disk hits, want 1", hits)
 	}
 	step(third, "third process, again", 3, kcache.OutcomeMemory)
-	e, _ := third.keys.lookup(src)
+	e := third.keys.lookup(src).e
 	if e == nil || e.prep == nil || e.prep.Digests().Key != e.digest {
 		t.Errorf("the key the direct record named was not prepared to the same digest: %+v", e)
 	}

@@ -59,7 +59,7 @@ func TestScannedEarlyEveryInput(t *testing.T) {
 		t.Fatalf("early: %v, %v; want %v confirmed", got, err, want)
 	}
 	early := recordsCache(t, cache)
-	prep, confirm, err := early.preparedKey(context.Background(), src, p, true)
+	prep, confirm, err := early.preparedKey(context.Background(), src, p, true, early.keys.lookup(src))
 	if err != nil || !confirm() {
 		t.Fatalf("early key: %v, confirmed %v", err, confirm != nil && confirm())
 	}

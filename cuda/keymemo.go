@@ -51,17 +51,23 @@ func newKeyMemo() *keyMemo {
 	return &keyMemo{seed: maphash.MakeSeed(), m: map[uint64]*keyMemoEntry{}}
 }
 
-// lookup returns src's remembered entry, or nil, and the hash it is kept
-// under.
-func (k *keyMemo) lookup(src Source) (*keyMemoEntry, uint64) {
+// memoLookup is a lookup of the key memo: src's remembered entry (nil for
+// none) and the hash it is kept under, which hashing the source made.
+type memoLookup struct {
+	e *keyMemoEntry
+	h uint64
+}
+
+// lookup looks src up.
+func (k *keyMemo) lookup(src Source) memoLookup {
 	h := hashSource(k.seed, src)
 	k.mu.Lock()
 	e := k.m[h]
 	k.mu.Unlock()
 	if e != nil && sameSource(e.src, src) { // compared outside the lock: e is immutable
-		return e, h
+		return memoLookup{e, h}
 	}
-	return nil, h
+	return memoLookup{nil, h}
 }
 
 // prepared returns e's key if the scan found the same headers again and
