@@ -113,15 +113,21 @@ func (c *Cache) directRequestOf(src Source, p plan) (*directRequest, error) {
 // directory, under the record version.
 func (c *Cache) directBase() kcache.Digest {
 	c.directOnce.Do(func() {
-		k := &kcache.Key{Device: c.id.dev, Compiler: c.id.compiler(),
-			Options: kcache.BuildOptions{Link: c.jitLink(), Env: c.env}}
-		d := k.Prepare().Digests().Key
+		d := c.identityDigest(c.id.compiler())
 		b := binary.AppendUvarint([]byte("kcache/cuda-direct-base\x00"), directVersion)
 		b = append(b, d[:]...)
 		b = appendString(b, c.baseDir)
 		c.directDigest = sha256.Sum256(b)
 	})
 	return c.directDigest
+}
+
+// identityDigest is the digest of a key that holds only what every key of
+// this cache holds alike, with comp as its compiler: the device, the
+// environment and JIT options the key holds.
+func (c *Cache) identityDigest(comp kcache.Compiler) kcache.Digest {
+	k := &kcache.Key{Device: c.id.dev, Compiler: comp, Options: kcache.BuildOptions{Link: c.jitLink(), Env: c.env}}
+	return k.Prepare().Digests().Key
 }
 
 // appendStrings appends l, counted, each string as appendString does.

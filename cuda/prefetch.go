@@ -79,8 +79,7 @@ func (p *prefetched) put(id kcache.Digest, data []byte) {
 // compiler files differ and whose versions agree share a list, and read
 // ahead records they will not ask for, within the budget.
 func (c *Cache) prefetchListID() kcache.Digest {
-	k := &kcache.Key{Device: c.id.dev, Compiler: c.id.comp, Options: kcache.BuildOptions{Link: c.jitLink(), Env: c.env}}
-	d := k.Prepare().Digests().Key
+	d := c.identityDigest(c.id.comp) // without the files' digest
 	b := append([]byte("kcache/cuda-direct-recent\x00"), d[:]...)
 	return sha256.Sum256(append(b, c.baseDir...))
 }
