@@ -48,14 +48,10 @@ func (s *Scanner) AppendHeadersEarly(ctx context.Context, dst []kcache.Header, i
 	if err != nil {
 		return dst, nil, err
 	}
-	if m.date {
-		h, _, err := dateHeader(s.fs.now())
-		if err != nil {
-			return dst, nil, err
-		}
-		return append(append(dst, m.headers...), h), confirm, nil
+	if dst, err = m.appendHeaders(dst, s.fs.now()); err != nil {
+		return dst, nil, err
 	}
-	return append(dst, m.headers...), confirm, nil
+	return dst, confirm, nil
 }
 
 // confirmLater starts the stats of the record r of in (wd standing for

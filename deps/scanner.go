@@ -290,14 +290,7 @@ func (s *Scanner) AppendHeaders(ctx context.Context, dst []kcache.Header, in Inp
 	if err != nil {
 		return dst, err
 	}
-	if m.date {
-		h, _, err := dateHeader(s.fs.now())
-		if err != nil {
-			return dst, err
-		}
-		return append(append(dst, m.headers...), h), nil
-	}
-	return append(dst, m.headers...), nil
+	return m.appendHeaders(dst, s.fs.now())
 }
 
 // scanMemo returns the memo of a scan of in that holds now: this
@@ -564,6 +557,19 @@ const (
 // expanding __DATE__ is built on: the compiler writes the day into the
 // binary.
 const DateHeader = "<__DATE__>"
+
+// appendHeaders appends the memo's headers to dst, with the day of now
+// where the sources expand __DATE__. dst comes back as it was on an error.
+func (m *memo) appendHeaders(dst []kcache.Header, now time.Time) ([]kcache.Header, error) {
+	if !m.date {
+		return append(dst, m.headers...), nil
+	}
+	h, _, err := dateHeader(now)
+	if err != nil {
+		return dst, err
+	}
+	return append(append(dst, m.headers...), h), nil
+}
 
 // result returns a copy of the memo's headers and trace, with the day
 // where the sources expand __DATE__.
