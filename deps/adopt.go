@@ -2,7 +2,6 @@ package deps
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"slices"
 
@@ -33,17 +32,14 @@ type Identified struct {
 // WorkDir is empty share the process's, read once.
 func Identify(ins []Input) ([]Identified, error) {
 	out := make([]Identified, len(ins))
-	wd := ""
+	wd := "" // the process's, once read
 	for i, in := range ins {
-		dir := in.WorkDir
-		if dir == "" {
-			if wd == "" {
-				var err error
-				if wd, err = workDir(); err != nil {
-					return nil, fmt.Errorf("deps: working directory: %w", err)
-				}
-			}
-			dir = wd
+		dir, err := inputWorkDir(in, wd)
+		if err != nil {
+			return nil, err
+		}
+		if in.WorkDir == "" {
+			wd = dir
 		}
 		out[i] = Identified{Input: in, WorkDir: dir}
 	}

@@ -304,12 +304,9 @@ func (s *Scanner) scanMemo(ctx context.Context, in Input) (*memo, error) {
 // is returned before its stats are done, with the Confirm that waits for
 // them; any other memo holds on return, and its Confirm is confirmed.
 func (s *Scanner) memoOf(ctx context.Context, in Input, early bool) (*memo, Confirm, error) {
-	wd := in.WorkDir
-	if wd == "" {
-		var err error
-		if wd, err = workDir(); err != nil {
-			return nil, nil, fmt.Errorf("deps: working directory: %w", err)
-		}
+	wd, err := inputWorkDir(in, "")
+	if err != nil {
+		return nil, nil, err
 	}
 	m, h := s.memos.lookup(in, wd)
 	if m != nil && m.valid(s.fs) {
@@ -362,12 +359,9 @@ func (s *Scanner) memoOf(ctx context.Context, in Input, early bool) (*memo, Conf
 // the scan's key: when false, a file may have changed while the compiler
 // read it, and the binary must be used but not stored under that key.
 func (s *Scanner) Unchanged(in Input) bool {
-	wd := in.WorkDir
-	if wd == "" {
-		var err error
-		if wd, err = workDir(); err != nil {
-			return false
-		}
+	wd, err := inputWorkDir(in, "")
+	if err != nil {
+		return false
 	}
 	m, _ := s.memos.lookup(in, wd)
 	return m != nil && m.valid(s.fs)
@@ -385,6 +379,22 @@ func (s *Scanner) DayUnchanged(headers []kcache.Header) bool {
 	}
 	h, _, err := dateHeader(s.fs.now())
 	return err == nil && h == headers[i]
+}
+
+// inputWorkDir returns the working directory in is scanned in:
+// in.WorkDir, or else the process's, which is known where wd is not "".
+func inputWorkDir(in Input, wd string) (string, error) {
+	switch {
+	case in.WorkDir != "":
+		return in.WorkDir, nil
+	case wd != "":
+		return wd, nil
+	}
+	wd, err := workDir()
+	if err != nil {
+		return "", fmt.Errorf("deps: working directory: %w", err)
+	}
+	return wd, nil
 }
 
 // workDir returns what os.Getwd returns, for one getcwd system call where
