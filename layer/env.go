@@ -40,10 +40,11 @@ func checkEnv(start []kcache.EnvVar) error {
 	// TZ decides the day a source that expands __DATE__ is keyed by: the
 	// scan reads it from the Go runtime's copy of the environment, the
 	// compiler (in this process) from the C library's.
-	if tz, set := liveVar("TZ"); tz != startTZ || set != startTZSet {
+	live := liveEnviron()
+	if tz, set := lookupTZ(live); tz != startTZ || set != startTZSet {
 		return fmt.Errorf("%w: %w (TZ)", deps.ErrUncacheable, errEnvChanged)
 	}
-	now := compilerEnv.Select(liveEnviron())
+	now := compilerEnv.Select(live)
 	if slices.Equal(now, start) {
 		return nil
 	}
@@ -62,9 +63,9 @@ func checkEnv(start []kcache.EnvVar) error {
 }
 
 // liveEnviron returns the variables of the C library's environment that
-// compilerEnv's families may hold. The application's setenv after the Go
-// runtime started is there, and not in os.Environ, which is the runtime's
-// copy from its start.
+// compilerEnv's families may hold, and TZ. The application's setenv after
+// the Go runtime started is there, and not in os.Environ, which is the
+// runtime's copy from its start.
 func liveEnviron() []string {
 	env := C.kc_environ()
 	if env == nil {
@@ -75,7 +76,7 @@ func liveEnviron() []string {
 		if p == nil {
 			break
 		}
-		if mayBeCompilerEnv(p) {
+		if first := byte(*p); first == 'T' || mayBeCompilerEnv(first) {
 			out = append(out, C.GoString(p))
 		}
 	}
@@ -86,21 +87,11 @@ func liveEnviron() []string {
 // whether it was set.
 var startTZ, startTZSet = os.LookupEnv("TZ")
 
-// liveVar returns the variable name of the C library's environment, and
-// whether it is set.
-func liveVar(name string) (string, bool) {
-	env := C.kc_environ()
-	if env == nil {
-		return "", false
-	}
-	for _, p := range unsafe.Slice(env, maxEnviron) {
-		if p == nil {
-			break
-		}
-		if byte(*p) != name[0] {
-			continue
-		}
-		if v, ok := strings.CutPrefix(C.GoString(p), name+"="); ok {
+// lookupTZ returns TZ in env as the C library's getenv finds it (the
+// first entry), and whether it is set.
+func lookupTZ(env []string) (string, bool) {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "TZ="); ok {
 			return v, true
 		}
 	}
@@ -110,11 +101,10 @@ func liveVar(name string) (string, bool) {
 // maxEnviron bounds the environment liveEnviron walks, far above any.
 const maxEnviron = 1 << 20
 
-// mayBeCompilerEnv reports whether the C string s may begin with one of
-// compilerEnv's prefixes, by its first byte: the rest of the environment
-// is not copied.
-func mayBeCompilerEnv(s *C.char) bool {
-	first := byte(*s)
+// mayBeCompilerEnv reports whether a variable whose first byte is first
+// may begin with one of compilerEnv's prefixes: the rest of the
+// environment is not copied.
+func mayBeCompilerEnv(first byte) bool {
 	for _, p := range compilerEnv.Prefixes {
 		if p != "" && p[0] == first {
 			return true
