@@ -236,34 +236,8 @@ func BenchmarkFirstLookupCold(b *testing.B) {
 		return c
 	}
 	ctx := context.Background()
-	c := newCache()
-	p, err := c.plan(src)
-	if err != nil {
-		b.Fatal(err)
-	}
-	prep, err := c.prepared(ctx, src, p)
-	if err != nil {
-		b.Fatal(err)
-	}
 	blob := (&image{format: FormatCUBIN, code: make([]byte, 12<<10), lowered: map[string]string{"scale<float, 3>": "_Z5scale"}}).encode()
-	if err := bins.Put(ctx, prep.Key(), kcache.Entry{Binary: blob}); err != nil {
-		b.Fatal(err)
-	}
-	req, err := c.directRequestOf(src, p)
-	if err != nil {
-		b.Fatal(err)
-	}
-	d := direct{key: prep.Digests().Key, image: blob}
-	for _, in := range req.ins {
-		rec, ok := c.scanner.SmallRecord(in)
-		if !ok {
-			b.Fatal("no small record of a one-header source")
-		}
-		d.records = append(d.records, rec)
-	}
-	if err := c.writeDirect(ctx, req.id, d); err != nil {
-		b.Fatal(err)
-	}
+	storeWithDirect(b, newCache(), src, blob)
 	file := filepath.Join(dir, "module.cubin")
 	os.WriteFile(file, blob, 0o644)
 	churn := make([]byte, 64<<20)

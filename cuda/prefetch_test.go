@@ -38,41 +38,49 @@ func newDirectFixture(t *testing.T, n int) *directFixture {
 		t.Fatal(err)
 	}
 	f.bins = kcache.New(cfg, nil, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st})
-	ctx := context.Background()
 	for i := range n {
 		src := Source{Code: []byte(fmt.Sprintf("#include \"common.cuh\"\n__global__ void k%d() {}\n", i)), Path: "k.cu",
 			Options: []string{"-I", filepath.Dir(f.header)}}
-		c := f.cache(t)
-		p, err := c.plan(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		prep, err := c.prepared(ctx, src, p)
-		if err != nil {
-			t.Fatal(err)
-		}
 		blob := (&image{format: FormatCUBIN, code: []byte(fmt.Sprintf("cubin %d", i))}).encode()
-		if err := f.bins.Put(ctx, prep.Key(), kcache.Entry{Binary: blob}); err != nil {
-			t.Fatal(err)
-		}
-		req, err := c.directRequestOf(src, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := direct{key: prep.Digests().Key, image: blob}
-		for _, in := range req.ins {
-			rec, ok := c.scanner.SmallRecord(in)
-			if !ok {
-				t.Fatal("no small record")
-			}
-			d.records = append(d.records, rec)
-		}
-		if err := c.writeDirect(ctx, req.id, d); err != nil {
-			t.Fatal(err)
-		}
-		f.srcs, f.ids = append(f.srcs, src), append(f.ids, req.id)
+		id := storeWithDirect(t, f.cache(t), src, blob)
+		f.srcs, f.ids = append(f.srcs, src), append(f.ids, id)
 	}
 	return f
+}
+
+// storeWithDirect stores blob as the entry of src's key in c's tiers, and
+// the direct record a process that found it would write; it returns the
+// record's name. src's inputs must have small records.
+func storeWithDirect(t testing.TB, c *Cache, src Source, blob []byte) kcache.Digest {
+	t.Helper()
+	ctx := context.Background()
+	p, err := c.plan(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prep, err := c.prepared(ctx, src, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.bins.Put(ctx, prep.Key(), kcache.Entry{Binary: blob}); err != nil {
+		t.Fatal(err)
+	}
+	req, err := c.directRequestOf(src, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := direct{key: prep.Digests().Key, image: blob}
+	for _, in := range req.ins {
+		rec, ok := c.scanner.SmallRecord(in)
+		if !ok {
+			t.Fatal("no small record")
+		}
+		d.records = append(d.records, rec)
+	}
+	if err := c.writeDirect(ctx, req.id, d); err != nil {
+		t.Fatal(err)
+	}
+	return req.id
 }
 
 // cache is a new process's Cache over the fixture's tier, reading nothing
