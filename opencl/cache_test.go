@@ -58,7 +58,21 @@ func newTierSetLogged(t *testing.T, dir string, opts CacheOptions, logger *slog.
 	}
 	opts.Environ = []string{}
 	c := NewCache(ctx, bins, opts)
-	t.Cleanup(func() { c.Close(); q.Release(); ctx.Release() })
+	t.Cleanup(func() {
+		c.Close()
+		// The disk tier's background work (a new cache's first
+		// maintenance pass, eviction) finishes before the test's
+		// directory is removed: left running, it wrote into it during
+		// the removal (TestCallerCancelledDuringRebuild, 4 of 60 runs
+		// beside another package's tests).
+		closeCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := bins.Close(closeCtx); err != nil {
+			t.Errorf("closing the binary tiers: %v", err)
+		}
+		q.Release()
+		ctx.Release()
+	})
 	return &tierSet{bins: bins, store: st, cache: c, ctx: ctx, q: q}
 }
 
