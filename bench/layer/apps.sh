@@ -10,9 +10,11 @@
 # that wait ("bg", ms): the warm runs must find the entries, and the time
 # is work the machine did after the application had exited.
 # With COLD_PAIRS=N the script instead runs N interleaved pairs of cold runs,
-# PoCL's cache alone then the layer with PoCL's cache on ("both"), each on
-# empty caches, and prints every pair, both medians and their ratio: the
-# comparison the recommended configuration must win, settled by many pairs.
+# PoCL's cache alone and the layer with PoCL's cache on ("both"), in
+# alternating order, each on empty caches, and prints every pair, both
+# medians, their ratio, and the median of the pairs' ratios with its 95%
+# confidence interval: the comparison the recommended configuration must
+# win, settled by many pairs.
 # Usage: bench/layer/apps.sh [clpeak] [pyopencl] [hashcat] [opencv] [ffmpeg] [clfft] [clblast] [gegl] [darktable] [darktable-fail]
 # LAYER=PATH takes another build of the layer (a kcache command beside it);
 # with COLD_PAIRS, BASE_LAYER=PATH adds a third build to each pair.
@@ -106,8 +108,9 @@ run_app() {
 		"$(ratio "$pwarm" "$warm")" "$(ratio "$pcold" "$bcold")" "$(ratio "$pwarm" "$bwarm")"
 }
 
-# run_pairs times COLD_PAIRS interleaved cold pairs: PoCL's cache alone, then
-# both, each on empty caches, the worker waited for after each "both" run.
+# run_pairs times COLD_PAIRS interleaved cold pairs, PoCL's cache alone and
+# both, in alternating order, each on empty caches, the worker waited for
+# after each "both" run.
 # With BASE_LAYER set, each pair gets a third run, "both" through that
 # build of the layer (main's, say), the order rotating, so that a change
 # to the layer is measured side by side with what it changes.
@@ -120,8 +123,16 @@ run_pairs() {
 	local i=0
 	for _ in $(seq "$COLD_PAIRS"); do
 		rm -rf "$pocl" "$kc2" "$pocl2" "$kc3" "$pocl3"
+		# The order alternates (rotates, with BASE_LAYER): a run that always
+		# came first, after the previous pair's worker, would be favoured or
+		# penalised by whatever that leaves behind (the page cache, a CPU's
+		# frequency), and the ratio would carry it.
 		local a b c="" order=(p b)
-		[ -z "${BASE_LAYER:-}" ] || case $((i % 3)) in 0) order=(p b c) ;; 1) order=(b c p) ;; 2) order=(c p b) ;; esac
+		if [ -n "${BASE_LAYER:-}" ]; then
+			case $((i % 3)) in 0) order=(p b c) ;; 1) order=(b c p) ;; 2) order=(c p b) ;; esac
+		elif [ $((i % 2)) -eq 1 ]; then
+			order=(b p)
+		fi
 		for v in "${order[@]}"; do
 			case $v in
 			p) a=$(first_result "$marker" $(fresh) POCL_KERNEL_CACHE=1 POCL_CACHE_DIR="$pocl" "$@") ;;
@@ -141,20 +152,45 @@ run_pairs() {
 	if [ -n "${BASE_LAYER:-}" ]; then
 		local cm
 		cm=$(median "${cc[@]}")
-		printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$pm" "$bm" "$cm" "$(ratio "$pm" "$bm")" "$(ratio "$pm" "$cm")" "${pairs[*]}"
+		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$pm" "$bm" "$cm" "$(ratio "$pm" "$bm")" "$(ratio "$pm" "$cm")" \
+			"$(pair_ratios "${pc[*]}" "${bc[*]}")" "$(pair_ratios "${pc[*]}" "${cc[*]}")" "${pairs[*]}"
 	else
-		printf '| %s | %s | %s | %s | %s |\n' "$name" "$pm" "$bm" "$(ratio "$pm" "$bm")" "${pairs[*]}"
+		printf '| %s | %s | %s | %s | %s | %s |\n' "$name" "$pm" "$bm" "$(ratio "$pm" "$bm")" "$(pair_ratios "${pc[*]}" "${bc[*]}")" "${pairs[*]}"
 	fi
+}
+
+# pair_ratios prints the median of the pairs' ratios (the first list's run
+# over the second's, pair by pair) and its 95% confidence interval, from
+# order statistics (the sign test's interval: it assumes nothing of the
+# ratios' distribution). With fewer than 6 pairs no interval reaches 95%
+# and the range of the ratios is printed. An interval that holds 1.000
+# says the two configurations are not told apart by this many pairs.
+pair_ratios() {
+	local a=($1) b=($2) i
+	for i in "${!a[@]}"; do echo "${a[$i]} ${b[$i]}"; done | awk '{ print $1 / $2 }' | sort -g | awk '
+		{ r[NR] = $1 }
+		END {
+			n = NR
+			med = (n % 2) ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+			# the largest k with P(Bin(n, 1/2) < k) <= 0.025
+			# (the interval [r_k, r_(n-k+1)] covers with 1 - 2 P(X < k))
+			k = 0; p = 2 ^ -n; cdf = p
+			for (j = 1; j <= n && cdf <= 0.025; j++) {
+				k = j; p = p * (n - j + 1) / j; cdf += p
+			}
+			if (k < 1) { k = 1 }
+			printf "%.3f [%.3f, %.3f]", med, r[k], r[n - k + 1]
+		}'
 }
 
 if [ -n "${COLD_PAIRS:-}" ]; then
 	run_app() { run_pairs "$@"; }
 	if [ -n "${BASE_LAYER:-}" ]; then
-		echo "| application | PoCL cache cold (median ms) | both cold | both cold, BASE_LAYER | PoCL cold / both cold | PoCL cold / BASE_LAYER | runs, PoCL/both/base (ms) |"
-		echo "| --- | --- | --- | --- | --- | --- | --- |"
+		echo "| application | PoCL cache cold (median ms) | both cold | both cold, BASE_LAYER | PoCL cold / both cold | PoCL cold / BASE_LAYER | pairs' ratios, PoCL/both: median [95% CI] | PoCL/BASE_LAYER | runs, PoCL/both/base (ms) |"
+		echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 	else
-		echo "| application | PoCL cache cold (median ms) | both cold | PoCL cold / both cold | pairs, PoCL/both (ms) |"
-		echo "| --- | --- | --- | --- | --- |"
+		echo "| application | PoCL cache cold (median ms) | both cold | PoCL cold / both cold | pairs' ratios, PoCL/both: median [95% CI] | pairs, PoCL/both (ms) |"
+		echo "| --- | --- | --- | --- | --- | --- |"
 	fi
 else
 echo "| application | no cache (ms) | layer cold (bg) | layer warm | PoCL cache cold | PoCL cache warm | both cold (bg) | both warm | PoCL warm / layer warm | PoCL cold / both cold | PoCL warm / both warm |"
