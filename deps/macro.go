@@ -22,6 +22,53 @@ type macro struct {
 	hasInclude bool
 }
 
+// pragmaOperator is the operator through which a text may run a pragma
+// (pop_macro among them) that no text of it names, when its name is
+// pasted from pieces and its string stringized from pieces.
+const pragmaOperator = "_Pragma"
+
+// restoreOperators reports what m's body can lend to such a hidden
+// _Pragma: a paste that may spell the operator's name (every operand of
+// one chain of ## a parameter or a piece of the word: a literal operand
+// that is not, such as PoCL's _cl_##FUNC, puts text in every result that
+// no paste can take out again), and the stringizing of a parameter (its
+// string).
+func (m *macro) restoreOperators() (pastes, stringizes bool) {
+	body := m.body
+	for i := 0; i < len(body); i++ {
+		t := body[i]
+		if t.kind != tPunct {
+			continue
+		}
+		switch {
+		case t.text == "#" && m.funcLike && i+1 < len(body) && m.param(body[i+1]) >= 0:
+			stringizes = true
+		case t.text == "##" && i > 0 && !pastes:
+			pastes = m.pastesPragma(i)
+		}
+	}
+	return pastes, stringizes
+}
+
+// pastesPragma reports whether the chain of ## around body[at] may spell
+// pragmaOperator: each of its operands a parameter or a piece of the word.
+func (m *macro) pastesPragma(at int) bool {
+	body := m.body
+	start, end := at-1, at+1
+	for start >= 2 && body[start-1].kind == tPunct && body[start-1].text == "##" {
+		start -= 2
+	}
+	for end+2 < len(body) && body[end+1].kind == tPunct && body[end+1].text == "##" {
+		end += 2
+	}
+	for i := start; i <= end && i < len(body); i += 2 {
+		if t := body[i]; m.param(t) < 0 && !strings.Contains(pragmaOperator, t.text) {
+			return false
+		}
+	}
+	return true
+}
+
 // isHasInclude reports whether an identifier tests for a file in a
 // conditional.
 func isHasInclude(name string) bool {
@@ -173,6 +220,9 @@ type candidates struct {
 	// at holds the branches its definitions and #undefs were made in,
 	// each once (0 for outside every conditional, and for options).
 	at []int
+	// option says a -D or -U option set the name: before any text, and
+	// so before any push_macro a pop could return to.
+	option bool
 }
 
 func newMacroTable() *macroTable { return &macroTable{defs: map[string]*candidates{}} }
@@ -295,7 +345,11 @@ func (t *macroTable) undef(name string) {
 // or in a branch still open here, where nothing may have popped it.
 func (t *macroTable) dominated(c *candidates) bool {
 	if t.uncertain {
-		return false
+		// A pop returns a name to its state at a push, which the text
+		// made after the options: a state the table holds, never the
+		// compiler's own value from before an option. (hashcat's
+		// -D INCLUDE_PATH=... names every file its kernels include.)
+		return c.option
 	}
 	for _, b := range c.at {
 		if _, open := slices.BinarySearch(t.open, b); b == 0 || open {
@@ -330,7 +384,7 @@ func (t *macroTable) applyOptions(opts []optMacro) {
 	for _, o := range opts {
 		name, value, hasValue := strings.Cut(o.text, "=")
 		if !o.define {
-			t.defs[strings.TrimSpace(name)] = &candidates{undef: true, at: []int{0}}
+			t.defs[strings.TrimSpace(name)] = &candidates{undef: true, at: []int{0}, option: true}
 			continue
 		}
 		if !hasValue {
@@ -340,7 +394,7 @@ func (t *macroTable) applyOptions(opts []optMacro) {
 		if m == nil {
 			continue // the compiler rejects it too
 		}
-		t.defs[m.name] = &candidates{defs: []*macro{m}, at: []int{0}}
+		t.defs[m.name] = &candidates{defs: []*macro{m}, at: []int{0}, option: true}
 	}
 }
 
@@ -358,7 +412,9 @@ func (t *macroTable) options(name string) (opts []*macro, known, prior bool) {
 	c := t.defs[name]
 	dominated := c != nil && t.dominated(c)
 	var builtin *candidates
-	if t.fallback != nil && !dominated {
+	if t.fallback != nil && (!dominated || c.option) {
+		// The built-in headers come after the options: a definition of
+		// theirs replaces an option's.
 		builtin = t.fallback().defs[name]
 	}
 	switch {
@@ -370,6 +426,9 @@ func (t *macroTable) options(name string) (opts []*macro, known, prior bool) {
 	opts = c.defs
 	switch {
 	case dominated:
+		if c.option && builtin != nil {
+			opts = append(slices.Clip(opts), builtin.defs...)
+		}
 		if c.undef {
 			opts = append(slices.Clip(opts), nil)
 		}

@@ -18,6 +18,11 @@ type parsedFile struct {
 	// restores says the text may restore a macro's earlier state
 	// (restoreMarks): #pragma pop_macro, or a _Pragma that could say it.
 	restores bool
+	// pastesPragma and stringizes say the text defines a macro that may
+	// paste the name _Pragma from pieces, and one that stringizes a
+	// parameter: the two halves of a _Pragma no text names, which the
+	// scan puts together across the files it reads (scan.operators).
+	pastesPragma, stringizes bool
 	// unsure says why the scanner cannot model the text exactly ("" when
 	// it can): a source that reads it is uncacheable.
 	unsure string
@@ -32,8 +37,9 @@ var clockMacros = []string{"__TIME__", "__TIMESTAMP__", "__DATE__"}
 // a state it had before a definition or #undef the scan took as certain:
 // #pragma pop_macro("X") (after push_macro, X is again what it was
 // then, undefined or the compiler's), or the _Pragma operator, whose
-// string may say the same after macro expansion.
-var restoreMarks = []string{"pop_macro", "_Pragma"}
+// string may say the same after macro expansion, or Microsoft's __pragma
+// (with -fms-extensions), whose operand is tokens, not a string.
+var restoreMarks = []string{"pop_macro", "_Pragma", "__pragma"}
 
 // parseFile parses src as the compiler's translation phases 1 to 4 see
 // it, lexed as mode says. Where mode leaves the trigraphs or the language
@@ -66,6 +72,13 @@ func parseText(text []byte, cpp bool) parsedFile {
 	}
 	for _, m := range restoreMarks {
 		p.restores = p.restores || bytes.Contains(text, []byte(m))
+	}
+	for _, d := range p.directives {
+		if d.kind == dDefine {
+			pastes, stringizes := d.macro.restoreOperators()
+			p.pastesPragma = p.pastesPragma || pastes
+			p.stringizes = p.stringizes || stringizes
+		}
 	}
 	for _, m := range clockMacros {
 		if bytes.Contains(text, []byte(m)) {

@@ -14,20 +14,27 @@ import (
 // TestPopMacroAsClang: #pragma pop_macro (or _Pragma("pop_macro(...)"))
 // gives a macro back the state it had at its push_macro, undefined
 // included, after a definition the scan took as certain: #define H b then
-// pop_macro("H") leaves XS(H.h) naming H.h. Every header clang-15 reads
-// must be keyed, or the source refused.
+// pop_macro("H") leaves XS(H.h) naming H.h; clang runs the pragma also
+// where no text names it, its name pasted and its string stringized from
+// pieces. Every header clang-15 reads must be keyed, or the source refused.
 func TestPopMacroAsClang(t *testing.T) {
 	clang := requireClang(t)
 	const xs = "#define S(x) #x\n#define XS(x) S(x)\n"
+	const cat = "#define CAT(a, b) a ## b\n"
 	for _, tc := range []struct{ name, src string }{
 		{"pragma", xs + "#pragma push_macro(\"H\")\n#define H b\n#pragma pop_macro(\"H\")\n#include XS(H.h)\n"},
 		{"_Pragma", xs + "_Pragma(\"push_macro(\\\"H\\\")\")\n#define H b\n_Pragma(\"pop_macro(\\\"H\\\")\")\n#include XS(H.h)\n"},
 		{"after #undef", "#define H \"a.h\"\n#pragma push_macro(\"H\")\n#undef H\n#pragma pop_macro(\"H\")\n#include H\n"},
 		{"in a header", xs + "#pragma push_macro(\"H\")\n#define H b\n#include \"pop.h\"\n#include XS(H.h)\n"},
+		// No text names _Pragma or pop_macro: both are pasted from pieces,
+		// the pragma's string stringized through XS.
+		{"pasted", xs + cat + "#pragma push_macro(\"H\")\n#define H b\nCAT(_Pra, gma)(XS(CAT(pop_, macro)(\"H\")))\n#include XS(H.h)\n"},
+		{"pasted in headers", "#include \"cat.h\"\n#pragma push_macro(\"H\")\n#define H b\n#include \"xs.h\"\nPRAGMA(CAT(pop_, macro)(\"H\"))\n#include XS(H.h)\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wd := t.TempDir()
-			files := map[string]string{"a.h": "", "b.h": "", "H.h": "", "pop.h": "#pragma pop_macro(\"H\")\n"}
+			files := map[string]string{"a.h": "", "b.h": "", "H.h": "", "pop.h": "#pragma pop_macro(\"H\")\n",
+				"cat.h": cat + "#define PRAGMA(x) CAT(_Pr, agma)(XS(x))\n", "xs.h": xs}
 			for name, text := range files {
 				if err := os.WriteFile(filepath.Join(wd, name), []byte(text+fmt.Sprintf("int marker_%c;\n", name[0])), 0o644); err != nil {
 					t.Fatal(err)

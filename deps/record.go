@@ -56,8 +56,11 @@ func WithRecords(rs RecordStore) Option {
 // and #warning text lexed as clang lexes them (a record of version 3
 // could hold for a source whose key missed the header <inc//b.h> names),
 // the working directory keyed where options may write it, and a computed
-// <...> include's first blank kept.
-const recordVersion = 4
+// <...> include's first blank kept. Version 5: a _Pragma pasted from
+// pieces, with its string stringized, makes definitions uncertain as one
+// the text names does (a record of version 4 could hold a computed
+// include's one certain name where clang read another).
+const recordVersion = 5
 
 // recordCRC is the table of a record's checksum. A checksum, not a
 // digest, is what a record needs: it guards against damage on disk (a

@@ -130,6 +130,7 @@ func (sc *scan) condition(expr, includerDir string, depth int) error {
 	}
 	ts = dropDefined(ts)
 	sc.table.fallback = sc.builtinMacros
+	sc.settleOperators()
 	// Only the operands that name a macro testing for a file can test
 	// for one, and each is expanded on its own: the names of the other
 	// operands (compiler and version checks) would only multiply the

@@ -51,6 +51,12 @@ type scan struct {
 	assumed []string
 	// namesFiles says a file read expands __FILE__ or the like.
 	namesFiles bool
+	// pastesPragma and stringizes say a file read, an option or (once
+	// looked at) a built-in header defines a macro that may paste the
+	// name _Pragma, or stringize a parameter (operators).
+	pastesPragma, stringizes bool
+	// builtinOperators says the built-in headers' macros were counted.
+	builtinOperators bool
 	// roots are the declared directories (Input.Depends) whose every
 	// file the key must hold.
 	roots []string
@@ -91,6 +97,7 @@ func newScan(ctx context.Context, s *Scanner, in Input, wd string) *scan {
 
 func (sc *scan) run() error {
 	sc.table.applyOptions(sc.inv.macros)
+	sc.optionOperators()
 	sc.table.consulted = sc.consult
 	mainDir := ""
 	switch {
@@ -169,6 +176,7 @@ func (sc *scan) facts(path string, p *parsedFile) {
 		// may undo it.
 		sc.table.uncertain = true
 	}
+	sc.operators(p.pastesPragma, p.stringizes)
 	switch {
 	case p.unsure != "":
 		sc.refuse(path + ": " + p.unsure)
@@ -176,6 +184,47 @@ func (sc *scan) facts(path string, p *parsedFile) {
 		sc.date = true
 	case p.clock != "":
 		sc.refuse(path + " expands " + p.clock + ", which no key can follow")
+	}
+}
+
+// operators counts what a definition lends to a _Pragma that no text
+// names: a macro that may paste its name from pieces (CAT(_Pra, gma)) and
+// one that stringizes its string from pieces (through a macro that
+// expands them first). Once the scan has seen both, in any files, no
+// definition or #undef is certain, as after a _Pragma the text names:
+// clang runs such a pragma, pop_macro included, and the scan cannot
+// follow the pieces through every expansion.
+func (sc *scan) operators(pastes, stringizes bool) {
+	sc.pastesPragma = sc.pastesPragma || pastes
+	sc.stringizes = sc.stringizes || stringizes
+	if sc.pastesPragma && sc.stringizes {
+		sc.table.uncertain = true
+	}
+}
+
+// optionOperators counts the macros of -D options (operators).
+func (sc *scan) optionOperators() {
+	for _, c := range sc.table.defs {
+		for _, m := range c.defs {
+			sc.operators(m.restoreOperators())
+		}
+	}
+}
+
+// settleOperators counts the built-in headers' macros (operators) before
+// the table's certainty is first asked: the compiler includes those
+// headers before the source, and either half of a hidden _Pragma may be
+// theirs (PoCL's _kernel.h stringizes). They are read only then, since a
+// definition's certainty matters only to a computed include.
+func (sc *scan) settleOperators() {
+	if sc.table.uncertain || sc.builtinOperators {
+		return
+	}
+	sc.builtinOperators = true
+	for _, c := range sc.builtinMacros().defs {
+		for _, m := range c.defs {
+			sc.operators(m.restoreOperators())
+		}
 	}
 }
 
@@ -291,6 +340,7 @@ func (sc *scan) directive(d directive, includerDir string, depth int) error {
 // names none, or cannot be known (the source is then refused).
 func (sc *scan) expand(operand []token) ([]headerRef, bool) {
 	sc.table.fallback = sc.builtinMacros
+	sc.settleOperators()
 	variants, err := sc.table.expandVariants(operand, sc.unknown)
 	if err != nil {
 		// Widening to the search directories is not enough: the
