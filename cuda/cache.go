@@ -312,7 +312,7 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 		m, held, err = c.module(ctx, src, p, false, c.keys.lookup(src))
 	}
 	if err == nil && req != nil {
-		c.storeDirect(ctx, req, src, m)
+		c.storeDirect(ctx, req, src, p, m)
 	}
 	return m, err
 }
