@@ -107,3 +107,37 @@ func TestEnvSetAfterNewCache(t *testing.T) {
 	}
 	ts.saxpy(t, q, 5)
 }
+
+// TestHeaderSavedAndScannedDuringBuild: a header edited after the key was
+// computed and before the compiler read it, and scanned meanwhile by
+// another request of the process (its key is the new text's). Whether the
+// build may be stored was asked of the scanner's last scan of the source,
+// which was that request's and held: the program PoCL built from 7.0 was
+// stored under 1.0's key, and served after the revert. It is asked of the
+// scan the key was made from.
+func TestHeaderSavedAndScannedDuringBuild(t *testing.T) {
+	wd := t.TempDir()
+	t.Chdir(wd)
+	header := filepath.Join(wd, "scale.h")
+	writeFile(t, header, "#define SCALE 1.0f\n", time.Hour)
+	cache := t.TempDir()
+	first := newTierSet(t, cache)
+	src := Source{Code: []byte(headerSource)}
+	testHookBeforeCompile = func() {
+		writeFile(t, header, "#define SCALE 7.0f\n", time.Hour)
+		if _, err := first.cache.Key(testFixture(t).dev, src); err != nil {
+			t.Error(err)
+		}
+	}
+	p := first.program(t, src)
+	testHookBeforeCompile = nil
+	first.saxpy(t, p, 7)
+	if n := len(binFiles(t, cache)); n != 0 {
+		t.Errorf("%d binaries stored from a build whose header changed under it", n)
+	}
+	p.Release()
+	writeFile(t, header, "#define SCALE 1.0f\n", time.Hour) // reverted
+	second := newTierSet(t, cache)
+	q := second.program(t, src)
+	second.saxpy(t, q, 1)
+}
