@@ -194,7 +194,8 @@ func OpenCLScan(src []byte, options, platform string) (deps.Input, error) {
 	driver := deps.DriverUnknown
 	if platform == PoCL {
 		driver = deps.DriverPoCL
-		options = withPoCLExtraFlags(options, os.Getenv("POCL_EXTRA_BUILD_FLAGS"))
+		extra, _ := PoCLExtraFlags(os.LookupEnv)
+		options = withPoCLExtraFlags(options, extra)
 	}
 	args, err := deps.SplitDriverOptions(driver, options)
 	if err != nil {
@@ -315,7 +316,8 @@ func WithPrivateDir(in deps.Input, dir string) deps.Input {
 // (lib/CL/pocl_build.c compile_and_link_program), whose -I and -D the
 // scanner must follow like the program's own. PoCL reads the variable
 // from its process's environment, whatever environment a cache's keys
-// are told about.
+// are told about, and keeps the value its first build found
+// (PoCLExtraFlags).
 func withPoCLExtraFlags(options, extra string) string {
 	if extra == "" {
 		return options
