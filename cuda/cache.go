@@ -193,12 +193,7 @@ func (c *Cache) scanned(ctx context.Context, dst []kcache.Header, src Source, p 
 // key's headers): only then may an image compiled after the scan be
 // stored under that key.
 func (c *Cache) inputsUnchanged(src Source, p plan, headers []kcache.Header) bool {
-	for _, in := range scanInputs(src, p) {
-		if !c.scanner.Unchanged(in) {
-			return false
-		}
-	}
-	return c.scanner.DayUnchanged(headers)
+	return c.scanner.Holds(scanInputs(src, p), memoryHeaders(src), headers) && c.scanner.DayUnchanged(headers)
 }
 
 func (c *Cache) key(ctx context.Context, src Source, p plan) (*kcache.Key, error) {
@@ -312,7 +307,7 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 		m, held, err = c.module(ctx, src, p, false, c.keys.lookup(src))
 	}
 	if err == nil && req != nil {
-		c.storeDirect(ctx, req, src, m)
+		c.storeDirect(ctx, req, src, p, m)
 	}
 	return m, err
 }

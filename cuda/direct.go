@@ -212,7 +212,13 @@ func (c *Cache) lookupDirect(ctx context.Context, src Source, p plan) (req *dire
 // module found live may be such a build. Only inputs whose records are
 // small, and binaries up to maxDirectImage, are written. A record that
 // cannot be written costs the next process the usual way, nothing more.
-func (c *Cache) storeDirect(ctx context.Context, req *directRequest, src Source, m *CachedModule) {
+//
+// The records are the scanner's last scans of the inputs, which another
+// request of this process may have made after m's key was computed (a
+// header edited in between): they are written beside m's image only where
+// the key they give is m's, or a new process would find them holding and
+// serve the image of the old header.
+func (c *Cache) storeDirect(ctx context.Context, req *directRequest, src Source, p plan, m *CachedModule) {
 	e := m.h.Value()
 	switch m.Outcome {
 	case kcache.OutcomeDisk, kcache.OutcomeRemote, kcache.OutcomeWaited:
@@ -227,12 +233,17 @@ func (c *Cache) storeDirect(ctx context.Context, req *directRequest, src Source,
 		return
 	}
 	d := direct{key: e.digest, buildTime: e.buildTime, image: e.blob}
+	headers := memoryHeaders(src)
 	for _, in := range req.ins {
-		rec, ok := c.scanner.SmallRecord(in)
+		rec, hs, ok := c.scanner.SmallRecordHeaders(in)
 		if !ok {
 			return
 		}
 		d.records = append(d.records, rec)
+		headers = append(headers, hs...)
+	}
+	if c.keyWith(src, p, headers).Prepare().Digests().Key != e.digest {
+		return
 	}
 	if err := c.writeDirect(context.WithoutCancel(ctx), req.id, d); err != nil {
 		c.bins.Logger().Debug("kcache: direct record not stored", "program", programName(src), "err", err)

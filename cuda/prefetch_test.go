@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
 	"github.com/kcache/kcache/disk"
+	"github.com/kcache/kcache/objcache"
 )
 
 // directFixture is a disk tier holding, for each of n sources that
@@ -268,4 +270,58 @@ func mustKeyOf(t *testing.T, c *Cache, src Source) kcache.Digest {
 		return kcache.Digest{}
 	}
 	return k.Digest()
+}
+
+// TestStoreDirectRecordsOfItsKey: a direct record is written after the
+// module is served, from the scanner's last scans of the source's inputs;
+// another request of the process may have scanned an edited header in
+// between. The record then held the new header's stats beside the image of
+// the old one's key, and a new process served that image for the new
+// text. Records that give another key than the image's are not written.
+func TestStoreDirectRecordsOfItsKey(t *testing.T) {
+	f := newDirectFixture(t, 0)
+	c := f.cache(t)
+	c.modules = objcache.New[kcache.Digest, *moduleEntry](objcache.Options[*moduleEntry]{})
+	ctx := context.Background()
+	src := Source{Code: []byte("#include \"common.cuh\"\n__global__ void k() {}\n"), Path: "k.cu", Options: []string{"-I", filepath.Dir(f.header)}}
+	p, err := c.plan(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served1 := func(blob []byte) *CachedModule {
+		t.Helper()
+		prep, err := c.prepared(ctx, src, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := prep.Digests().Key
+		h, err := c.modules.GetOrLoad(ctx, d, func(context.Context) (*moduleEntry, int64, bool) {
+			return &moduleEntry{blob: blob, digest: d, outcome: kcache.OutcomeDisk}, int64(len(blob)), true
+		}, func(context.Context) (*moduleEntry, int64, error) { return nil, 0, errors.New("no build here") })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &CachedModule{h: h, Outcome: kcache.OutcomeDisk}
+	}
+	req, err := c.directRequestOf(src, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := (&image{format: FormatCUBIN, code: []byte("cubin of X 1")}).encode()
+	m := served1(old)
+	writeFile(t, f.header, "#define X 2\n")
+	time.Sleep(100 * time.Millisecond) // settled: the new scan's record may be written
+	if _, err := c.prepared(ctx, src, p); err != nil {
+		t.Fatal(err)
+	}
+	c.storeDirect(ctx, req, src, p, m)
+	if img, ok := served(t, f.cache(t), src); ok {
+		t.Errorf("a new process is served %q, the image of the header's old text, for the new one", img)
+	}
+	// The record of a key that held is written as before.
+	cur := (&image{format: FormatCUBIN, code: []byte("cubin of X 2")}).encode()
+	c.storeDirect(ctx, req, src, p, served1(cur))
+	if img, ok := served(t, f.cache(t), src); !ok || !slices.Equal(img, cur) {
+		t.Errorf("the record of the current key: served %v, image %q", ok, img)
+	}
 }

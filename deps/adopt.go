@@ -60,14 +60,24 @@ func (in Identified) WriteID(h io.Writer) { writeInput(h, in.Input, in.WorkDir) 
 // record names a placeholder), and that lists at most a few places. ok is
 // false otherwise.
 func (s *Scanner) SmallRecord(in Identified) (rec []byte, ok bool) {
+	rec, _, ok = s.SmallRecordHeaders(in)
+	return rec, ok
+}
+
+// SmallRecordHeaders is SmallRecord, with the headers the record gives:
+// the last scan of the input may have been made after the caller's key
+// (another request's, a header edited since), and a caller that keeps the
+// record beside something of its key checks that the headers are the
+// key's.
+func (s *Scanner) SmallRecordHeaders(in Identified) (rec []byte, headers []kcache.Header, ok bool) {
 	if in.Input.PrivateDir != "" {
-		return nil, false
+		return nil, nil, false
 	}
 	m, _ := s.memos.lookup(in.Input, in.WorkDir)
 	if m == nil || m.date || len(m.seen) > earlyInlinePlaces || !m.recorded() || !m.valid(s.fs) {
-		return nil, false
+		return nil, nil, false
 	}
-	return encodeRecord(inputID(in.Input, in.WorkDir), m), true
+	return encodeRecord(inputID(in.Input, in.WorkDir), m), m.headers, true
 }
 
 // AdoptRecord appends to dst the headers of in.Input that rec gives, where

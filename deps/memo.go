@@ -40,17 +40,25 @@ type observation struct {
 type statState uint8
 
 const (
-	stateMissing statState = iota + 1 // does not exist (or a path component is not a directory)
+	stateMissing statState = iota + 1 // does not exist
 	stateFile
 	stateDir
 	stateOther // another kind of file
 	stateError // any other error: compared by kind only
+	// stateNotDir: a component of the path is not a directory (ENOTDIR).
+	// Missing too, but told apart from stateMissing: clang reads a search
+	// directory that is a file as a header map, whose every name maps to
+	// another file, so a search directory turned into a file (or created
+	// as one) must change what a probe in it observed.
+	stateNotDir
 )
 
 func observe(path string, fi fs.FileInfo, err error, now time.Time) observation {
 	o := observation{path: path}
 	switch {
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+	case errors.Is(err, syscall.ENOTDIR):
+		o.state = stateNotDir
+	case errors.Is(err, fs.ErrNotExist):
 		o.state = stateMissing
 	case err != nil:
 		o.state = stateError

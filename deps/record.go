@@ -422,7 +422,7 @@ func (d *recordDecoder) observations(check *recordCheck) []observation {
 		switch o.state {
 		case stateFile, stateDir:
 			o.id = identity{size: d.Varint(), mtime: d.Varint(), ctime: d.Varint(), inode: d.Uvarint(), dev: d.Uvarint()}
-		case stateMissing, stateOther, stateError:
+		case stateMissing, stateNotDir, stateOther, stateError:
 		default:
 			d.Fail()
 		}

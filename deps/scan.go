@@ -114,6 +114,7 @@ func (sc *scan) run() error {
 		sc.private = usablePrivate(sc.in, sc.wd)
 		sc.unportable = sc.private == "" || namesPrivate(sc.in, sc.wd, sc.private)
 	}
+	sc.searchDirsAreDirs()
 	// A -include file is searched first in the working directory, then
 	// as a quoted include of the main source.
 	for _, f := range sc.inv.forced {
@@ -145,6 +146,23 @@ func (sc *scan) run() error {
 		sc.add(Dependency{Path: sc.wd, Name: WorkDirHeader, Digest: sha256.Sum256([]byte(sc.wd)), Rule: RuleWorkDir})
 	}
 	return nil
+}
+
+// searchDirsAreDirs refuses the source where a search directory of the
+// options is there but is no directory: clang reads such a file as a
+// header map (the format of Apple's build tools, read on every system),
+// which names the file to open for each include, and the scan reads no
+// header map. A search directory that becomes a file later changes what
+// the probes in it observe (stateNotDir), so the memo and records made
+// now are checked against that too.
+func (sc *scan) searchDirsAreDirs() {
+	for _, dirs := range [][]string{sc.inv.quoteDirs, sc.inv.angledDirs} {
+		for _, d := range dirs {
+			if fi, err := sc.s.fs.statFile(d); err == nil && !fi.IsDir() {
+				sc.refuse(fmt.Sprintf("search directory %s is not a directory: the compiler may read it as a header map", d))
+			}
+		}
+	}
 }
 
 // WorkDirHeader is the name of the key's header that holds the working

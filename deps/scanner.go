@@ -27,6 +27,7 @@
 package deps
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -34,6 +35,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -357,7 +359,9 @@ func (s *Scanner) memoOf(ctx context.Context, in Input, early bool) (*memo, Conf
 // looked at is as it was then, and was settled then (not changed within
 // a timestamp tick of the scan). A caller checks it after building from
 // the scan's key: when false, a file may have changed while the compiler
-// read it, and the binary must be used but not stored under that key.
+// read it, and the binary must be used but not stored under that key. It
+// does not say that the last Scan was the caller's: one that built from a
+// key asks Holds.
 func (s *Scanner) Unchanged(in Input) bool {
 	wd, err := inputWorkDir(in, "")
 	if err != nil {
@@ -365,6 +369,51 @@ func (s *Scanner) Unchanged(in Input) bool {
 	}
 	m, _ := s.memos.lookup(in, wd)
 	return m != nil && m.valid(s.fs)
+}
+
+// Holds reports whether the files a key was computed from are as the
+// scans of its inputs saw them, and were settled then: the last Scan of
+// each of ins holds (Unchanged), and the headers those scans give, after
+// extra (the key's headers no scan found: those in memory), are headers,
+// the key's, as a set. A caller checks it after building from the key:
+// only then may the binary be stored under it. Unchanged alone says
+// nothing of which scan was last: another request of the same source may
+// have scanned it since, after a header was edited, and that scan holds.
+func (s *Scanner) Holds(ins []Input, extra, headers []kcache.Header) bool {
+	got := slices.Clone(extra)
+	now := s.fs.now()
+	for _, in := range ins {
+		wd, err := inputWorkDir(in, "")
+		if err != nil {
+			return false
+		}
+		m, _ := s.memos.lookup(in, wd)
+		if m == nil || !m.valid(s.fs) {
+			return false
+		}
+		if got, err = m.appendHeaders(got, now); err != nil {
+			return false
+		}
+	}
+	return sameHeaders(got, headers)
+}
+
+// sameHeaders reports whether a and b hold the same headers, in any
+// order: a key sorts its headers.
+func sameHeaders(a, b []kcache.Header) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	byName := func(x, y kcache.Header) int {
+		if c := strings.Compare(x.Name, y.Name); c != 0 {
+			return c
+		}
+		return bytes.Compare(x.Digest[:], y.Digest[:])
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.SortFunc(a, byName)
+	slices.SortFunc(b, byName)
+	return slices.Equal(a, b)
 }
 
 // DayUnchanged reports whether headers, those of a key made from a scan,

@@ -20,7 +20,8 @@ import (
 // link followed), and the place's last component is then looked up in it
 // as that stat would look it up (a link at the end followed too). Where
 // the directory cannot be opened, the place does not exist either
-// (ENOENT, ENOTDIR: stateMissing, as the full path's stat says); any other
+// (ENOENT, ENOTDIR: stateMissing or stateNotDir, as the full path's stat
+// says); any other
 // failure leaves the place to a stat of its full path. TestDirStatsIsObserve
 // pins the equivalence.
 
@@ -42,11 +43,12 @@ type dirStats struct {
 }
 
 // dirSlot is one directory of dirStats: open (fd >= 0) or known absent
-// (fd < 0, missing).
+// (fd < 0, missing: ENOENT or ENOTDIR, which a stat of a place in it
+// answers too).
 type dirSlot struct {
 	path    string
 	fd      int
-	missing bool
+	missing syscall.Errno
 }
 
 // observe stats seen[i].path as rawObserve does, at time now, relative to
@@ -67,8 +69,8 @@ func (d *dirStats) observe(seen []observation, i int, now time.Time) observation
 			return rawObserve(path, now)
 		}
 	}
-	if s.missing {
-		return observed(path, 0, identity{}, unix.ENOENT, now)
+	if s.missing != 0 {
+		return observed(path, 0, identity{}, s.missing, now)
 	}
 	var st unix.Stat_t
 	err := unix.Fstatat(s.fd, base, &st, 0)
@@ -120,7 +122,7 @@ func sameDir(place, dir string) bool {
 // find returns the slot of dir, or nil.
 func (d *dirStats) find(dir string) *dirSlot {
 	for i := range d.slots {
-		if s := &d.slots[i]; s.path == dir && (s.fd >= 0 || s.missing) {
+		if s := &d.slots[i]; s.path == dir && (s.fd >= 0 || s.missing != 0) {
 			return s
 		}
 	}
@@ -134,15 +136,17 @@ func (d *dirStats) open(dir string) *dirSlot {
 	for err == unix.EINTR {
 		fd, err = unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	}
-	missing := err == unix.ENOENT || err == unix.ENOTDIR
-	if err != nil && !missing {
+	var missing syscall.Errno
+	if err == unix.ENOENT || err == unix.ENOTDIR {
+		missing = err.(syscall.Errno)
+	} else if err != nil {
 		return nil
 	}
 	s := &d.slots[d.next]
 	d.next = (d.next + 1) % dirSlots
 	s.release()
 	s.path, s.fd, s.missing = dir, fd, missing
-	if missing {
+	if missing != 0 {
 		s.fd = -1
 	}
 	return s
@@ -168,8 +172,10 @@ func (d *dirStats) close() {
 func observed(path string, mode uint32, id identity, err error, now time.Time) observation {
 	o := observation{path: path}
 	switch {
-	case err == syscall.ENOENT || err == syscall.ENOTDIR:
+	case err == syscall.ENOENT:
 		o.state = stateMissing
+	case err == syscall.ENOTDIR:
+		o.state = stateNotDir
 	case err != nil:
 		o.state = stateError
 	case mode&syscall.S_IFMT == syscall.S_IFREG:

@@ -2,6 +2,7 @@ package main
 
 /*
 #include <stdlib.h>
+#include "layer.h"
 extern char **environ;
 static char **kc_environ(void) { return environ; }
 */
@@ -44,6 +45,9 @@ func checkEnv(start []kcache.EnvVar) error {
 	if tz, set := lookupTZ(live); tz != startTZ || set != startTZSet {
 		return fmt.Errorf("%w: %w (TZ)", deps.ErrUncacheable, errEnvChanged)
 	}
+	if err := checkKeptExtraFlags(start); err != nil {
+		return err
+	}
 	now := compilerEnv.Select(live)
 	if slices.Equal(now, start) {
 		return nil
@@ -60,6 +64,23 @@ func checkEnv(start []kcache.EnvVar) error {
 		}
 	}
 	return fmt.Errorf("%w: %w (%s)", deps.ErrUncacheable, errEnvChanged, strings.Join(names, ", "))
+}
+
+// checkKeptExtraFlags reports, wrapped in deps.ErrUncacheable, PoCL's
+// extra build flags kept from an earlier build (C.kc_extra_flags) that are
+// not those of the layer's start, which its keys hold: PoCL appends them to
+// every build from then on, whatever the environment says now.
+func checkKeptExtraFlags(start []kcache.EnvVar) error {
+	var set C.int
+	v := C.kc_extra_flags(&set)
+	if set == 0 {
+		return nil // the next build reads the environment, which checkEnv compares
+	}
+	i := slices.IndexFunc(start, func(e kcache.EnvVar) bool { return e.Name == "POCL_EXTRA_BUILD_FLAGS" })
+	if v == nil || i < 0 || C.GoString(v) != start[i].Value {
+		return fmt.Errorf("%w: %w (POCL_EXTRA_BUILD_FLAGS, kept by PoCL from an earlier build)", deps.ErrUncacheable, errEnvChanged)
+	}
+	return nil
 }
 
 // liveEnviron returns the variables of the C library's environment that

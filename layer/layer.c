@@ -356,8 +356,39 @@ static cl_int CL_API_CALL kc_clReleaseProgram(cl_program p) {
 	return CL_SUCCESS;
 }
 
+// PoCL keeps POCL_EXTRA_BUILD_FLAGS from the first build, compile or link
+// that finds it set, empty included (its runtime configuration keeps a
+// variable once read): set, changed or unset afterwards, the environment no
+// longer says what it appends. kc_note_extra_flags records the variable as
+// each build the application makes reads it, before the driver does, so
+// the Go half knows what PoCL holds (kc_extra_flags).
+static pthread_mutex_t kc_extra_mu = PTHREAD_MUTEX_INITIALIZER;
+static int kc_extra_set;      // guarded by kc_extra_mu: a build found it set
+static char *kc_extra_value;  // guarded by kc_extra_mu: its value; NULL where it could not be copied
+
+static void kc_note_extra_flags(void) {
+	pthread_mutex_lock(&kc_extra_mu);
+	if (!kc_extra_set) {
+		const char *v = getenv("POCL_EXTRA_BUILD_FLAGS");
+		if (v != NULL) {
+			kc_extra_set = 1;
+			kc_extra_value = strdup(v);
+		}
+	}
+	pthread_mutex_unlock(&kc_extra_mu);
+}
+
+const char *kc_extra_flags(int *set) {
+	pthread_mutex_lock(&kc_extra_mu);
+	*set = kc_extra_set;
+	const char *v = kc_extra_value; // never freed or changed once set
+	pthread_mutex_unlock(&kc_extra_mu);
+	return v;
+}
+
 static cl_int CL_API_CALL kc_clBuildProgram(cl_program p, cl_uint nd, const cl_device_id *devs, const char *options,
                                             void(CL_CALLBACK *notify)(cl_program, void *), void *user_data) {
+	kc_note_extra_flags();
 	kc_program *w = kc_wrapper(p);
 	if (w == NULL) {
 		return kc_target->clBuildProgram(p, nd, devs, options, notify, user_data);
@@ -386,6 +417,7 @@ static cl_int CL_API_CALL kc_clBuildProgram(cl_program p, cl_uint nd, const cl_d
 static cl_int CL_API_CALL kc_clCompileProgram(cl_program p, cl_uint nd, const cl_device_id *devs, const char *options,
                                               cl_uint nh, const cl_program *headers, const char **names,
                                               void(CL_CALLBACK *notify)(cl_program, void *), void *user_data) {
+	kc_note_extra_flags();
 	kc_program *w = kc_wrapper(p);
 	int ok;
 	cl_program *hs = kc_translate_list(nh, headers, &ok);
@@ -425,6 +457,7 @@ static cl_program CL_API_CALL kc_clLinkProgram(cl_context ctx, cl_uint nd, const
                                                cl_uint np, const cl_program *ps,
                                                void(CL_CALLBACK *notify)(cl_program, void *), void *user_data,
                                                cl_int *err) {
+	kc_note_extra_flags();
 	int ok;
 	cl_program *in = kc_translate_list(np, ps, &ok);
 	if (!ok) {

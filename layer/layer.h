@@ -71,6 +71,11 @@ cl_int kc_info_value(const void *src, size_t n, size_t size, void *value, size_t
 cl_int kc_t_get_program_info(cl_program p, cl_program_info param, size_t size, void *value, size_t *size_ret);
 cl_int kc_t_get_program_build_info(cl_program p, cl_device_id d, cl_program_build_info param, size_t size, void *value, size_t *size_ret);
 cl_int kc_t_build_program(cl_program p, cl_uint nd, const cl_device_id *devs, const char *options);
+// kc_extra_flags returns POCL_EXTRA_BUILD_FLAGS as the first of the
+// application's builds that found it set read it (PoCL keeps that value),
+// with *set 1; *set 0 where no build found it set. NULL with *set 1: the
+// value could not be kept.
+const char *kc_extra_flags(int *set);
 cl_int kc_t_compile_program(cl_program p, cl_uint nd, const cl_device_id *devs, const char *options);
 cl_program kc_t_create_program_with_binary(cl_context c, cl_uint nd, const cl_device_id *devs, const size_t *lengths, const unsigned char **bins, cl_int *status, cl_int *err);
 cl_int kc_t_release_program(cl_program p);

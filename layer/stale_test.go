@@ -139,6 +139,31 @@ func TestEnvSetAtRunTime(t *testing.T) {
 	}
 }
 
+// TestEnvUnsetAtRunTime: PoCL keeps POCL_EXTRA_BUILD_FLAGS from the first
+// build that found it set: an application that sets the flags, builds,
+// and unsets them builds with them still (scale 7 without the layer). The
+// layer compared the environment with its start's only, found it equal
+// once the flags were unset, and stored PoCL's build of SCALE 7 under the
+// key of no flags, which the next run without any was served.
+func TestEnvUnsetAtRunTime(t *testing.T) {
+	host := buildScaleHost(t)
+	dir, pocl, cache := t.TempDir(), t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "k.cl"), "#ifndef SCALE\n#define SCALE 1\n#endif\n"+scaleKernel)
+	// The binary is read in the application, so the layer stores the
+	// application's build (a program left to the background worker is
+	// built again in a process that never set the flags).
+	set := []string{"SCALE_SETENV=POCL_EXTRA_BUILD_FLAGS=-DSCALE=7", "SCALE_UNSETENV=1", "SCALE_READ_BINARY=1"}
+	if got := runScale(t, host, dir, pocl, "", set...); got != "scale 7.0" {
+		t.Fatalf("without the layer, flags set, built with and unset give %q, want scale 7.0: the test's premise", got)
+	}
+	if got := runScale(t, host, dir, pocl, cache, set...); got != "scale 7.0" {
+		t.Errorf("through the layer: %q, want scale 7.0", got)
+	}
+	if got := runScale(t, host, dir, pocl, cache, "SCALE_READ_BINARY=1"); got != "scale 1.0" {
+		t.Errorf("a run that never set the flags: %q, want scale 1.0 (the entry holds the build with them)", got)
+	}
+}
+
 // TestStaleHeaderSavedDuringBuild: a header being saved while the
 // application builds (rewritten every few milliseconds, so that whatever
 // the scan and the compiler read, it is too new to trust) is never stored

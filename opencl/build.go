@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
 	"unsafe"
+
+	"github.com/kcache/kcache/internal/keyparts"
 )
 
 // Build compiles and links the program for devs (nil: all of the
@@ -20,6 +23,7 @@ func (p *Program) Build(devs []Device, options string) error {
 		return err
 	}
 	ids := deviceIDs(devs)
+	keyparts.NotePoCLBuild(os.LookupEnv)
 	code := clBuildProgram(p.handle(), uint32(len(ids)), firstOrNil(ids), options, 0, 0)
 	if code == CodeSuccess {
 		return nil
@@ -52,6 +56,7 @@ func (p *Program) Compile(devs []Device, options string, headers map[string]*Pro
 	defer pin.Unpin()
 	namePtrs := pinnedPointers(&pin, cnames)
 	ids := deviceIDs(devs)
+	keyparts.NotePoCLBuild(os.LookupEnv)
 	code := clCompileProgram(p.handle(), uint32(len(ids)), firstOrNil(ids), options,
 		uint32(len(hdrs)), firstOrNil(hdrs), unsafe.Pointer(firstOrNil(namePtrs)), 0, 0)
 	if code == CodeSuccess {
@@ -79,6 +84,7 @@ func Link(c *Context, devs []Device, options string, progs ...*Program) (*Progra
 	}
 	ids := deviceIDs(devs)
 	var errc int32
+	keyparts.NotePoCLBuild(os.LookupEnv)
 	h := clLinkProgram(c.handle(), uint32(len(ids)), firstOrNil(ids), options,
 		uint32(len(hs)), firstOrNil(hs), 0, 0, &errc)
 	if errc == CodeSuccess {

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,7 +55,9 @@ type CacheOptions struct {
 	// rebuilds once to complete them (see Cache.Program).
 	CommitDelay time.Duration
 	// Environ is the environment whose compiler-relevant variables enter
-	// the key; nil means os.Environ().
+	// the key; nil means os.Environ(). The driver reads the process's
+	// environment: where its variables differ from Environ's, Program
+	// builds without the binary tiers.
 	Environ []string
 }
 
@@ -170,11 +174,50 @@ func (c *Cache) Key(dev Device, src Source) (*kcache.Key, error) {
 // library, whose environment the driver reads, PoCL its extra build
 // flags at each build) keys the builds it changes.
 func (c *Cache) compilerEnv() []kcache.EnvVar {
-	now := keyparts.OpenCLEnv.Select(keyparts.Environ(c.environ))
 	if c.environ != nil {
-		return now // the caller's environment: the process's history is not its
+		// The caller's environment: the process's history is not its.
+		return keyparts.OpenCLEnv.Select(c.environ)
+	}
+	return processEnv()
+}
+
+// processEnv returns the variables of the process's environment that
+// enter a key, as its driver sees them: now, with PoCL's extra build
+// flags as PoCL holds them (keyparts.PoCLExtraFlags: fixed by the first
+// build that found them set), and each variable that differs from its
+// value at device init a second time, as it was then.
+func processEnv() []kcache.EnvVar {
+	now := keyparts.OpenCLEnv.Select(os.Environ())
+	if v, ok := keyparts.PoCLExtraFlags(func(string) (string, bool) { return "", false }); ok {
+		now = slices.DeleteFunc(now, func(e kcache.EnvVar) bool { return e.Name == "POCL_EXTRA_BUILD_FLAGS" })
+		now = append(now, kcache.EnvVar{Name: "POCL_EXTRA_BUILD_FLAGS", Value: v})
 	}
 	return withInitEnv(now, keyparts.OpenCLEnv.Select(deviceInitEnv()))
+}
+
+// sameEnv reports whether a and b hold the same variables, in any order.
+func sameEnv(a, b []kcache.EnvVar) bool {
+	byName := func(x, y kcache.EnvVar) int {
+		return cmp.Or(strings.Compare(x.Name, y.Name), strings.Compare(x.Value, y.Value))
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.SortFunc(a, byName)
+	slices.SortFunc(b, byName)
+	return slices.Equal(a, b)
+}
+
+// driverSeesKeyEnv reports whether the driver builds with the variables
+// the key holds. The driver in this process reads the process's
+// environment, whatever CacheOptions.Environ says: a key made from
+// another environment may name a program only where the process's
+// variables, now and at device init, are the same, or a build with the
+// process's POCL_EXTRA_BUILD_FLAGS would be stored under a key without
+// them.
+func (c *Cache) driverSeesKeyEnv(key *kcache.Key) bool {
+	if c.environ == nil {
+		return true // the key holds the process's
+	}
+	return sameEnv(processEnv(), key.Options.Env)
 }
 
 func (c *Cache) identity(d Device) identity {
@@ -206,7 +249,7 @@ func (c *Cache) identity(d Device) identity {
 // such a rebuild as built.
 func (c *Cache) Program(ctx context.Context, dev Device, src Source) (*BuiltProgram, error) {
 	key, err := c.Key(dev, src)
-	if errors.Is(err, deps.ErrUncacheable) {
+	if errors.Is(err, deps.ErrUncacheable) || err == nil && !c.driverSeesKeyEnv(key) {
 		return c.uncached(ctx, dev, src)
 	}
 	if err != nil {

@@ -79,7 +79,7 @@ func relocatedOptions(args []string) string {
 // day).
 func (c *Cache) inputsUnchanged(dev Device, src Source, headers []kcache.Header) bool {
 	in, _, err := c.scanInput(c.identity(dev).dev.Platform, src)
-	return err == nil && c.headers.Unchanged(in) && c.headers.DayUnchanged(headers)
+	return err == nil && c.headers.Holds([]deps.Input{in}, nil, headers) && c.headers.DayUnchanged(headers)
 }
 
 // uncached builds src for dev without the binary tiers, for a source

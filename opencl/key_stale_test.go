@@ -2,6 +2,7 @@ package opencl
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,7 +94,13 @@ func TestStaleHeaderSavedDuringBuild(t *testing.T) {
 // (POCL_EXTRA_BUILD_FLAGS) set by the application after it made the
 // cache keys the next build, which must compute with the flags' SCALE,
 // not be served the program built before them.
+//
+// PoCL keeps the flags for the rest of the process once a build found
+// them: the test runs in a process of its own.
 func TestEnvSetAfterNewCache(t *testing.T) {
+	if !inChild(t) {
+		return
+	}
 	ts := newTierSet(t, t.TempDir())
 	ts.cache = NewCache(ts.ctx, ts.bins, CacheOptions{CommitDelay: -1}) // the process's environment
 	t.Cleanup(ts.cache.Close)
@@ -106,4 +113,125 @@ func TestEnvSetAfterNewCache(t *testing.T) {
 		t.Fatalf("after the flags were set: outcome %v, want built (a %v hit serves the program without them)", q.Outcome, q.Outcome)
 	}
 	ts.saxpy(t, q, 5)
+}
+
+// TestHeaderSavedAndScannedDuringBuild: a header edited after the key was
+// computed and before the compiler read it, and scanned meanwhile by
+// another request of the process (its key is the new text's). Whether the
+// build may be stored was asked of the scanner's last scan of the source,
+// which was that request's and held: the program PoCL built from 7.0 was
+// stored under 1.0's key, and served after the revert. It is asked of the
+// scan the key was made from.
+func TestHeaderSavedAndScannedDuringBuild(t *testing.T) {
+	wd := t.TempDir()
+	t.Chdir(wd)
+	header := filepath.Join(wd, "scale.h")
+	writeFile(t, header, "#define SCALE 1.0f\n", time.Hour)
+	cache := t.TempDir()
+	first := newTierSet(t, cache)
+	src := Source{Code: []byte(headerSource)}
+	testHookBeforeCompile = func() {
+		writeFile(t, header, "#define SCALE 7.0f\n", time.Hour)
+		if _, err := first.cache.Key(testFixture(t).dev, src); err != nil {
+			t.Error(err)
+		}
+	}
+	p := first.program(t, src)
+	testHookBeforeCompile = nil
+	first.saxpy(t, p, 7)
+	if n := len(binFiles(t, cache)); n != 0 {
+		t.Errorf("%d binaries stored from a build whose header changed under it", n)
+	}
+	p.Release()
+	writeFile(t, header, "#define SCALE 1.0f\n", time.Hour) // reverted
+	second := newTierSet(t, cache)
+	q := second.program(t, src)
+	second.saxpy(t, q, 1)
+}
+
+// TestEnvSetWithCallersEnviron: a cache given an environment for its keys
+// (CacheOptions.Environ) builds with the driver of this process, which
+// reads the process's: POCL_EXTRA_BUILD_FLAGS set in the process was
+// served the program built before, from the key without them (SCALE 1
+// where PoCL compiles 5). Where the process's variables differ from the
+// keys', the program is built and not stored. In a process of its own,
+// as TestEnvSetAfterNewCache.
+func TestEnvSetWithCallersEnviron(t *testing.T) {
+	if !inChild(t) {
+		return
+	}
+	dir := t.TempDir()
+	ts := newTierSet(t, dir)
+	ts.cache = NewCache(ts.ctx, ts.bins, CacheOptions{CommitDelay: -1, Environ: []string{}})
+	t.Cleanup(ts.cache.Close)
+	src := Source{Code: saxpyWith("#ifndef SCALE\n#define SCALE 1.0f\n#endif")}
+	ts.saxpy(t, ts.program(t, src), 1)
+	stored := len(binFiles(t, dir))
+	t.Setenv("POCL_EXTRA_BUILD_FLAGS", "-DSCALE=5.0f")
+	q := ts.program(t, src)
+	if q.Outcome != kcache.OutcomeBuilt {
+		t.Fatalf("after the flags were set: outcome %v, want built", q.Outcome)
+	}
+	ts.saxpy(t, q, 5)
+	if n := len(binFiles(t, dir)); n != stored {
+		t.Errorf("%d binaries stored, want %d: the build with the process's flags went under a key without them", n, stored)
+	}
+}
+
+// TestPoCLExtraFlagsKept: PoCL keeps POCL_EXTRA_BUILD_FLAGS from the first
+// build that found it set. The key held the variable as the environment
+// had it: unset after a build with -DSCALE=5.0f, the next build's key was
+// that of no flags, PoCL compiled SCALE 5 and a new process without the
+// flags was served it. Each step runs in a process of its own.
+func TestPoCLExtraFlagsKept(t *testing.T) {
+	if os.Getenv(childEnv) != t.Name() {
+		dir := t.TempDir()
+		inChild(t, "KCACHE_TEST_DIR="+dir, "KCACHE_TEST_STEP=set-then-unset")
+		inChild(t, "KCACHE_TEST_DIR="+dir, "KCACHE_TEST_STEP=never-set")
+		return
+	}
+	dir := os.Getenv("KCACHE_TEST_DIR")
+	src := Source{Code: saxpyWith("#ifndef SCALE\n#define SCALE 1.0f\n#endif")}
+	process := func() *tierSet {
+		ts := newTierSet(t, dir)
+		ts.cache = NewCache(ts.ctx, ts.bins, CacheOptions{CommitDelay: -1}) // the process's environment
+		t.Cleanup(ts.cache.Close)
+		return ts
+	}
+	switch os.Getenv("KCACHE_TEST_STEP") {
+	case "set-then-unset":
+		ts := process()
+		os.Setenv("POCL_EXTRA_BUILD_FLAGS", "-DSCALE=5.0f")
+		ts.saxpy(t, ts.program(t, src), 5)
+		os.Unsetenv("POCL_EXTRA_BUILD_FLAGS")
+		// A cache with nothing in memory: PoCL still builds with SCALE 5.
+		again := process()
+		again.saxpy(t, again.program(t, src), 5)
+	case "never-set":
+		ts := process()
+		ts.saxpy(t, ts.program(t, src), 1)
+	}
+}
+
+// childEnv names the test a child process of the test binary runs
+// (inChild).
+const childEnv = "KCACHE_OPENCL_TEST_CHILD"
+
+// inChild reports whether the test runs in a child process of its own;
+// where it does not, it runs the test again in one, with env added to the
+// environment, and fails with the child's output if the child fails.
+// PoCL keeps POCL_EXTRA_BUILD_FLAGS for the rest of a process once a build
+// found it set: a test that sets it would change every later build.
+func inChild(t *testing.T, env ...string) bool {
+	t.Helper()
+	if os.Getenv(childEnv) == t.Name() {
+		return true
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v")
+	cmd.Env = append(append(os.Environ(), childEnv+"="+t.Name()), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("%s in a child process: %v\n%s", t.Name(), err, out)
+	}
+	return false
 }

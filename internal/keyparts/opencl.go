@@ -194,16 +194,22 @@ func OpenCLScan(src []byte, options, platform string) (deps.Input, error) {
 	driver := deps.DriverUnknown
 	if platform == PoCL {
 		driver = deps.DriverPoCL
-		options = withPoCLExtraFlags(options, os.Getenv("POCL_EXTRA_BUILD_FLAGS"))
+		extra, _ := PoCLExtraFlags(os.LookupEnv)
+		options = withPoCLExtraFlags(options, extra)
 	}
 	args, err := deps.SplitDriverOptions(driver, options)
 	if err != nil {
 		return deps.Input{}, fmt.Errorf("build options for %q: %w", platform, err)
 	}
+	if a, ok := unfollowedOption(args); ok {
+		// PoCL refuses such an option as a token of its own, but splits
+		// twice: first at ' ' to check the tokens, then at every blank to
+		// hand them to clang, so "-DA\t-working-directory=d" passes its
+		// check as one -D and reaches clang as two options.
+		return deps.Input{}, fmt.Errorf("build options for %q: %w: option %q may make a compiler read files the scan does not follow", platform, deps.ErrUncacheable, a)
+	}
 	if platform == PoCL {
 		args = append(poclDefines[:len(poclDefines):len(poclDefines)], args...)
-	} else if a, ok := unfollowedOption(args); ok {
-		return deps.Input{}, fmt.Errorf("build options for %q: %w: option %q may make a compiler read files the scan does not follow", platform, deps.ErrUncacheable, a)
 	} else if v, ok := includePathVariable(os.Getenv); ok {
 		return deps.Input{}, fmt.Errorf("driver %q: %w: %s may add include directories the scan does not follow", platform, deps.ErrUncacheable, v)
 	}
@@ -223,22 +229,25 @@ func OpenCLScan(src []byte, options, platform string) (deps.Input, error) {
 	return in, nil
 }
 
-// unfollowedOption returns the first option of args, for a driver other
-// than PoCL, that is neither a preprocessing option the scan follows nor
-// one known to make the compiler read no file: such a driver's option set
-// is not known (PoCL refuses every option but a few), and a compiler that
-// is clang underneath honours -ivfsoverlay (which maps one header's path
-// to another file), -Xclang, -Wp,, @file and others the scan ignores.
+// unfollowedOption returns the first option of args that is neither a
+// preprocessing option the scan follows nor one known to make the compiler
+// read no file: a driver's option set other than PoCL's is not known, and
+// PoCL lets any option through behind a -D or -I token (see OpenCLScan); a
+// compiler that is clang underneath honours -ivfsoverlay (which maps one
+// header's path to another file), -working-directory, -Xclang, -Wp,,
+// @file and others the scan ignores.
 func unfollowedOption(args []string) (string, bool) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
+		case slices.ContainsFunc(clangLongerOptions, func(o string) bool { return strings.HasPrefix(a, o) }):
+			return a, true
 		case slices.Contains(followedOptions, a) || a == "-x":
 			i++ // the value follows
 		case slices.ContainsFunc(followedOptions, func(o string) bool { return strings.HasPrefix(a, o) }):
 		case strings.HasPrefix(a, "-Wp,") || strings.HasPrefix(a, "-Wa,") || strings.HasPrefix(a, "-Wl,"):
 			return a, true
-		case slices.ContainsFunc(namelessOptions, func(o string) bool { return strings.HasPrefix(a, o) }):
+		case a == "-w" || slices.ContainsFunc(namelessOptions, func(o string) bool { return strings.HasPrefix(a, o) }):
 		default:
 			return a, true
 		}
@@ -270,8 +279,17 @@ var followedOptions = []string{"-idirafter", "-isystem", "-iquote", "-include", 
 
 // namelessOptions start the options known to name no file a compiler
 // reads: OpenCL C's (-cl-*), warnings, optimization, debug information
-// (which keys the working directory) and the language.
-var namelessOptions = []string{"-cl-", "-w", "-W", "-O", "-g", "-x"}
+// (which keys the working directory) and the language. -w, which turns
+// warnings off, is known by its whole name only: clang's
+// -working-directory, which moves every relative place the compiler
+// opens, starts with it.
+var namelessOptions = []string{"-cl-", "-W", "-O", "-g", "-x"}
+
+// clangLongerOptions are clang's options that start with the name of one
+// the scan follows but are others: -include-pch reads a precompiled
+// header, -isystem-after adds a directory at another place, and -I- changes
+// how the -I before it are searched.
+var clangLongerOptions = []string{"-include-pch", "-isystem-after", "-I-"}
 
 // poclDefines are the macros PoCL 3.1 defines ahead of the build options
 // (lib/CL/pocl_llvm_build.cc) whose names the scan would otherwise take
@@ -298,7 +316,8 @@ func WithPrivateDir(in deps.Input, dir string) deps.Input {
 // (lib/CL/pocl_build.c compile_and_link_program), whose -I and -D the
 // scanner must follow like the program's own. PoCL reads the variable
 // from its process's environment, whatever environment a cache's keys
-// are told about.
+// are told about, and keeps the value its first build found
+// (PoCLExtraFlags).
 func withPoCLExtraFlags(options, extra string) string {
 	if extra == "" {
 		return options

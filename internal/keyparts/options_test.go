@@ -15,8 +15,9 @@ import (
 // TestUnknownDriverUnfollowedOptions: a driver other than PoCL may hand
 // its options to clang, which honours -ivfsoverlay (clang-15 below reads
 // another file for inc/x.h than the one the scan keys), -Xclang, -Wp,,
-// @file and the like; only the options the scan follows and those that
-// name no file are let through.
+// @file and the like (and -working-directory, which PoCL's clang honours:
+// TestPoCLOptionsBehindATab); only the options the scan follows and those
+// that name no file are let through.
 func TestUnknownDriverUnfollowedOptions(t *testing.T) {
 	clang := requireClang(t)
 	dir := t.TempDir()
@@ -37,7 +38,7 @@ func TestUnknownDriverUnfollowedOptions(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "int remapped;") {
 		t.Fatalf("clang does not follow the overlay (%v): the case shows nothing", err)
 	}
-	for _, opts := range []string{"-ivfsoverlay o.yaml", "-Xclang -ivfsoverlay -Xclang o.yaml", "-Wp,-Iother", "@opts.rsp", "--include-directory=other", "-iwithprefix other", "-nostdinc"} {
+	for _, opts := range []string{"-ivfsoverlay o.yaml", "-Xclang -ivfsoverlay -Xclang o.yaml", "-Wp,-Iother", "@opts.rsp", "--include-directory=other", "-iwithprefix other", "-nostdinc", "-working-directory=other", "-working-directory other", "-include-pch x.pch", "-isystem-after other", "-I- -Iinc"} {
 		if _, err := OpenCLScan(nil, opts, "Clover"); !errors.Is(err, deps.ErrUncacheable) {
 			t.Errorf("%q on a driver whose options are not known: %v, want deps.ErrUncacheable", opts, err)
 		}

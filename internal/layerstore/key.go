@@ -58,5 +58,5 @@ func Headers(ctx context.Context, s *deps.Scanner, src []byte, options, cwd, pla
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return headers, func() bool { return s.Unchanged(in) && s.DayUnchanged(headers) }, trace, nil
+	return headers, func() bool { return s.Holds([]deps.Input{in}, nil, headers) && s.DayUnchanged(headers) }, trace, nil
 }

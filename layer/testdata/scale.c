@@ -3,7 +3,10 @@
  * scale(__global float *out) writes to out[0]: the value of SCALE the
  * compiler saw. The layer's key-exactness tests compare it with and
  * without the layer. With SCALE_SETENV=NAME=VALUE in its environment it
- * builds another program first, then sets NAME to VALUE. */
+ * builds another program first, then sets NAME to VALUE; with
+ * SCALE_UNSETENV too, it then builds a third program and unsets NAME.
+ * With SCALE_READ_BINARY it reads the program's binary after the build,
+ * as applications that keep binaries of their own do. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <stdio.h>
@@ -52,6 +55,14 @@ int main(int argc, char **argv) {
 		if (eq == NULL) { fprintf(stderr, "SCALE_SETENV: want NAME=VALUE\n"); return 2; }
 		*eq = 0;
 		setenv(kv, eq + 1, 1);
+		if (getenv("SCALE_UNSETENV") != NULL) {
+			const char *second = "__kernel void second(__global float *out) { out[0] = 0; }\n";
+			cl_program s = clCreateProgramWithSource(ctx, 1, &second, NULL, &err);
+			CHECK("clCreateProgramWithSource", err);
+			CHECK("clBuildProgram", clBuildProgram(s, 1, &dev, "", NULL, NULL));
+			clReleaseProgram(s);
+			unsetenv(kv);
+		}
 	}
 	cl_program p = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
 	CHECK("clCreateProgramWithSource", err);
@@ -61,6 +72,13 @@ int main(int argc, char **argv) {
 		clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
 		fprintf(stderr, "build: %d\n%s\n", (int)err, log);
 		return 1;
+	}
+	if (getenv("SCALE_READ_BINARY") != NULL) {
+		size_t size = 0;
+		CHECK("clGetProgramInfo", clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL));
+		unsigned char *bin = malloc(size ? size : 1);
+		CHECK("clGetProgramInfo", clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL));
+		free(bin);
 	}
 	cl_kernel k = clCreateKernel(p, "scale", &err);
 	CHECK("clCreateKernel", err);
