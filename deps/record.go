@@ -59,7 +59,9 @@ func WithRecords(rs RecordStore) Option {
 // <...> include's first blank kept. Version 5: a _Pragma pasted from
 // pieces, with its string stringized, makes definitions uncertain as one
 // the text names does (a record of version 4 could hold a computed
-// include's one certain name where clang read another).
+// include's one certain name where clang read another), and a probe
+// that met a file where a directory was looked for (ENOTDIR) observed
+// apart from one that found nothing.
 const recordVersion = 5
 
 // recordCRC is the table of a record's checksum. A checksum, not a
