@@ -650,12 +650,26 @@ func (m *memo) result(now time.Time) ([]kcache.Header, []Dependency, error) {
 // library's localtime uses (dateZone); it fails with an error wrapping
 // ErrUncacheable where that zone is not known.
 func dateHeader(now time.Time) (kcache.Header, string, error) {
-	loc, err := dateZone(os.LookupEnv, os.ReadFile)
+	day, err := Day(now)
 	if err != nil {
 		return kcache.Header{}, "", err
 	}
-	day := now.In(loc).Format("Jan _2 2006")
 	return kcache.Header{Name: DateHeader, Digest: sha256.Sum256([]byte(day))}, day, nil
+}
+
+// Day returns the day of now as a compiler in this process, calling the C
+// library's localtime, writes it for __DATE__ ("Mmm dd yyyy"): in the zone
+// glibc finds from this process's TZ, TZDIR and /etc/localtime, which is
+// not always Go's time.Local (Go reads no POSIX rule such as TZ=UTC-14, nor
+// TZDIR). It fails with an error wrapping ErrUncacheable where that zone is
+// not known. The compile server checks a key's day with it, since its
+// compilers write the day of the server's environment, not the client's.
+func Day(now time.Time) (string, error) {
+	loc, err := dateZone(os.LookupEnv, os.ReadFile)
+	if err != nil {
+		return "", err
+	}
+	return now.In(loc).Format("Jan _2 2006"), nil
 }
 
 // report logs why a source is uncacheable (or an include was found

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/kcache/kcache/deps"
 )
 
 // settle is how long after a file's last change its stat identity may be
@@ -105,7 +107,16 @@ func eachFile(files []File, one func(File) (why, fresh string)) (string, string)
 func (fc *fileChecker) checkOne(f File) string {
 	switch f.Kind {
 	case FileDay:
-		if day := fc.now().Format("Jan _2 2006"); day != f.Path {
+		// The day as the compiler in a worker writes it: in the zone the C
+		// library reads from the server's environment, which the workers
+		// inherit. Go's time.Local is not always that zone (TZ=UTC-14 is
+		// UTC to Go, UTC+14 to glibc), and the client's zone may be
+		// neither.
+		day, err := deps.Day(fc.now())
+		if err != nil {
+			return "the server's day for __DATE__ is not known: " + err.Error()
+		}
+		if day != f.Path {
 			return fmt.Sprintf("the day is %s, the key's %s", day, f.Path)
 		}
 		return ""
@@ -197,7 +208,7 @@ func (fc *fileChecker) checkSince(files []File, start time.Time) (why, fresh str
 		}
 		switch f.Kind {
 		case FileDay:
-			if start.Format("Jan _2 2006") != f.Path {
+			if day, err := deps.Day(start); err != nil || day != f.Path {
 				return "", "the day"
 			}
 		case FileAbsent:
