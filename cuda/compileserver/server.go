@@ -99,7 +99,8 @@ type Server struct {
 
 	pchMu sync.Mutex // guards seen and retiring
 	// seen holds the digest of every header an earlier compile read, by
-	// path ("memory:NAME" for in-memory ones).
+	// path ("memory:NAME" for in-memory ones), and absentPlace for every
+	// place an earlier compile's key found nothing at.
 	seen map[string][32]byte
 	// pchContext is what every compile that may use the precompiled
 	// headers shares: the working directory, the program name's directory
@@ -583,9 +584,17 @@ func (s *Server) pchSafe(req *Request) (pch, changed bool) {
 		}
 		s.seen[name] = d
 	}
+	// A place that was absent for an earlier compile and holds a header
+	// now (or the reverse) changes which file an include opens with the
+	// same context: a header created in an earlier -I directory shadows
+	// the one the PCH was made from, whose time has not changed, so NVRTC's
+	// check by modification time is no help. It counts as a change.
 	for _, f := range req.Files {
-		if f.Kind == FilePresent {
+		switch f.Kind {
+		case FilePresent:
 			note(f.Path, f.Digest)
+		case FileAbsent:
+			note(f.Path, absentPlace)
 		}
 	}
 	for _, h := range req.Headers {
@@ -600,6 +609,10 @@ func (s *Server) pchSafe(req *Request) (pch, changed bool) {
 	}
 	return true, false
 }
+
+// absentPlace is what seen holds for a place found absent: no file's
+// SHA-256, short of a preimage.
+var absentPlace = sha256.Sum256([]byte("kcache compile server: an absent place"))
 
 // pchContextOf names what decides how a request's includes resolve and
 // what its headers' macros are, besides the files' contents.

@@ -545,3 +545,51 @@ func TestWorkersShareWorkDir(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestShadowingHeaderRetires: the precompiled headers were made while an
+// include found nothing in the first -I directory and opened the second's
+// header; a header created in the first then shadows it, in the same
+// context, and no header the earlier compile read has changed (its time
+// neither, which is all NVRTC's PCH checks). The request is compiled
+// without PCH and the server retires, as for an edit; the same for a
+// header removed, which lets the include reach the next directory.
+func TestShadowingHeaderRetires(t *testing.T) {
+	for _, created := range []bool{true, false} {
+		t.Run(fmt.Sprintf("created=%v", created), func(t *testing.T) {
+			_, cl, done := startInProcess(t, Options{})
+			dir := shortTemp(t)
+			for _, d := range []string{"d1", "d2"} {
+				if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			first, second := filepath.Join(dir, "d1", "x.h"), filepath.Join(dir, "d2", "x.h")
+			shadowed := []File{{Path: first, Kind: FileAbsent}, header(t, second, "SCALE 1")}
+			var before, after []File
+			if created {
+				before = shadowed
+			} else {
+				before = []File{header(t, first, "SCALE 7")}
+			}
+			if r := compile(t, cl, request("k", before...)); !strings.Contains(string(r.Code), "pch=true") {
+				t.Fatalf("first compile: %v %q", r.Status, r.Code)
+			}
+			if created {
+				after = []File{header(t, first, "SCALE 7")}
+			} else {
+				os.Remove(first)
+				after = shadowed
+			}
+			r := compile(t, cl, request("k", after...))
+			if r.Status != StatusOK || !strings.Contains(string(r.Code), "pch=false") {
+				t.Fatalf("after the include moved: %v %q, want a compile without PCH", r.Status, r.Code)
+			}
+			select {
+			case err := <-done:
+				done <- err
+			case <-time.After(30 * time.Second):
+				t.Fatal("the server did not retire")
+			}
+		})
+	}
+}
