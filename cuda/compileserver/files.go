@@ -269,3 +269,70 @@ func nearestDir(path string) string {
 		dir = filepath.Dir(dir)
 	}
 }
+
+// watch notes the stat identity of each file of files, and of the nearest
+// existing directory above each place that must stay absent, and returns
+// a function that says why one is not the same now, or "". A compile run
+// between the two read what the checks before and after it saw: those
+// compare digests, which a header edited and then restored while the
+// compiler ran keeps (a copy that keeps its times, a stash and its pop),
+// while the image, and the precompiled headers the compile made or
+// trusted by modification time, hold the edit. The change time, which no
+// one can set back, tells.
+func (fc *fileChecker) watch(files []File) func() string {
+	before := fc.identities(files)
+	return func() string {
+		now := fc.identities(files)
+		for i, st := range now {
+			if st.path != before[i].path || st.err || before[i].err || !st.sameFile(before[i].fileState) {
+				return files[i].Path + " changed while the compiler ran"
+			}
+		}
+		return ""
+	}
+}
+
+// identity is what watch compares of one file: the stat identity of the
+// path it looked at (the file, or the directory above an absent place).
+type identity struct {
+	fileState
+	path string
+	err  bool
+}
+
+// identities stats what watch watches of each file, in chunks on
+// goroutines of their own as eachFile does.
+func (fc *fileChecker) identities(files []File) []identity {
+	out := make([]identity, len(files))
+	chunks := (len(files) + checkChunk - 1) / checkChunk
+	var next atomic.Int64
+	run := func() {
+		for c := int(next.Add(1)) - 1; c < chunks; c = int(next.Add(1)) - 1 {
+			for i := c * checkChunk; i < min((c+1)*checkChunk, len(files)); i++ {
+				out[i] = identityOf(files[i])
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(checkWorkers, 2*runtime.GOMAXPROCS(0), chunks) - 1 {
+		wg.Go(run)
+	}
+	run()
+	wg.Wait()
+	return out
+}
+
+func identityOf(f File) identity {
+	path := f.Path
+	switch f.Kind {
+	case FileDay:
+		return identity{}
+	case FileAbsent:
+		path = nearestDir(f.Path)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return identity{path: path, err: true}
+	}
+	return identity{fileState: statOf(fi), path: path}
+}

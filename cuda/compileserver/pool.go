@@ -155,10 +155,11 @@ func (p *Pool) Compile(ctx context.Context, r *Request, pch bool) (*Reply, error
 // Warm compiles r, in the background, on every idle worker that holds no
 // precompiled headers yet, so that they make theirs before clients need
 // them: the server calls it after a compile created a PCH. The replies are
-// dropped; valid is called after each, and a worker whose compile read a
-// header that has changed since (valid false) is stopped, so that no PCH
-// the server has not vetted stays.
-func (p *Pool) Warm(r *Request, valid func() bool) {
+// dropped; watch is called before each, and the function it returns after
+// it: a worker whose compile read a header that has changed since, or
+// changed while it ran (false), is stopped, so that no PCH the server has
+// not vetted stays.
+func (p *Pool) Warm(r *Request, watch func() (valid func() bool)) {
 	c := routeOf(r)
 	p.mu.Lock()
 	var mine []*slot
@@ -171,6 +172,7 @@ func (p *Pool) Warm(r *Request, valid func() bool) {
 	p.mu.Unlock()
 	for _, s := range mine {
 		go func() {
+			valid := watch()
 			reply, err := p.compileOn(s, r, true)
 			ok := err == nil && reply.Status == StatusOK && valid()
 			if !ok {

@@ -422,18 +422,23 @@ func (s *Server) run(ctx context.Context, j *job) *Reply {
 
 // runChecked checks the request's files, then compiles.
 func (s *Server) runChecked(ctx context.Context, j *job) *Reply {
+	unchanged := s.files.watch(j.req.Files)
 	if why := s.files.check(j.req.Files); why != "" {
 		s.stale.Add(1)
 		return &Reply{Status: StatusStale, Message: why}
 	}
 	pch, changed := s.pchSafe(j.req)
-	return s.finish(ctx, j, pch, changed)
+	return s.finish(ctx, j, pch, changed, unchanged)
 }
 
-// finish compiles a request whose files were checked, and checks them
-// again: a file that changed while the compiler read it may be in the
-// image, so the compile is answered stale, never handed back.
-func (s *Server) finish(ctx context.Context, j *job, pch, changed bool) *Reply {
+// finish compiles a request whose files were checked (unchanged says
+// whether they are as they were then), and checks them again: a file that
+// changed while the compiler read it may be in the image, so the compile
+// is answered stale, never handed back. Where the compile may have made or
+// used precompiled headers, they may hold the change too, with the times
+// of a file restored since: the server retires, as for a header changed
+// between compiles.
+func (s *Server) finish(ctx context.Context, j *job, pch, changed bool, unchanged func() string) *Reply {
 	began := time.Now()
 	reply, took, err := s.compileIn(ctx, j, pch)
 	if err != nil {
@@ -441,7 +446,14 @@ func (s *Server) finish(ctx context.Context, j *job, pch, changed bool) *Reply {
 		return &Reply{Status: StatusFailed, Message: err.Error()}
 	}
 	compiled := time.Now()
-	if why := s.files.check(j.req.Files); why != "" {
+	why := s.files.check(j.req.Files)
+	if moved := unchanged(); why == "" && moved != "" {
+		why = moved
+		if pch {
+			s.retire()
+		}
+	}
+	if why != "" {
 		s.stale.Add(1)
 		return &Reply{Status: StatusStale, Message: "during the compile: " + why}
 	}
@@ -494,7 +506,7 @@ func (s *Server) runEarly(ctx context.Context, j *job) *Reply {
 	switch {
 	case pch && !usePCH:
 		s.earlyRedone.Add(1)
-		return s.finish(ctx, j, false, changed)
+		return s.finish(ctx, j, false, changed, s.files.watch(j.req.Files))
 	case err != nil:
 		s.failed.Add(1)
 		return &Reply{Status: StatusFailed, Message: err.Error()}
@@ -534,7 +546,10 @@ func (s *Server) answer(req *Request, reply *Reply, took time.Duration, changed 
 		// The other workers make their PCH of this context now, from
 		// the request just checked; one whose compile saw a header change
 		// is stopped (Pool.Warm).
-		s.pool.Warm(req, func() bool { return s.files.check(req.Files) == "" })
+		s.pool.Warm(req, func() func() bool {
+			unchanged := s.files.watch(req.Files)
+			return func() bool { return s.files.check(req.Files) == "" && unchanged() == "" }
+		})
 	}
 	return reply
 }

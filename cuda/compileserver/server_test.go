@@ -593,3 +593,62 @@ func TestShadowingHeaderRetires(t *testing.T) {
 		})
 	}
 }
+
+// abaCompiler is fakeCompiler, but its compile edits the header at path
+// before reading it and then restores its content and modification time,
+// as a copy that keeps times (cp -p, rsync -a) restores a file while a
+// compile runs.
+type abaCompiler struct{ path string }
+
+func (abaCompiler) Identity() string { return "fake 1" }
+
+func (a abaCompiler) Compile(ctx context.Context, r *Request, pch bool) (*Reply, error) {
+	fi, err := os.Stat(a.path)
+	if err != nil {
+		return nil, err
+	}
+	old, _ := os.ReadFile(a.path)
+	if err := os.WriteFile(a.path, []byte("v2"), 0o644); err != nil {
+		return nil, err
+	}
+	reply, err := fakeCompiler{}.Compile(ctx, r, pch)
+	if err := os.WriteFile(a.path, old, 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.Chtimes(a.path, fi.ModTime(), fi.ModTime()); err != nil {
+		return nil, err
+	}
+	return reply, err
+}
+
+// TestHeaderRestoredDuringCompile: a header edited while the compiler
+// ran and restored, content and times, before the check after the compile
+// passed both checks (they compare digests): the reply held the edit
+// (h.cuh=v2) for a key of v1, and the PCH the compile made kept it, with
+// the times of v1, which is all NVRTC's PCH checks. The server compares
+// the files' stat identities (the change time) across the compile: stale,
+// and it retires.
+func TestHeaderRestoredDuringCompile(t *testing.T) {
+	dir := shortTemp(t)
+	h := header(t, filepath.Join(dir, "h.cuh"), "v1")
+	opts := Options{Socket: filepath.Join(dir, "s.sock"), Env: []string{"NVRTC_A=1"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	srv, err := Listen(opts, abaCompiler{path: h.Path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(context.Background()) }()
+	t.Cleanup(func() { srv.Stop(); <-done })
+	cl := &Client{Socket: opts.Socket}
+	r := compile(t, cl, request("k", h))
+	if r.Status != StatusStale {
+		t.Fatalf("a header edited and restored during the compile: %v %q, want stale", r.Status, r.Code)
+	}
+	select {
+	case err := <-done:
+		done <- err
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not retire: its PCH may hold the edit")
+	}
+}
