@@ -610,6 +610,12 @@ func (s *Server) pchSafe(req *Request) (pch, changed bool) {
 			note(f.Path, f.Digest)
 		case FileAbsent:
 			note(f.Path, absentPlace)
+		case FileDay:
+			// A header that expands __DATE__ is in the PCH as the day
+			// it was made: whether NVRTC refuses such a PCH the next day
+			// is not known, so a key of another day than an earlier
+			// compile's counts as a changed header.
+			note("day:", sha256.Sum256([]byte(f.Path)))
 		}
 	}
 	for _, h := range req.Headers {

@@ -13,8 +13,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kcache/kcache/deps"
 )
 
 // childEnv makes the test binary a server with the fake compiler: Start
@@ -650,5 +653,49 @@ func TestHeaderRestoredDuringCompile(t *testing.T) {
 		done <- err
 	case <-time.After(30 * time.Second):
 		t.Fatal("the server did not retire: its PCH may hold the edit")
+	}
+}
+
+// TestDayTurnedRetires: a program whose headers expand __DATE__ had its
+// precompiled headers made one day; the next day its key holds the new
+// day, which the server's check accepts, and no file changed: the PCH,
+// holding the first day's date, must not be used. The request is compiled
+// without it and the server retires.
+func TestDayTurnedRetires(t *testing.T) {
+	dir := shortTemp(t)
+	opts := Options{Socket: filepath.Join(dir, "s.sock"), Env: []string{"NVRTC_A=1"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	srv, err := Listen(opts, fakeCompiler{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	srv.files.now = func() time.Time { return time.Unix(0, clock.Load()) }
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(context.Background()) }()
+	t.Cleanup(func() { srv.Stop(); <-done })
+	cl := &Client{Socket: opts.Socket}
+	h := header(t, filepath.Join(dir, "date.cuh"), "#define BUILT __DATE__")
+	today := func() File {
+		day, err := deps.Day(time.Unix(0, clock.Load()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return File{Path: day, Kind: FileDay}
+	}
+	if r := compile(t, cl, request("k", h, today())); r.Status != StatusOK || !strings.Contains(string(r.Code), "pch=true") {
+		t.Fatalf("first day: %v %q", r.Status, r.Code)
+	}
+	clock.Add(int64(24 * time.Hour))
+	r := compile(t, cl, request("k", h, today()))
+	if r.Status != StatusOK || !strings.Contains(string(r.Code), "pch=false") {
+		t.Fatalf("next day: %v %q, want a compile without PCH", r.Status, r.Code)
+	}
+	select {
+	case err := <-done:
+		done <- err
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not retire")
 	}
 }
