@@ -32,7 +32,7 @@ func specializeEntry(ctx context.Context, sess *session, p *opencl.BuiltProgram,
 	// The new binary must keep the shapes the entry has as well.
 	want := strings.Join(append(opencl.Specializations(old), strings.Split(list, ",")...), ",")
 	start := time.Now()
-	bin, err := buildUncached(ctx, sess, src, want)
+	bin, err := buildUncached(ctx, sess, src, want, key)
 	if err != nil {
 		return nil, err
 	}
@@ -59,26 +59,67 @@ func specializeEntry(ctx context.Context, sess *session, p *opencl.BuiltProgram,
 var specializing sync.Mutex
 
 // buildUncached builds src from source on the session's device with the
-// specializations list, storing nothing, and returns the binary as the
-// runtime writes it out.
-func buildUncached(ctx context.Context, sess *session, src opencl.Source, list string) ([]byte, error) {
+// specializations list, storing nothing in the session's tiers, and
+// returns the binary as the runtime writes it out, where it is of key.
+//
+// The build reads the files as they are now, which need not be as they
+// were when key was computed (a header edited since), nor stay so while
+// it runs: the binary is taken only from what the build's cache stores,
+// which it does only where every file its key was computed from held
+// through the build, and only under key. Otherwise the entry of key would
+// be replaced by a build of other headers.
+func buildUncached(ctx context.Context, sess *session, src opencl.Source, list string, key *kcache.Key) ([]byte, error) {
 	specializing.Lock()
 	defer specializing.Unlock()
 	prev := os.Getenv(specializeVar)
 	os.Setenv(specializeVar, list)
 	defer os.Setenv(specializeVar, prev)
-	cache := opencl.NewCache(sess.cl, kcache.New(sess.bins.Config(), sess.bins.Logger()), opencl.CacheOptions{CommitDelay: -1})
+	var got captured
+	bins := kcache.New(sess.bins.Config(), sess.bins.Logger(), kcache.Tier{Kind: kcache.OutcomeDisk, Store: &got})
+	cache := opencl.NewCache(sess.cl, bins, opencl.CacheOptions{CommitDelay: -1})
 	defer cache.Close()
 	p, err := cache.Program(ctx, sess.dev, src)
 	if err != nil {
 		return nil, fmt.Errorf("building it again to specialize it: %w", err)
 	}
 	defer p.Release()
-	bin, err := p.Blob(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading the specialized binary: %w", err)
+	p.Commit(ctx)
+	bin, ok := got.binary(key.Digest())
+	if !ok {
+		return nil, fmt.Errorf("building it again to specialize it: a file it depends on changed since its key was computed, or during the build, or is too new to trust; run the command again")
 	}
 	return bin, nil
+}
+
+// captured is the one tier of the cache buildUncached builds through,
+// which keeps what that cache stores.
+type captured struct {
+	mu   sync.Mutex
+	bins map[kcache.Digest][]byte // guarded by mu
+}
+
+func (c *captured) Get(context.Context, *kcache.Key) (kcache.Entry, error) {
+	return kcache.Entry{}, kcache.ErrMiss
+}
+
+func (c *captured) Put(_ context.Context, key *kcache.Key, e kcache.Entry) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bins == nil {
+		c.bins = map[kcache.Digest][]byte{}
+	}
+	c.bins[key.Digest()] = e.Binary
+	return nil
+}
+
+func (c *captured) Delete(context.Context, *kcache.Key) error { return nil }
+
+// binary returns the binary stored under the key whose digest is d.
+func (c *captured) binary(d kcache.Digest) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.bins[d]
+	return b, ok
 }
 
 // missingShapes returns the shapes of list that bin holds no work-group
