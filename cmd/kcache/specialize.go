@@ -71,9 +71,15 @@ var specializing sync.Mutex
 func buildUncached(ctx context.Context, sess *session, src opencl.Source, list string, key *kcache.Key) ([]byte, error) {
 	specializing.Lock()
 	defer specializing.Unlock()
-	prev := os.Getenv(specializeVar)
+	prev, had := os.LookupEnv(specializeVar)
 	os.Setenv(specializeVar, list)
-	defer os.Setenv(specializeVar, prev)
+	defer func() {
+		if had {
+			os.Setenv(specializeVar, prev)
+		} else {
+			os.Unsetenv(specializeVar)
+		}
+	}()
 	var got captured
 	bins := kcache.New(sess.bins.Config(), sess.bins.Logger(), kcache.Tier{Kind: kcache.OutcomeDisk, Store: &got})
 	cache := opencl.NewCache(sess.cl, bins, opencl.CacheOptions{CommitDelay: -1})

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -16,12 +18,25 @@ import (
 // build of SCALE 7's header. The rebuild is now taken only where its own
 // key is the entry's and its files held through it; here it is refused,
 // and the entry stays.
+//
+// It runs in a child process of the test binary: PoCL reads POCL_CACHE_DIR
+// and POCL_KERNEL_CACHE once per process, and later tests of this one set
+// their own.
 func TestSpecializeRebuildOfOtherHeaders(t *testing.T) {
 	requireOpenCL(t)
-	dir := t.TempDir()
-	t.Setenv("KCACHE_DIR", filepath.Join(dir, "cache"))
-	t.Setenv("POCL_KERNEL_CACHE", "0")
-	t.Setenv("POCL_CACHE_DIR", filepath.Join(dir, "pocl"))
+	const child = "KCACHE_TEST_SPECIALIZE_CHILD"
+	if os.Getenv(child) == "" {
+		dir := t.TempDir()
+		cmd := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v")
+		cmd.Env = append(os.Environ(), child+"="+dir, "KCACHE_DIR="+filepath.Join(dir, "cache"),
+			"POCL_KERNEL_CACHE=0", "POCL_CACHE_DIR="+filepath.Join(dir, "pocl"))
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+			t.Fatalf("in a child process: %v\n%s", err, out)
+		}
+		return
+	}
+	dir := os.Getenv(child)
 	src := filepath.Join(dir, "src")
 	if err := os.Mkdir(src, 0o755); err != nil {
 		t.Fatal(err)
