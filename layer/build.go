@@ -80,6 +80,10 @@ type slot struct {
 	// unchanged reports whether the files the key was computed from are
 	// still as the scan saw them (see depsScanner).
 	unchanged func() bool
+	// inexact: the build's files changed while it ran, or were too new
+	// to trust, so the driver's binary may not be of the key; a link of it
+	// is not keyed by it (linkSlots).
+	inexact bool
 	// order is the slot's build order, encoded beside the application
 	// once the build is done (prepareOrders); nil where none was.
 	order *encodedOrder
@@ -337,11 +341,17 @@ func (l *layer) adopted(p *program, slots []*slot, prog C.cl_program, opts strin
 func (l *layer) built(ctx context.Context, p *program, st step, slots []*slot, took time.Duration) {
 	for _, s := range slots {
 		s.log, s.buildTime = buildLog(p.src, s.dev), took
-		if s.pending != nil && s.unchanged != nil && !s.unchanged() {
+		// Asked of every slot, pending or not: a compiled object that is
+		// not stored may still be linked, and the link is keyed by the
+		// object's key.
+		if s.unchanged != nil && !s.unchanged() {
 			// A header saved during the build: the binary may be of the
 			// new header, and the key is of the old one.
-			s.pending.Drop("a file the key was computed from changed during the build, or was too new to trust")
-			s.pending = nil
+			s.inexact = true
+			if s.pending != nil {
+				s.pending.Drop("a file the key was computed from changed during the build, or was too new to trust")
+				s.pending = nil
+			}
 		}
 	}
 	bg := st.format == buildStep.format && l.onPoCL(slots)

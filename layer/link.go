@@ -58,8 +58,10 @@ func kcGoLink(ctx C.cl_context, nd C.cl_uint, devs *C.cl_device_id, options *C.c
 // link answers clLinkProgram from the cache when every device's linked
 // binary is there, else links with the driver and stores the result. It
 // handles only links whose every input is a compiled object that went
-// through the cache, for the same devices; anything else passes through
-// (handled stays 0).
+// through the cache, for the same devices, and whose files held through
+// its compile (an object compiled while a header was saved may be of
+// another text than its key's); anything else passes through (handled
+// stays 0).
 func (l *layer) link(ctx context.Context, cctx C.cl_context, devs []C.cl_device_id, opts string,
 	apps, inputs []C.cl_program, handled *C.int, errOut *C.cl_int, linked *C.cl_program) C.cl_program {
 	slots, ok := l.linkSlots(devs, opts, apps)
@@ -130,7 +132,7 @@ func (l *layer) linkSlots(devs []C.cl_device_id, opts string, apps []C.cl_progra
 		p.mu.Lock()
 		in := slices.Clone(p.slots)
 		good := p.done && len(in) > 0 && !slices.ContainsFunc(in, func(s *slot) bool {
-			return s.key == nil || s.key.Image.Format != compileStep.format
+			return s.key == nil || s.key.Image.Format != compileStep.format || s.inexact
 		})
 		p.mu.Unlock()
 		if !good {

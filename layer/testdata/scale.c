@@ -6,7 +6,9 @@
  * builds another program first, then sets NAME to VALUE; with
  * SCALE_UNSETENV too, it then builds a third program and unsets NAME.
  * With SCALE_READ_BINARY it reads the program's binary after the build,
- * as applications that keep binaries of their own do. */
+ * as applications that keep binaries of their own do. With SCALE_LINK it
+ * compiles the program and links it alone (clCompileProgram, then
+ * clLinkProgram) instead of building it. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <stdio.h>
@@ -66,7 +68,19 @@ int main(int argc, char **argv) {
 	}
 	cl_program p = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
 	CHECK("clCreateProgramWithSource", err);
-	err = clBuildProgram(p, 1, &dev, argc > 2 ? argv[2] : "", NULL, NULL);
+	if (getenv("SCALE_LINK") != NULL) {
+		/* Compiled, then linked alone: the layer's link step. */
+		err = clCompileProgram(p, 1, &dev, argc > 2 ? argv[2] : "", 0, NULL, NULL, NULL, NULL);
+		if (err == CL_SUCCESS) {
+			cl_program linked = clLinkProgram(ctx, 1, &dev, "", 1, &p, NULL, NULL, &err);
+			if (err == CL_SUCCESS) {
+				clReleaseProgram(p);
+				p = linked;
+			}
+		}
+	} else {
+		err = clBuildProgram(p, 1, &dev, argc > 2 ? argv[2] : "", NULL, NULL);
+	}
 	if (err != CL_SUCCESS) {
 		char log[8192] = "";
 		clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);

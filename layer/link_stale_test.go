@@ -1,0 +1,55 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestLinkOfCompileChangedDuringBuild: a program compiled while its header
+// was being saved is not stored (the compile's key may name another text
+// than the compiler read), but its link was keyed by that compile's key
+// and stored: a later run whose header held the scanned text would miss
+// the compile, compile the true text, and be served the link of the other.
+// A link of an input whose compile did not hold passes through uncached.
+func TestLinkOfCompileChangedDuringBuild(t *testing.T) {
+	host := buildScaleHost(t)
+	dir, pocl, cache := t.TempDir(), t.TempDir(), t.TempDir()
+	header := filepath.Join(dir, "scale.h")
+	writeFile(t, header, "#define SCALE 1\n")
+	writeFile(t, filepath.Join(dir, "k.cl"), "#include \"scale.h\"\n"+scaleKernel)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(3 * time.Millisecond):
+				tmp := header + ".tmp"
+				os.WriteFile(tmp, []byte(fmt.Sprintf("#define SCALE %d\n", 1+i%2)), 0o644)
+				os.Rename(tmp, header)
+			}
+		}
+	}()
+	got := runScale(t, host, dir, pocl, cache, "SCALE_LINK=1")
+	close(stop)
+	<-done
+	if got != "scale 1.0" && got != "scale 2.0" {
+		t.Errorf("output %q", got)
+	}
+	if bins := entries(t, cache); len(bins) != 0 {
+		t.Errorf("a compile or link of a header being saved was stored: %v", bins)
+	}
+	// Whichever text the scan saw, a run with it settled gets its own.
+	for _, v := range []string{"1", "2"} {
+		writeFile(t, header, "#define SCALE "+v+"\n")
+		time.Sleep(30 * time.Millisecond) // past the too-new window
+		if got := runScale(t, host, dir, pocl, cache, "SCALE_LINK=1"); got != "scale "+v+".0" {
+			t.Errorf("header SCALE %s: through the layer %q", v, got)
+		}
+	}
+}
