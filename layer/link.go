@@ -64,6 +64,12 @@ func kcGoLink(ctx C.cl_context, nd C.cl_uint, devs *C.cl_device_id, options *C.c
 // stays 0).
 func (l *layer) link(ctx context.Context, cctx C.cl_context, devs []C.cl_device_id, opts string,
 	apps, inputs []C.cl_program, handled *C.int, errOut *C.cl_int, linked *C.cl_program) C.cl_program {
+	// PoCL appends its extra build flags to a link's options too: a link
+	// keyed by the start's environment must see it, as a build must.
+	if err := checkEnv(l.env); err != nil {
+		l.log.Debug("kcache layer: the environment changed; the driver links without the cache", "err", err)
+		return nil
+	}
 	slots, ok := l.linkSlots(devs, opts, apps)
 	if !ok {
 		return nil

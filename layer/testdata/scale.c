@@ -71,6 +71,14 @@ int main(int argc, char **argv) {
 	if (getenv("SCALE_LINK") != NULL) {
 		/* Compiled, then linked alone: the layer's link step. */
 		err = clCompileProgram(p, 1, &dev, argc > 2 ? argv[2] : "", 0, NULL, NULL, NULL, NULL);
+		const char *lset = getenv("SCALE_LINK_SETENV");
+		if (err == CL_SUCCESS && lset != NULL) {
+			/* NAME=VALUE set between the compile and the link. */
+			char *kv = strdup(lset), *eq = strchr(kv, '=');
+			if (eq == NULL) { fprintf(stderr, "SCALE_LINK_SETENV: want NAME=VALUE\n"); return 2; }
+			*eq = 0;
+			setenv(kv, eq + 1, 1);
+		}
 		if (err == CL_SUCCESS) {
 			cl_program linked = clLinkProgram(ctx, 1, &dev, "", 1, &p, NULL, NULL, &err);
 			if (err == CL_SUCCESS) {
