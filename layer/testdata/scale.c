@@ -8,7 +8,8 @@
  * With SCALE_READ_BINARY it reads the program's binary after the build,
  * as applications that keep binaries of their own do. With SCALE_LINK it
  * compiles the program and links it alone (clCompileProgram, then
- * clLinkProgram) instead of building it. */
+ * clLinkProgram) instead of building it; SCALE_LINK_SETENV=NAME=VALUE
+ * then sets NAME to VALUE between the two. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <stdio.h>
