@@ -2,7 +2,6 @@ package deps_test
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -12,40 +11,14 @@ import (
 	"testing"
 
 	"github.com/kcache/kcache/deps"
+	"github.com/kcache/kcache/internal/headermaptest"
 )
 
-// writeHeaderMap writes at path a header map, the format clang reads
-// from a search directory that is a file (clang/lib/Lex/HeaderMap.cpp),
-// mapping the include name key to the file target.
+// writeHeaderMap writes at path a header map mapping the include name
+// key to the file target (headermaptest).
 func writeHeaderMap(t *testing.T, path, key, target string) {
 	t.Helper()
-	strs := "\x00" + key + "\x00"
-	prefix := len(strs)
-	strs += target + "\x00"
-	suffix := len(strs)
-	strs += "\x00"
-	const buckets = 2
-	hash := 0
-	for _, c := range strings.ToLower(key) {
-		hash += int(c) * 13
-	}
-	b := binary.LittleEndian.AppendUint32(nil, 0x686d6170) // "hmap"
-	b = binary.LittleEndian.AppendUint16(b, 1)
-	b = binary.LittleEndian.AppendUint16(b, 0)
-	b = binary.LittleEndian.AppendUint32(b, 24+12*buckets) // strings' offset
-	b = binary.LittleEndian.AppendUint32(b, 1)             // entries
-	b = binary.LittleEndian.AppendUint32(b, buckets)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(target)))
-	for i := range buckets {
-		k, p, s := 0, 0, 0
-		if i == hash&(buckets-1) {
-			k, p, s = 1, prefix, suffix
-		}
-		b = binary.LittleEndian.AppendUint32(b, uint32(k))
-		b = binary.LittleEndian.AppendUint32(b, uint32(p))
-		b = binary.LittleEndian.AppendUint32(b, uint32(s))
-	}
-	if err := os.WriteFile(path, append(b, strs...), 0o644); err != nil {
+	if err := headermaptest.Write(path, key, target); err != nil {
 		t.Fatal(err)
 	}
 }
