@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -20,24 +18,9 @@ func TestLinkOfCompileChangedDuringBuild(t *testing.T) {
 	header := filepath.Join(dir, "scale.h")
 	writeFile(t, header, "#define SCALE 1\n")
 	writeFile(t, filepath.Join(dir, "k.cl"), "#include \"scale.h\"\n"+scaleKernel)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(3 * time.Millisecond):
-				tmp := header + ".tmp"
-				os.WriteFile(tmp, []byte(fmt.Sprintf("#define SCALE %d\n", 1+i%2)), 0o644)
-				os.Rename(tmp, header)
-			}
-		}
-	}()
+	stop := keepSaving(header)
 	got := runScale(t, host, dir, pocl, cache, "SCALE_LINK=1")
-	close(stop)
-	<-done
+	stop()
 	if got != "scale 1.0" && got != "scale 2.0" {
 		t.Errorf("output %q", got)
 	}

@@ -174,26 +174,9 @@ func TestStaleHeaderSavedDuringBuild(t *testing.T) {
 	header := filepath.Join(dir, "scale.h")
 	writeFile(t, header, "#define SCALE 1\n")
 	writeFile(t, filepath.Join(dir, "k.cl"), "#include \"scale.h\"\n"+scaleKernel)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(3 * time.Millisecond):
-				// Saved as editors save: a new file renamed over the old,
-				// so the compiler never reads half a header.
-				tmp := header + ".tmp"
-				os.WriteFile(tmp, []byte(fmt.Sprintf("#define SCALE %d\n", 1+i%2)), 0o644)
-				os.Rename(tmp, header)
-			}
-		}
-	}()
+	stop := keepSaving(header)
 	got := runScale(t, host, dir, pocl, cache)
-	close(stop)
-	<-done
+	stop()
 	if got != "scale 1.0" && got != "scale 2.0" {
 		t.Errorf("output %q", got)
 	}
@@ -231,4 +214,28 @@ func TestTZSetAtRunTime(t *testing.T) {
 	if got := runScale(t, host, dir, pocl, cache, west, set); got != after {
 		t.Errorf("TZ set at run time through the layer: %q, want %q (the entry of the start's zone is stale)", got, after)
 	}
+}
+
+// keepSaving rewrites header every few milliseconds, SCALE 1 and 2 in
+// turn, until the returned function is called (which waits for the last
+// save): whatever the scan and the compiler read is too new to trust.
+func keepSaving(header string) (stop func()) {
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-quit:
+				return
+			case <-time.After(3 * time.Millisecond):
+				// Saved as editors save: a new file renamed over the old,
+				// so the compiler never reads half a header.
+				tmp := header + ".tmp"
+				os.WriteFile(tmp, []byte(fmt.Sprintf("#define SCALE %d\n", 1+i%2)), 0o644)
+				os.Rename(tmp, header)
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
 }
