@@ -210,6 +210,10 @@ type macroTable struct {
 	// uncertain says a file read may restore a macro to an earlier state
 	// (#pragma pop_macro): no definition or #undef dominates any more.
 	uncertain bool
+	// pastesPragma and stringizes say the files of a built-in headers'
+	// table define the halves of a _Pragma no text names (parsedFile's,
+	// taken once when the table is made, which scans then share).
+	pastesPragma, stringizes bool
 }
 
 // candidates are the definitions a name may have; undef says it may also

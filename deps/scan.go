@@ -239,11 +239,8 @@ func (sc *scan) settleOperators() {
 		return
 	}
 	sc.builtinOperators = true
-	for _, c := range sc.builtinMacros().defs {
-		for _, m := range c.defs {
-			sc.operators(m.restoreOperators())
-		}
-	}
+	b := sc.builtinMacros()
+	sc.operators(b.pastesPragma, b.stringizes)
 }
 
 // mode is how the compiler lexes the source and its headers.
@@ -508,6 +505,8 @@ func (sc *scan) builtinMacros() *macroTable {
 					t.define(d.macro)
 				}
 			}
+			t.pastesPragma = t.pastesPragma || e.pastesPragma
+			t.stringizes = t.stringizes || e.stringizes
 		}
 		return t, true
 	})
