@@ -27,7 +27,6 @@
 package deps
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -35,7 +34,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -363,12 +361,20 @@ func (s *Scanner) memoOf(ctx context.Context, in Input, early bool) (*memo, Conf
 // does not say that the last Scan was the caller's: one that built from a
 // key asks Holds.
 func (s *Scanner) Unchanged(in Input) bool {
+	return s.heldMemo(in) != nil
+}
+
+// heldMemo returns the memo of the last Scan of in where it holds now
+// (Unchanged), else nil.
+func (s *Scanner) heldMemo(in Input) *memo {
 	wd, err := inputWorkDir(in, "")
 	if err != nil {
-		return false
+		return nil
 	}
-	m, _ := s.memos.lookup(in, wd)
-	return m != nil && m.valid(s.fs)
+	if m, _ := s.memos.lookup(in, wd); m != nil && m.valid(s.fs) {
+		return m
+	}
+	return nil
 }
 
 // Holds reports whether the files a key was computed from are as the
@@ -383,14 +389,11 @@ func (s *Scanner) Holds(ins []Input, extra, headers []kcache.Header) bool {
 	got := slices.Clone(extra)
 	now := s.fs.now()
 	for _, in := range ins {
-		wd, err := inputWorkDir(in, "")
-		if err != nil {
+		m := s.heldMemo(in)
+		if m == nil {
 			return false
 		}
-		m, _ := s.memos.lookup(in, wd)
-		if m == nil || !m.valid(s.fs) {
-			return false
-		}
+		var err error
 		if got, err = m.appendHeaders(got, now); err != nil {
 			return false
 		}
@@ -404,15 +407,9 @@ func sameHeaders(a, b []kcache.Header) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	byName := func(x, y kcache.Header) int {
-		if c := strings.Compare(x.Name, y.Name); c != 0 {
-			return c
-		}
-		return bytes.Compare(x.Digest[:], y.Digest[:])
-	}
 	a, b = slices.Clone(a), slices.Clone(b)
-	slices.SortFunc(a, byName)
-	slices.SortFunc(b, byName)
+	sortHeaders(a)
+	sortHeaders(b)
 	return slices.Equal(a, b)
 }
 
