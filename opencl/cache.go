@@ -183,12 +183,12 @@ func (c *Cache) compilerEnv() []kcache.EnvVar {
 
 // processEnv returns the variables of the process's environment that
 // enter a key, as its driver sees them: now, with PoCL's extra build
-// flags as PoCL holds them (keyparts.PoCLExtraFlags: fixed by the first
+// flags as PoCL holds them (keyparts.PoCLKeptExtraFlags: fixed by the first
 // build that found them set), and each variable that differs from its
 // value at device init a second time, as it was then.
 func processEnv() []kcache.EnvVar {
 	now := keyparts.OpenCLEnv.Select(os.Environ())
-	if v, ok := keyparts.PoCLExtraFlags(func(string) (string, bool) { return "", false }); ok {
+	if v, ok := keyparts.PoCLKeptExtraFlags(); ok {
 		now = slices.DeleteFunc(now, func(e kcache.EnvVar) bool { return e.Name == "POCL_EXTRA_BUILD_FLAGS" })
 		now = append(now, kcache.EnvVar{Name: "POCL_EXTRA_BUILD_FLAGS", Value: v})
 	}

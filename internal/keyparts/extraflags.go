@@ -36,11 +36,16 @@ func NotePoCLBuild(lookup func(string) (string, bool)) {
 // they are set: the value an earlier build fixed (NotePoCLBuild), else
 // lookup's now, which the next build fixes.
 func PoCLExtraFlags(lookup func(string) (string, bool)) (string, bool) {
-	poclExtra.mu.Lock()
-	latched, value := poclExtra.latched, poclExtra.value
-	poclExtra.mu.Unlock()
-	if latched {
+	if value, kept := PoCLKeptExtraFlags(); kept {
 		return value, true
 	}
 	return lookup(poclExtraName)
+}
+
+// PoCLKeptExtraFlags returns the flags an earlier build fixed
+// (NotePoCLBuild), and whether one did.
+func PoCLKeptExtraFlags() (string, bool) {
+	poclExtra.mu.Lock()
+	defer poclExtra.mu.Unlock()
+	return poclExtra.value, poclExtra.latched
 }
