@@ -77,18 +77,35 @@ const (
 func eachFile(files []File, one func(File) (why, fresh string)) (string, string) {
 	chunks := (len(files) + checkChunk - 1) / checkChunk
 	whys, freshes := make([]string, chunks), make([]string, chunks)
+	inChunks(len(files), func(c, lo, hi int) bool {
+		for _, f := range files[lo:hi] {
+			why, fresh := one(f)
+			if why != "" {
+				whys[c] = why
+				return true
+			}
+			freshes[c] = cmp.Or(freshes[c], fresh)
+		}
+		return false
+	})
+	if why := cmp.Or(whys...); why != "" {
+		return why, ""
+	}
+	return "", cmp.Or(freshes...)
+}
+
+// inChunks runs chunk on the c-th range [lo, hi) of checkChunk of n items,
+// every range once, on at most checkWorkers goroutines, the caller's
+// among them; once a chunk returns true, the ranges not begun are
+// skipped.
+func inChunks(n int, chunk func(c, lo, hi int) (stop bool)) {
+	chunks := (n + checkChunk - 1) / checkChunk
 	var next atomic.Int64
-	var failed atomic.Bool
+	var stopped atomic.Bool
 	run := func() {
-		for c := int(next.Add(1)) - 1; c < chunks && !failed.Load(); c = int(next.Add(1)) - 1 {
-			for _, f := range files[c*checkChunk : min((c+1)*checkChunk, len(files))] {
-				why, fresh := one(f)
-				if why != "" {
-					whys[c] = why
-					failed.Store(true)
-					break
-				}
-				freshes[c] = cmp.Or(freshes[c], fresh)
+		for c := int(next.Add(1)) - 1; c < chunks && !stopped.Load(); c = int(next.Add(1)) - 1 {
+			if chunk(c, c*checkChunk, min((c+1)*checkChunk, n)) {
+				stopped.Store(true)
 			}
 		}
 	}
@@ -98,10 +115,6 @@ func eachFile(files []File, one func(File) (why, fresh string)) (string, string)
 	}
 	run()
 	wg.Wait()
-	if why := cmp.Or(whys...); why != "" {
-		return why, ""
-	}
-	return "", cmp.Or(freshes...)
 }
 
 func (fc *fileChecker) checkOne(f File) string {
@@ -304,24 +317,17 @@ type identity struct {
 // goroutines of their own as eachFile does.
 func (fc *fileChecker) identities(files []File) []identity {
 	out := make([]identity, len(files))
-	chunks := (len(files) + checkChunk - 1) / checkChunk
-	var next atomic.Int64
-	run := func() {
-		for c := int(next.Add(1)) - 1; c < chunks; c = int(next.Add(1)) - 1 {
-			for i := c * checkChunk; i < min((c+1)*checkChunk, len(files)); i++ {
-				out[i] = identityOf(files[i])
-			}
+	inChunks(len(files), func(_, lo, hi int) bool {
+		for i := lo; i < hi; i++ {
+			out[i] = identityOf(files[i])
 		}
-	}
-	var wg sync.WaitGroup
-	for range min(checkWorkers, 2*runtime.GOMAXPROCS(0), chunks) - 1 {
-		wg.Go(run)
-	}
-	run()
-	wg.Wait()
+		return false
+	})
 	return out
 }
 
+// identityOf stats what watch compares of f: the file, or the nearest
+// directory above an absent place; nothing of a day.
 func identityOf(f File) identity {
 	path := f.Path
 	switch f.Kind {
