@@ -3,6 +3,7 @@ package opencl
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -25,11 +26,15 @@ func TestWorkDirInDebugInfo(t *testing.T) {
 	} {
 		t.Run(tc.options, func(t *testing.T) {
 			cache := t.TempDir()
+			// A macro of this run's own: PoCL's cache, which does not key
+			// the working directory, must not hand an earlier run's -g
+			// binary to this run's first build (go test -count).
+			opts := fmt.Sprintf("%s -DRUN=%d", tc.options, time.Now().UnixNano())
 			for i, wd := range []string{t.TempDir(), t.TempDir()} {
 				t.Chdir(wd)
 				writeFile(t, filepath.Join(wd, "scale.h"), "#define SCALE 1.0f\n", time.Hour)
 				ts := newTierSet(t, cache)
-				p := ts.program(t, Source{Code: []byte(headerSource), Options: tc.options})
+				p := ts.program(t, Source{Code: []byte(headerSource), Options: opts})
 				want := kcache.OutcomeBuilt
 				if i == 1 && tc.shared {
 					want = kcache.OutcomeDisk
