@@ -131,8 +131,10 @@ func NewCache(cl *Context, bins *kcache.Cache, opts CacheOptions) *Cache {
 		Release:   c.releaseProgram,
 	})
 	// Device identities take a dozen runtime queries and a read of the
-	// process's memory map: pay that with the context, not on the first
-	// program.
+	// process's memory map, and the scan's list of the compiler's own
+	// headers a search of /usr/lib: pay both with the context, not on the
+	// first program.
+	keyparts.PrefetchBuiltinHeaders()
 	for _, d := range cl.Devices() {
 		c.identity(d)
 	}
@@ -264,8 +266,21 @@ func (c *Cache) Program(ctx context.Context, dev Device, src Source) (*BuiltProg
 		return &BuiltProgram{h: h, c: c, Outcome: kcache.OutcomeMemory}, nil
 	}
 	c.bins.RecordMemory(false, 0)
-	var outcome kcache.Outcome = kcache.OutcomeMemory // unless this call builds it
-	h, err := c.programs.GetOrBuild(ctx, pk, func(ctx context.Context) (*programEntry, int64, error) {
+	var outcome kcache.Outcome = kcache.OutcomeMemory // unless this call loads or builds it
+	// A binary in the disk tier is loaded on this goroutine; only what
+	// needs more (a remote tier, a cross-process lock, a rebuild, the
+	// compiler) runs on a goroutine of the object tier's. Handing a load
+	// to another goroutine woke another thread and put this one to sleep,
+	// twice per program: on the 2-core machine that was a good part of a
+	// warm start's time over the floor.
+	h, err := c.programs.GetOrLoad(ctx, pk, func(ctx context.Context) (*programEntry, int64, bool) {
+		e, ok := c.loadLocal(ctx, dev, src, prep)
+		if ok {
+			outcome = e.outcome
+			return e, e.size, true
+		}
+		return nil, 0, false
+	}, func(ctx context.Context) (*programEntry, int64, error) {
 		e, err := c.load(ctx, dev, src, prep)
 		if err != nil {
 			return nil, 0, err
@@ -301,8 +316,7 @@ func (c *Cache) load(ctx context.Context, dev Device, src Source, prep *kcache.P
 		}
 		p, err := c.fromBinary(dev, r.Binary, src.Options)
 		if err == nil {
-			return &programEntry{prog: p, device: dev.Handle(), digest: r.Digest, outcome: r.Outcome, binary: r.Binary,
-				size: int64(len(r.Binary)), buildTime: r.BuildTime}, nil
+			return loadedEntry(p, dev, r), nil
 		}
 		c.bins.Logger().Warn("kcache: runtime rejected a cached binary; rebuilding", "key", r.Digest, "err", err)
 		if _, pending, err = c.bins.Discard(ctx, key); err != nil {
@@ -310,6 +324,29 @@ func (c *Cache) load(ctx context.Context, dev Device, src Source, prep *kcache.P
 		}
 	}
 	return c.fromSource(ctx, dev, src, r.Digest, key.Image.Headers, pending)
+}
+
+// loadLocal loads a program from the local binary tiers, where one has
+// it, it is complete, and the runtime takes it. Anything else is left to
+// load, which reads the tiers again and knows what each case calls for
+// (the rebuild of an entry that lacks launch-time code, deleting a binary
+// the runtime refuses).
+func (c *Cache) loadLocal(ctx context.Context, dev Device, src Source, prep *kcache.Prepared) (*programEntry, bool) {
+	r, err := c.bins.GetLocal(ctx, prep)
+	if err != nil || c.delay >= 0 && lacksLaunchCode(r.Binary) {
+		return nil, false
+	}
+	p, err := c.fromBinary(dev, r.Binary, src.Options)
+	if err != nil {
+		return nil, false
+	}
+	return loadedEntry(p, dev, r), true
+}
+
+// loadedEntry is the object tier's entry of p, made from r's binary.
+func loadedEntry(p *Program, dev Device, r kcache.Result) *programEntry {
+	return &programEntry{prog: p, device: dev.Handle(), digest: r.Digest, outcome: r.Outcome, binary: r.Binary,
+		size: int64(len(r.Binary)), buildTime: r.BuildTime}
 }
 
 func (c *Cache) fromBinary(dev Device, bin []byte, options string) (*Program, error) {

@@ -345,3 +345,50 @@ func TestReadOnlyCacheIsNotRebuilt(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestDiskHitLoadedOnce: many goroutines of a new process ask at once for
+// a program whose complete binary is on disk. It is loaded once, by the
+// caller that comes first, on its own goroutine (objcache.GetOrLoad); the
+// others wait for that load and get the same program from memory; nothing
+// is built, and every one of them runs it.
+func TestDiskHitLoadedOnce(t *testing.T) {
+	dir := t.TempDir()
+	src := uniqueSource("LOADED_ONCE")
+	first := newTierSetWith(t, dir, launching)
+	p := first.program(t, src)
+	first.saxpy(t, p, 1)
+	p.Commit(context.Background())
+	first.cache.Close()
+	ts := newTierSetWith(t, dir, launching)
+	var wg sync.WaitGroup
+	var mu sync.Mutex // guards outcomes and the queue
+	outcomes := map[kcache.Outcome]int{}
+	for g := range 16 {
+		wg.Go(func() {
+			p, err := ts.cache.Program(context.Background(), testFixture(t).dev, src)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer p.Release()
+			k, err := p.Kernel("saxpy")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			outcomes[p.Outcome]++
+			if err := k.Use(func(k *Kernel) error { return runSaxpy(ts.ctx, ts.q, k, 256, float32(g)) }); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if outcomes[kcache.OutcomeDisk] != 1 || outcomes[kcache.OutcomeMemory] != 15 {
+		t.Errorf("outcomes %v, want one load from disk and 15 from memory", outcomes)
+	}
+	if s := ts.bins.Stats(); s.Builds != 0 {
+		t.Errorf("%d builds, want none", s.Builds)
+	}
+}

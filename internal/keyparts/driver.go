@@ -85,7 +85,7 @@ func PrefetchOpenCLDriver() {
 	if loadedDriver.prefetches == 1 {
 		// The compiler's own headers, which the first scan asks for, are
 		// found beside the driver's files, off the application's thread.
-		go builtinHeaders()
+		PrefetchBuiltinHeaders()
 	}
 	prev := loadedDriver.prefetch
 	p := &driverPrefetch{done: make(chan struct{})}

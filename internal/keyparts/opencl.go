@@ -371,3 +371,9 @@ var builtinHeaders = sync.OnceValue(func() []string {
 	}
 	return out
 })
+
+// PrefetchBuiltinHeaders finds the compilers' own headers (builtinHeaders)
+// on a goroutine of its own: a caller that sets up long before its first
+// scan (a cache made with its context) takes the search, a glob over
+// /usr/lib, off that scan.
+func PrefetchBuiltinHeaders() { go builtinHeaders() }
