@@ -204,8 +204,16 @@ func runOrder(ctx context.Context, q layerstore.Queue, path string, logf *os.Fil
 // off unless told (keepPoCLCacheOff), and PoCL's default is on. With it
 // off, the application's PoCL directory was its own, and the order's
 // process gets its own too (privatePoCLDir), not the application's.
+//
+// PWD is the order's directory, as a shell sets it on cd: the process
+// names its working directory by PWD where PWD leads there (Go's
+// os.Getwd, and LLVM's for the debug information of -g), so an
+// application in a directory reached through a symbolic link had the
+// link's name in its key. The worker's own PWD is its first starter's.
 func orderEnv(base []string, o layerstore.Order) []string {
 	env := layerstore.WorkerEnv(base, o)
+	env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PWD=") })
+	env = append(env, "PWD="+o.Dir)
 	cacheOff := false
 	set := false
 	for _, kv := range o.Env {
