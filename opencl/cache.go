@@ -307,7 +307,7 @@ func (c *Cache) load(ctx context.Context, dev Device, src Source, prep *kcache.P
 		if c.delay >= 0 && lacksLaunchCode(r.Binary) && c.claimRebuild(ctx, key) {
 			e, err := c.fromSource(ctx, dev, src, r.Digest, key.Image.Headers, nil)
 			if err == nil {
-				if c.inputsUnchanged(dev, src, key.Image.Headers) {
+				if !e.unkept { // the build read what the key names: it may replace the entry
 					e.arm(c.delay, &rebuild{bins: c.bins, key: key, old: len(r.Binary)})
 				}
 				return e, nil
