@@ -1,0 +1,411 @@
+package deps_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/deps"
+	"github.com/kcache/kcache/internal/keyparts"
+)
+
+// Mutation of real trees: the differential tests ask whether every file
+// clang reads is in the key; these change the trees and ask whether the
+// key follows. For each program, every file `clang-15 -M` lists (as PoCL
+// compiles) is edited, and a file is created at every place clang probed
+// in vain (an earlier search directory, a __has_include target, PoCL's
+// temporary directory) and every place the key holds as absent; wherever
+// clang's preprocessed output (-E) changes, the key must change too, on a
+// scanner warm from the unchanged tree (a long-lived process) and on a new
+// one, or the scan must refuse the source. A change clang's output does
+// not show (a file in a skipped branch, a probe clang reads no further)
+// is not asked about. The trees are copies, so the edits stay in the test.
+//
+//	KCACHE_MUT_ALL=1   every program of each tree (default: a few)
+
+// mutProgram is one program of a copied tree.
+type mutProgram struct {
+	name    string
+	text    string
+	wd      string // the application's working directory
+	options string
+}
+
+// mutTree is a tree to copy and the programs that build against the copy.
+type mutTree struct {
+	name, dir, pkg string
+	// optional says the tree's package is not one CI installs
+	// (darktable's, as for TestDifferentialDarktable): missing, it skips.
+	optional bool
+	keep     func(rel string) bool // the files of dir to copy; nil: all
+	programs func(root, wd string) []mutProgram
+}
+
+// mutCounts sums what the mutations of a tree did.
+type mutCounts struct {
+	edits, creates, unseen, refused int
+}
+
+func TestMutationRealTrees(t *testing.T) {
+	clang := requireClang(t)
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		if os.Getenv("KCACHE_REQUIRE_REAL") == "1" {
+			t.Fatal("KCACHE_REQUIRE_REAL=1 but strace is missing (apt-get install strace)")
+		}
+		t.Skip("no strace: the places clang probes cannot be listed")
+	}
+	all := os.Getenv("KCACHE_MUT_ALL") == "1"
+	for _, tr := range mutTrees(all) {
+		t.Run(tr.name, func(t *testing.T) {
+			if _, err := os.Stat(tr.dir); err != nil && tr.optional {
+				t.Skipf("%s is missing (apt-get install %s)", tr.dir, tr.pkg)
+			}
+			requireTree(t, tr.dir, tr.pkg)
+			tmp := t.TempDir()
+			root := filepath.Join(tmp, filepath.Base(tr.dir))
+			if err := copyTree(tr.dir, root, tr.keep); err != nil {
+				t.Fatal(err)
+			}
+			wd := filepath.Join(tmp, "wd")
+			if err := os.Mkdir(wd, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var sum mutCounts
+			for _, p := range tr.programs(root, wd) {
+				c := mutateProgram(t, clang, strace, p, root, filepath.Join(tmp, "run"))
+				sum.edits += c.edits
+				sum.creates += c.creates
+				sum.unseen += c.unseen
+				sum.refused += c.refused
+			}
+			t.Logf("%s: %d files edited, %d places created, each seen by the key; %d changes clang's output did not show; %d refused",
+				tr.name, sum.edits, sum.creates, sum.unseen, sum.refused)
+		})
+	}
+}
+
+// mutTrees returns the trees, each with a few programs (all of them with
+// all set).
+func mutTrees(all bool) []mutTree {
+	sample := func(n int) int {
+		if all {
+			return 1 << 30
+		}
+		return n
+	}
+	return []mutTree{
+		{name: "pyopencl", dir: pyopenclCL, pkg: "python3-pyopencl", programs: func(root, wd string) []mutProgram {
+			inc := "-I " + root
+			const kern = "\n__kernel void k(__global float *o) { o[0] = 1.0f; }\n"
+			cd := "#define PYOPENCL_DEFINE_CDOUBLE\n"
+			progs := []mutProgram{
+				{"random123", "#include <pyopencl-random123/philox.cl>\n#include <pyopencl-random123/threefry.cl>\n" + kern, wd, inc},
+				{"hankel", cd + "#include <pyopencl-complex.h>\n#include <pyopencl-hankel-complex.cl>\n" + kern, wd, inc},
+				{"bessel-j", cd + "#include <pyopencl-bessel-j.cl>\n" + kern, wd, inc},
+				{"ranlux", "#include <pyopencl-ranluxcl.cl>\n" + kern, wd, inc},
+			}
+			return progs[:min(len(progs), sample(4))]
+		}},
+		{name: "random123", dir: random123Dir, pkg: "librandom123-dev", programs: func(root, wd string) []mutProgram {
+			inc := "-I " + filepath.Dir(root)
+			const kern = "\n__kernel void k(__global uint *o) { o[0] = 1u; }\n"
+			progs := []mutProgram{
+				{"philox", "#include <Random123/philox.h>\n" + kern, wd, inc},
+				{"threefry", "#include \"Random123/threefry.h\"\n" + kern, wd, inc + " -DR123_USE_64BIT=0"},
+				{"u01", "#include <Random123/u01fixedpt.h>\n" + kern, wd, inc},
+			}
+			return progs[:min(len(progs), sample(2))]
+		}},
+		{name: "hashcat", dir: filepath.Join(hashcatDir, "OpenCL"), pkg: "hashcat-data",
+			keep: func(rel string) bool {
+				return strings.HasPrefix(rel, "inc_") || slices.Contains(hashcatMutKernels, rel)
+			},
+			programs: func(root, wd string) []mutProgram {
+				var progs []mutProgram
+				for i, k := range hashcatMutKernels[:min(len(hashcatMutKernels), sample(2))] {
+					text, err := os.ReadFile(filepath.Join(root, k))
+					if err != nil {
+						continue
+					}
+					// hashcat runs in its shared folder, whose OpenCL/ the
+					// options name relative or absolute (hashcatOptions).
+					opts := hashcatOptions(k, i%2 == 1, []int{64, 32}[i%2])
+					opts = strings.ReplaceAll(opts, filepath.Join(hashcatDir, "OpenCL"), root)
+					progs = append(progs, mutProgram{k, string(text), filepath.Dir(root), opts})
+				}
+				return progs
+			}},
+		{name: "darktable", dir: darktableKernels, pkg: "darktable", optional: true, programs: func(root, wd string) []mutProgram {
+			var progs []mutProgram
+			for _, k := range []string{"basic.cl", "demosaic_markesteijn.cl", "bilateral.cl", "colorspace.cl"}[:min(4, sample(2))] {
+				text, err := os.ReadFile(filepath.Join(root, k))
+				if err != nil {
+					continue
+				}
+				progs = append(progs, mutProgram{k, string(text), wd, "-w -cl-fast-relaxed-math -DNVIDIA=1 -DNVIDIA_SM_20=1 -I" + root})
+			}
+			return progs
+		}},
+	}
+}
+
+// hashcatMutKernels are the hashcat kernels mutated: one of the optimized
+// kernels and pure ones, with the include trees of most hashes.
+var hashcatMutKernels = []string{"m01000_a3-optimized.cl", "m22000-pure.cl", "m00500-pure.cl"}
+
+// copyTree copies the regular files of src that keep accepts to dst.
+func copyTree(src, dst string, keep func(rel string) bool) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if !d.Type().IsRegular() || (keep != nil && !keep(rel)) {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+}
+
+// poclBefore and poclAfter are the arguments PoCL 3.1 gives clang's front
+// end around a program's options on its CPU device (POCL_DEBUG=llvm logs
+// them): not clang's driver, which would add its own and the system's
+// include directories (where a kernel under PoCL finds neither <stddef.h>
+// nor <immintrin.h>) and include opencl-c-base.h through the search path;
+// and the device's macros after the options, where they replace an
+// option's -D of the same name.
+var (
+	poclBefore = []string{"-cc1", "-Dcl_khr_int64", "-DPOCL_DEVICE_ADDRESS_BITS=64", "-D__USE_CLANG_OPENCL_C_H", "-xcl", "-Dinline=", "-I."}
+	poclAfter  = []string{"-D__ENDIAN_LITTLE__=1", "-D__IMAGE_SUPPORT__=1", "-DCL_DEVICE_MAX_GLOBAL_VARIABLE_SIZE=0", "-D__OPENCL_VERSION__=300",
+		"-cl-std=CL3.0", "-D__OPENCL_C_VERSION__=300", "-Dcl_khr_byte_addressable_store=1", "-Dcl_khr_global_int32_base_atomics=1",
+		"-Dcl_khr_global_int32_extended_atomics=1", "-Dcl_khr_local_int32_base_atomics=1", "-Dcl_khr_local_int32_extended_atomics=1",
+		"-Dcl_khr_3d_image_writes=1", "-Dcl_khr_int64_base_atomics=1", "-Dcl_khr_int64_extended_atomics=1", "-Dcl_khr_fp64=1",
+		"-D__opencl_c_3d_image_writes=1", "-D__opencl_c_images=1", "-D__opencl_c_int64=1", "-D__opencl_c_fp64=1",
+		"-fno-builtin", "-triple=x86_64-pc-linux-gnu", "-target-cpu", "skylake-avx512"}
+)
+
+// mutRun is one program set up for mutation.
+type mutRun struct {
+	t     *testing.T
+	clang string
+	run   clangRun
+	in    deps.Input
+	warm  *deps.Scanner
+	tmp   string
+}
+
+// preprocess returns clang's preprocessed output as PoCL compiles, and
+// false where clang fails.
+func (m *mutRun) preprocess() ([]byte, bool) {
+	args := append(append(slices.Clone(poclBefore), m.run.args...), poclAfter...)
+	args = append(args, "-E", "-w", m.run.main)
+	cmd := exec.Command(m.clang, args...)
+	cmd.Dir = m.run.wd
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		return nil, false
+	}
+	return out.Bytes(), true
+}
+
+// key returns the key's headers from s, and whether the source was
+// refused.
+func (m *mutRun) key(s *deps.Scanner) ([]kcache.Header, bool) {
+	h, _, err := s.Scan(context.Background(), m.in)
+	if errors.Is(err, deps.ErrUncacheable) {
+		return nil, true
+	}
+	if err != nil {
+		m.t.Fatalf("%s: scan: %v", m.run.main, err)
+	}
+	return h, false
+}
+
+// check compares the keys after a change with base: a change clang's
+// output shows must change the key of a warm and of a new scanner.
+func (m *mutRun) check(what string, base []kcache.Header, before []byte, c *mutCounts, created bool) {
+	after, ok := m.preprocess()
+	if !ok || bytes.Equal(after, before) {
+		c.unseen++
+		return
+	}
+	for _, s := range []*deps.Scanner{m.warm, deps.NewScanner(nil)} {
+		h, refused := m.key(s)
+		if refused {
+			c.refused++
+			return
+		}
+		if slices.Equal(h, base) {
+			m.t.Errorf("%s: %s changes clang's output, not the key", m.run.main, what)
+			return
+		}
+	}
+	if created {
+		c.creates++
+	} else {
+		c.edits++
+	}
+}
+
+// mutateProgram edits each file clang lists for p and creates each place
+// it probed in vain, one at a time, checking the key after each.
+func mutateProgram(t *testing.T, clang, strace string, p mutProgram, root, tmp string) mutCounts {
+	var c mutCounts
+	os.RemoveAll(tmp)
+	main := filepath.Join(tmp, "pocl-cache", "tempfile.cl")
+	if err := os.MkdirAll(filepath.Dir(main), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(main, []byte(p.text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := clangRun{clang: clang, wd: p.wd, args: deps.SplitOptions(p.options), main: main, strace: strace}
+	files, absent, err := poclDeps(run, tmp)
+	if err != nil {
+		t.Fatalf("%s: clang: %v", p.name, err)
+	}
+	in, err := keyparts.OpenCLScan([]byte(p.text), p.options, keyparts.PoCL)
+	if err != nil {
+		t.Fatalf("%s: %v", p.name, err)
+	}
+	in.WorkDir, in.MainDir = p.wd, filepath.Dir(main)
+	m := &mutRun{t: t, clang: clang, run: run, in: in, warm: deps.NewScanner(nil), tmp: tmp}
+	base, refused := m.key(m.warm)
+	if refused {
+		t.Logf("%s: uncacheable, not mutated", p.name)
+		return c
+	}
+	before, ok := m.preprocess()
+	if !ok {
+		t.Fatalf("%s: clang -E fails", p.name)
+	}
+	_, trace, _ := m.warm.Scan(context.Background(), in)
+	mine := func(f string) bool {
+		return strings.HasPrefix(f, root+"/") || strings.HasPrefix(f, p.wd+"/") || strings.HasPrefix(f, tmp+"/")
+	}
+	for _, f := range files {
+		if f == main || !mine(f) {
+			continue
+		}
+		old, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, edit := range [][]byte{append(slices.Clip(old), "\nint kcache_mutated;\n"...), append([]byte("int kcache_mutated;\n"), old...)} {
+			if err := os.WriteFile(f, edit, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			n := c.edits + c.refused
+			m.check("an edit of "+f, base, before, &c, false)
+			if c.edits+c.refused > n {
+				break
+			}
+		}
+		if err := os.WriteFile(f, old, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	places := slices.Clone(absent)
+	for _, d := range trace {
+		if d.Rule == deps.RuleAbsent {
+			places = append(places, d.Path)
+		}
+	}
+	slices.Sort(places)
+	for _, a := range slices.Compact(places) {
+		if !mine(a) || filepath.Ext(a) == ".pch" || filepath.Ext(a) == ".gch" {
+			continue
+		}
+		if _, err := os.Lstat(a); err == nil {
+			continue
+		}
+		made, err := mkdirs(filepath.Dir(a))
+		if err != nil {
+			continue // under a file: nothing can be created there
+		}
+		if err := os.WriteFile(a, []byte("int kcache_created;\n"), 0o644); err == nil {
+			m.check("creating "+a, base, before, &c, true)
+			os.Remove(a)
+		}
+		for i := len(made) - 1; i >= 0; i-- {
+			os.Remove(made[i])
+		}
+	}
+	if h, _ := m.key(m.warm); !slices.Equal(h, base) {
+		t.Errorf("%s: the key did not come back with the tree", p.name)
+	}
+	return c
+}
+
+// poclDeps is clangRun.deps with PoCL's arguments to the front end: the
+// files clang reads, and the places it probed in vain, absolute.
+func poclDeps(c clangRun, tmp string) (files, absent []string, err error) {
+	depfile := filepath.Join(tmp, "clang.d")
+	trace := filepath.Join(tmp, "strace.txt")
+	argv := []string{c.strace, "-f", "-qq", "-e", "trace=open,openat,stat,lstat,newfstatat,statx,access,faccessat", "-o", trace, c.clang}
+	argv = append(append(append(argv, poclBefore...), c.args...), poclAfter...)
+	argv = append(argv, "-E", "-o", os.DevNull, "-dependency-file", depfile, "-MT", "k", "-w", c.main)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = c.wd
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, nil, fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
+	}
+	rule, err := os.ReadFile(depfile)
+	if err != nil {
+		return nil, nil, err
+	}
+	probed, err := os.ReadFile(trace)
+	if err != nil {
+		return nil, nil, err
+	}
+	abs := func(f string) string {
+		if !filepath.IsAbs(f) {
+			f = c.wd + "/" + f // through links, as the kernel resolves it
+		}
+		return f
+	}
+	for _, f := range makePrereqs(string(rule)) {
+		files = append(files, abs(f))
+	}
+	for _, f := range probes(string(probed)) {
+		absent = append(absent, abs(f))
+	}
+	return files, absent, nil
+}
+
+// mkdirs makes dir and the directories above it that are missing, and
+// returns those it made, outermost first.
+func mkdirs(dir string) ([]string, error) {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		missing = append(missing, d)
+	}
+	slices.Reverse(missing)
+	for _, d := range missing {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return missing, fmt.Errorf("making %s: %w", d, err)
+		}
+	}
+	return missing, nil
+}
