@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -23,7 +24,8 @@ import (
 // key follows. For each program, every file `clang-15 -M` lists (as PoCL
 // compiles) is edited, and a file is created at every place clang probed
 // in vain (an earlier search directory, a __has_include target, PoCL's
-// temporary directory) and every place the key holds as absent; wherever
+// temporary directory) and every place the key holds as absent, and each
+// file clang found that -M does not list is removed; wherever
 // clang's preprocessed output (-E) changes, the key must change too, on a
 // scanner warm from the unchanged tree (a long-lived process) and on a new
 // one, or the scan must refuse the source. A change clang's output does
@@ -52,7 +54,7 @@ type mutTree struct {
 
 // mutCounts sums what the mutations of a tree did.
 type mutCounts struct {
-	edits, creates, unseen, refused int
+	edits, removes, creates, unseen, refused int
 }
 
 func TestMutationRealTrees(t *testing.T) {
@@ -85,11 +87,12 @@ func TestMutationRealTrees(t *testing.T) {
 				c := mutateProgram(t, clang, strace, p, root, filepath.Join(tmp, "run"))
 				sum.edits += c.edits
 				sum.creates += c.creates
+				sum.removes += c.removes
 				sum.unseen += c.unseen
 				sum.refused += c.refused
 			}
-			t.Logf("%s: %d files edited, %d places created, each seen by the key; %d changes clang's output did not show; %d refused",
-				tr.name, sum.edits, sum.creates, sum.unseen, sum.refused)
+			t.Logf("%s: %d files edited, %d removed, %d places created, each seen by the key; %d changes clang's output did not show; %d refused",
+				tr.name, sum.edits, sum.removes, sum.creates, sum.unseen, sum.refused)
 		})
 	}
 }
@@ -115,6 +118,13 @@ func mutTrees(all bool) []mutTree {
 				{"ranlux", "#include <pyopencl-ranluxcl.cl>\n" + kern, wd, inc},
 			}
 			return progs[:min(len(progs), sample(4))]
+		}},
+		// Not a real tree: PoCL's device macros come after the options
+		// (TestPoCLDefinesAfterOptions), and a key that took the option's
+		// -D held big.h where clang reads 1.h.
+		{name: "device-macro", dir: "testdata/devicemacro", programs: func(root, wd string) []mutProgram {
+			const text = "#define S(x) #x\n#define XS(x) S(x)\n#include XS(__ENDIAN_LITTLE__.h)\n__kernel void k(__global int *o) { o[0] = SCALE; }\n"
+			return []mutProgram{{"device-macro", text, wd, "-D__ENDIAN_LITTLE__=big -I " + root}}
 		}},
 		{name: "random123", dir: random123Dir, pkg: "librandom123-dev", programs: func(root, wd string) []mutProgram {
 			inc := "-I " + filepath.Dir(root)
@@ -241,7 +251,7 @@ func (m *mutRun) key(s *deps.Scanner) ([]kcache.Header, bool) {
 
 // check compares the keys after a change with base: a change clang's
 // output shows must change the key of a warm and of a new scanner.
-func (m *mutRun) check(what string, base []kcache.Header, before []byte, c *mutCounts, created bool) {
+func (m *mutRun) check(what string, base []kcache.Header, before []byte, c *mutCounts, seen *int) {
 	after, ok := m.preprocess()
 	if !ok || bytes.Equal(after, before) {
 		c.unseen++
@@ -258,11 +268,7 @@ func (m *mutRun) check(what string, base []kcache.Header, before []byte, c *mutC
 			return
 		}
 	}
-	if created {
-		c.creates++
-	} else {
-		c.edits++
-	}
+	*seen++
 }
 
 // mutateProgram edits each file clang lists for p and creates each place
@@ -278,7 +284,7 @@ func mutateProgram(t *testing.T, clang, strace string, p mutProgram, root, tmp s
 		t.Fatal(err)
 	}
 	run := clangRun{clang: clang, wd: p.wd, args: deps.SplitOptions(p.options), main: main, strace: strace}
-	files, absent, err := poclDeps(run, tmp)
+	files, absent, seen, err := poclDeps(run, tmp)
 	if err != nil {
 		t.Fatalf("%s: clang: %v", p.name, err)
 	}
@@ -314,12 +320,27 @@ func mutateProgram(t *testing.T, clang, strace string, p mutProgram, root, tmp s
 				t.Fatal(err)
 			}
 			n := c.edits + c.refused
-			m.check("an edit of "+f, base, before, &c, false)
+			m.check("an edit of "+f, base, before, &c, &c.edits)
 			if c.edits+c.refused > n {
 				break
 			}
 		}
 		if err := os.WriteFile(f, old, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A file clang found and -M does not list (a __has_include target):
+	// removed, clang's output may change.
+	for _, f := range seen {
+		if fi, err := os.Stat(f); err != nil || !fi.Mode().IsRegular() || !mine(f) || f == main || slices.Contains(files, f) {
+			continue
+		}
+		aside := f + ".kcache-aside"
+		if err := os.Rename(f, aside); err != nil {
+			continue
+		}
+		m.check("removing "+f, base, before, &c, &c.removes)
+		if err := os.Rename(aside, f); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -342,7 +363,7 @@ func mutateProgram(t *testing.T, clang, strace string, p mutProgram, root, tmp s
 			continue // under a file: nothing can be created there
 		}
 		if err := os.WriteFile(a, []byte("int kcache_created;\n"), 0o644); err == nil {
-			m.check("creating "+a, base, before, &c, true)
+			m.check("creating "+a, base, before, &c, &c.creates)
 			os.Remove(a)
 		}
 		for i := len(made) - 1; i >= 0; i-- {
@@ -356,8 +377,9 @@ func mutateProgram(t *testing.T, clang, strace string, p mutProgram, root, tmp s
 }
 
 // poclDeps is clangRun.deps with PoCL's arguments to the front end: the
-// files clang reads, and the places it probed in vain, absolute.
-func poclDeps(c clangRun, tmp string) (files, absent []string, err error) {
+// files clang reads, the places it probed in vain, and those where it
+// found something, absolute.
+func poclDeps(c clangRun, tmp string) (files, absent, seen []string, err error) {
 	depfile := filepath.Join(tmp, "clang.d")
 	trace := filepath.Join(tmp, "strace.txt")
 	argv := []string{c.strace, "-f", "-qq", "-e", "trace=open,openat,stat,lstat,newfstatat,statx,access,faccessat", "-o", trace, c.clang}
@@ -366,15 +388,15 @@ func poclDeps(c clangRun, tmp string) (files, absent []string, err error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = c.wd
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, nil, fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
+		return nil, nil, nil, fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
 	}
 	rule, err := os.ReadFile(depfile)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	probed, err := os.ReadFile(trace)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	abs := func(f string) string {
 		if !filepath.IsAbs(f) {
@@ -388,7 +410,27 @@ func poclDeps(c clangRun, tmp string) (files, absent []string, err error) {
 	for _, f := range probes(string(probed)) {
 		absent = append(absent, abs(f))
 	}
-	return files, absent, nil
+	for _, f := range opened(string(probed)) {
+		seen = append(seen, abs(f))
+	}
+	return files, absent, seen, nil
+}
+
+// openedLine matches a system call of strace's output that found a path:
+// newfstatat(AT_FDCWD, "inc/x.h", {...}, 0) = 0, openat(...) = 3.
+var openedLine = regexp.MustCompile(`^\d+\s+\w+\((?:AT_FDCWD, )?"([^"]*)".*= \d+$`)
+
+// opened returns the paths of strace's output that clang found: a file
+// among them that -M does not list (one a __has_include found) is one
+// whose removal may change what clang compiles.
+func opened(trace string) []string {
+	var out []string
+	for _, line := range strings.Split(trace, "\n") {
+		if m := openedLine.FindStringSubmatch(line); m != nil {
+			out = append(out, m[1])
+		}
+	}
+	return out
 }
 
 // mkdirs makes dir and the directories above it that are missing, and
