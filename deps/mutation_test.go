@@ -32,7 +32,8 @@ import (
 // not show (a file in a skipped branch, a probe clang reads no further)
 // is not asked about. The trees are copies, so the edits stay in the test.
 //
-//	KCACHE_MUT_ALL=1   every program of each tree (default: a few)
+//	KCACHE_MUT_ALL=1     every program of each tree (default: a few)
+//	KCACHE_MUT_HASHCAT=N N hashcat kernels, spread over all of them
 
 // mutProgram is one program of a copied tree.
 type mutProgram struct {
@@ -67,6 +68,14 @@ func TestMutationRealTrees(t *testing.T) {
 		t.Skip("no strace: the places clang probes cannot be listed")
 	}
 	all := os.Getenv("KCACHE_MUT_ALL") == "1"
+	if n := envInt(t, "KCACHE_MUT_HASHCAT", 0); n > 0 {
+		files, _ := filepath.Glob(filepath.Join(hashcatDir, "OpenCL", "m*.cl"))
+		hashcatMutKernels = nil
+		for i := 0; i < n && len(files) > 0; i++ {
+			hashcatMutKernels = append(hashcatMutKernels, filepath.Base(files[i*len(files)/n]))
+		}
+		all = true
+	}
 	for _, tr := range mutTrees(all) {
 		t.Run(tr.name, func(t *testing.T) {
 			if _, err := os.Stat(tr.dir); err != nil && tr.optional {
