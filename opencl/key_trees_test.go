@@ -154,6 +154,12 @@ func TestRealTreeHeaderEditNewProcess(t *testing.T) {
 			env := []string{"KCACHE_TEST_TREE=" + tr.name, "KCACHE_TEST_WD=" + wd, "KCACHE_TEST_DIR=" + dir}
 			runChild(t, "TestRealTreeHeaderEditNewProcess", append(env, "KCACHE_TEST_SCALE=1", "KCACHE_TEST_OUTCOME="+kcache.OutcomeBuilt.String())...)
 			runChild(t, "TestRealTreeHeaderEditNewProcess", append(env, "KCACHE_TEST_SCALE=1", "KCACHE_TEST_OUTCOME="+kcache.OutcomeDisk.String())...)
+			// The first process left dependency records, which a new
+			// process checks by stat instead of scanning the tree: the
+			// edit below must be seen through them.
+			if len(dependencyRecordFiles(dir)) == 0 {
+				t.Fatal("no dependency record: the edit would not be checked through one")
+			}
 			scaleAfter(t, wd, tr, "4.0f")
 			runChild(t, "TestRealTreeHeaderEditNewProcess", append(env, "KCACHE_TEST_SCALE=4", "KCACHE_TEST_OUTCOME="+kcache.OutcomeBuilt.String())...)
 		})
