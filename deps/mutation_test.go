@@ -12,7 +12,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
@@ -27,8 +29,10 @@ import (
 // temporary directory) and every place the key holds as absent, and each
 // file clang found that -M does not list is removed; wherever
 // clang's preprocessed output (-E) changes, the key must change too, on a
-// scanner warm from the unchanged tree (a long-lived process) and on a new
-// one, or the scan must refuse the source. A change clang's output does
+// scanner warm from the unchanged tree (a long-lived process), on a new
+// one, and on a new one given the unchanged tree's dependency record (a
+// new process, which checks the record by stat), or the scan must refuse
+// the source. A change clang's output does
 // not show (a file in a skipped branch, a probe clang reads no further)
 // is not asked about. The trees are copies, so the edits stay in the test.
 //
@@ -56,6 +60,9 @@ type mutTree struct {
 // mutCounts sums what the mutations of a tree did.
 type mutCounts struct {
 	edits, removes, creates, unseen, refused int
+	// recorded counts the changes a new scanner saw through the
+	// dependency record of the tree before the change.
+	recorded int
 }
 
 func TestMutationRealTrees(t *testing.T) {
@@ -97,11 +104,12 @@ func TestMutationRealTrees(t *testing.T) {
 				sum.edits += c.edits
 				sum.creates += c.creates
 				sum.removes += c.removes
+				sum.recorded += c.recorded
 				sum.unseen += c.unseen
 				sum.refused += c.refused
 			}
-			t.Logf("%s: %d files edited, %d removed, %d places created, each seen by the key; %d changes clang's output did not show; %d refused",
-				tr.name, sum.edits, sum.removes, sum.creates, sum.unseen, sum.refused)
+			t.Logf("%s: %d files edited, %d removed, %d places created, each seen by the key (%d of them through a dependency record); %d changes clang's output did not show; %d refused",
+				tr.name, sum.edits, sum.removes, sum.creates, sum.recorded, sum.unseen, sum.refused)
 		})
 	}
 }
@@ -151,7 +159,7 @@ func mutTrees(all bool) []mutTree {
 			},
 			programs: func(root, wd string) []mutProgram {
 				var progs []mutProgram
-				for i, k := range hashcatMutKernels[:min(len(hashcatMutKernels), sample(2))] {
+				for i, k := range hashcatMutKernels[:min(len(hashcatMutKernels), sample(1))] {
 					text, err := os.ReadFile(filepath.Join(root, k))
 					if err != nil {
 						continue
@@ -228,6 +236,51 @@ type mutRun struct {
 	in    deps.Input
 	warm  *deps.Scanner
 	tmp   string
+	// records holds the dependency record of the unchanged tree, which
+	// a new process's scanner checks by stat instead of scanning.
+	records *memRecords
+}
+
+// memRecords is a deps.RecordStore in memory. Loads counts the records
+// found.
+type memRecords struct {
+	mu    sync.Mutex
+	m     map[kcache.Digest][]byte
+	loads int
+}
+
+func (r *memRecords) LoadRecord(_ context.Context, id kcache.Digest) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b, ok := r.m[id]
+	if !ok {
+		return nil, kcache.ErrMiss
+	}
+	r.loads++
+	return slices.Clone(b), nil
+}
+
+func (r *memRecords) StoreRecord(_ context.Context, id kcache.Digest, b []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.m[id] = slices.Clone(b)
+	return nil
+}
+
+// readOnly is a view of r that stores nothing: the scanner of a changed
+// tree must not replace the unchanged tree's record.
+type readOnly struct{ *memRecords }
+
+func (readOnly) StoreRecord(context.Context, kcache.Digest, []byte) error { return nil }
+
+// record stores the dependency record of the tree as it is now, once its
+// files are past the scanner's too-new window (a record holds only
+// settled stats).
+func (m *mutRun) record() {
+	time.Sleep(30 * time.Millisecond)
+	s := deps.NewScanner(nil, deps.WithRecords(m.records))
+	m.key(s)
+	s.WaitRecords(context.Background())
 }
 
 // preprocess returns clang's preprocessed output as PoCL compiles, and
@@ -266,7 +319,8 @@ func (m *mutRun) check(what string, base []kcache.Header, before []byte, c *mutC
 		c.unseen++
 		return
 	}
-	for _, s := range []*deps.Scanner{m.warm, deps.NewScanner(nil)} {
+	loads := m.records.loads
+	for _, s := range []*deps.Scanner{m.warm, deps.NewScanner(nil), deps.NewScanner(nil, deps.WithRecords(readOnly{m.records}))} {
 		h, refused := m.key(s)
 		if refused {
 			c.refused++
@@ -276,6 +330,9 @@ func (m *mutRun) check(what string, base []kcache.Header, before []byte, c *mutC
 			m.t.Errorf("%s: %s changes clang's output, not the key", m.run.main, what)
 			return
 		}
+	}
+	if m.records.loads > loads {
+		c.recorded++
 	}
 	*seen++
 }
@@ -302,7 +359,7 @@ func mutateProgram(t *testing.T, clang, strace string, p mutProgram, root, tmp s
 		t.Fatalf("%s: %v", p.name, err)
 	}
 	in.WorkDir, in.MainDir = p.wd, filepath.Dir(main)
-	m := &mutRun{t: t, clang: clang, run: run, in: in, warm: deps.NewScanner(nil), tmp: tmp}
+	m := &mutRun{t: t, clang: clang, run: run, in: in, warm: deps.NewScanner(nil), tmp: tmp, records: &memRecords{m: map[kcache.Digest][]byte{}}}
 	base, refused := m.key(m.warm)
 	if refused {
 		t.Logf("%s: uncacheable, not mutated", p.name)
@@ -313,6 +370,7 @@ func mutateProgram(t *testing.T, clang, strace string, p mutProgram, root, tmp s
 		t.Fatalf("%s: clang -E fails", p.name)
 	}
 	_, trace, _ := m.warm.Scan(context.Background(), in)
+	m.record()
 	mine := func(f string) bool {
 		return strings.HasPrefix(f, root+"/") || strings.HasPrefix(f, p.wd+"/") || strings.HasPrefix(f, tmp+"/")
 	}
@@ -337,6 +395,7 @@ func mutateProgram(t *testing.T, clang, strace string, p mutProgram, root, tmp s
 		if err := os.WriteFile(f, old, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		m.record()
 	}
 	// A file clang found and -M does not list (a __has_include target):
 	// removed, clang's output may change.
@@ -352,6 +411,7 @@ func mutateProgram(t *testing.T, clang, strace string, p mutProgram, root, tmp s
 		if err := os.Rename(aside, f); err != nil {
 			t.Fatal(err)
 		}
+		m.record()
 	}
 	places := slices.Clone(absent)
 	for _, d := range trace {
@@ -378,6 +438,7 @@ func mutateProgram(t *testing.T, clang, strace string, p mutProgram, root, tmp s
 		for i := len(made) - 1; i >= 0; i-- {
 			os.Remove(made[i])
 		}
+		m.record()
 	}
 	if h, _ := m.key(m.warm); !slices.Equal(h, base) {
 		t.Errorf("%s: the key did not come back with the tree", p.name)
