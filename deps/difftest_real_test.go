@@ -61,6 +61,8 @@ func checkReal(t *testing.T, clang string, kernels []realKernel, within string) 
 					t.Errorf("%s (options %q): %s: %v", k.path, k.options, verdictNames[o.v], o.missed)
 				case rejected:
 					t.Logf("%s: clang rejects it (not counted): %s", k.path, firstLine(o.detail))
+				case refused:
+					t.Logf("%s: uncacheable: %s", k.path, firstLine(o.detail))
 				case scanErr:
 					t.Errorf("%s: scanner error: %s", k.path, o.detail)
 				}

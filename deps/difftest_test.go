@@ -134,10 +134,16 @@ type clangRun struct {
 
 // command returns the clang command line that writes depfile.
 func (c clangRun) command(depfile string) []string {
-	// PoCL 3.1 puts -Dinline= and -I. ahead of the options
-	// (pocl_llvm_build.cc); the scan models both.
+	// PoCL 3.1 puts -Dinline= and -I. ahead of the options, and its
+	// device's macros after them (pocl_llvm_build.cc); the scan models
+	// all three.
 	args := []string{c.clang, "-x", "cl", "-cl-std=CL1.2", "-Dinline=", "-I."}
 	args = append(args, c.args...)
+	for _, a := range poclAfter {
+		if strings.HasPrefix(a, "-D") {
+			args = append(args, a)
+		}
+	}
 	return append(args, "-M", "-MF", depfile, "-Wno-everything", c.main)
 }
 

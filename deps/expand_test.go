@@ -12,7 +12,7 @@ import (
 // name), sorted.
 func expandedNames(opts, text string) ([]string, error) {
 	t := newMacroTable()
-	t.applyOptions(parseArgs(SplitOptions(opts), "/wd", false).macros)
+	t.applyOptions(parseArgs(SplitOptions(opts), "/wd", false).macros, nil)
 	var last directive
 	for _, d := range parseFile([]byte(text), lexMode{tri: TrigraphsOn, onlyC: true}).directives {
 		switch d.kind {

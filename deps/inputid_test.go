@@ -46,7 +46,7 @@ func writePerFieldID(in Input, wd string) kcache.Digest {
 	list(in.CompilerMacros)
 	var flags uint
 	count(int(in.Trigraphs))
-	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate, in.VerifiesPredefines, in.PrivateDir != "", in.LexesC} {
+	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate, in.VerifiesPredefines, in.PrivateDir != "", in.LexesC, in.PredefinesAfterOptions} {
 		if f {
 			flags |= 1 << i
 		}

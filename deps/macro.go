@@ -383,12 +383,20 @@ func (t *macroTable) version(name string) int {
 }
 
 // applyOptions applies -D and -U options in order. Options are not
-// branches: a later one replaces an earlier one exactly.
-func (t *macroTable) applyOptions(opts []optMacro) {
+// branches: a later one replaces an earlier one exactly. An option for a
+// name overridden says (one the compiler may define after the options)
+// decides nothing: the name is left as the compiler's, and the option's
+// definition is returned, for what it lends a hidden _Pragma.
+func (t *macroTable) applyOptions(opts []optMacro, overridden func(name string) bool) (skipped []*macro) {
 	for _, o := range opts {
 		name, value, hasValue := strings.Cut(o.text, "=")
 		if !o.define {
-			t.defs[strings.TrimSpace(name)] = &candidates{undef: true, at: []int{0}, option: true}
+			name = strings.TrimSpace(name)
+			if overridden != nil && overridden(name) {
+				delete(t.defs, name)
+				continue
+			}
+			t.defs[name] = &candidates{undef: true, at: []int{0}, option: true}
 			continue
 		}
 		if !hasValue {
@@ -398,8 +406,14 @@ func (t *macroTable) applyOptions(opts []optMacro) {
 		if m == nil {
 			continue // the compiler rejects it too
 		}
+		if overridden != nil && overridden(m.name) {
+			delete(t.defs, m.name)
+			skipped = append(skipped, m)
+			continue
+		}
 		t.defs[m.name] = &candidates{defs: []*macro{m}, at: []int{0}, option: true}
 	}
+	return skipped
 }
 
 // options returns the candidates of name: its definitions, plus nil for

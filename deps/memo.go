@@ -339,7 +339,7 @@ func appendList(b []byte, l []string) []byte {
 // inputFlags packs in's booleans, one bit each.
 func inputFlags(in Input) uint {
 	var flags uint
-	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate, in.VerifiesPredefines, in.PrivateDir != "", in.LexesC} {
+	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate, in.VerifiesPredefines, in.PrivateDir != "", in.LexesC, in.PredefinesAfterOptions} {
 		if f {
 			flags |= 1 << i
 		}
@@ -356,6 +356,7 @@ func sameInput(a, b Input) bool {
 		a.Trigraphs == b.Trigraphs && a.SearchWorkDir == b.SearchWorkDir &&
 		a.CompleteSearchPath == b.CompleteSearchPath && a.EveryCandidate == b.EveryCandidate &&
 		a.VerifiesPredefines == b.VerifiesPredefines && a.LexesC == b.LexesC &&
+		a.PredefinesAfterOptions == b.PredefinesAfterOptions &&
 		slices.Equal(a.Args, b.Args) && slices.Equal(a.Depends, b.Depends) &&
 		slices.Equal(a.Builtins, b.Builtins) && slices.Equal(a.SystemDirs, b.SystemDirs) &&
 		slices.Equal(a.CompilerHeaders, b.CompilerHeaders) && slices.Equal(a.CompilerMacros, b.CompilerMacros)

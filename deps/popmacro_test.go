@@ -29,6 +29,7 @@ func TestPopMacroAsClang(t *testing.T) {
 		// No text names _Pragma or pop_macro: both are pasted from pieces,
 		// the pragma's string stringized through XS.
 		{"pasted", xs + cat + "#pragma push_macro(\"H\")\n#define H b\nCAT(_Pra, gma)(XS(CAT(pop_, macro)(\"H\")))\n#include XS(H.h)\n"},
+		{"pasted with digraphs", "%:define S(x) %:x\n%:define XS(x) S(x)\n%:define CAT(a, b) a %:%: b\n#pragma push_macro(\"H\")\n#define H b\nCAT(_Pra, gma)(XS(CAT(pop_, macro)(\"H\")))\n#include XS(H.h)\n"},
 		{"pasted in headers", "#include \"cat.h\"\n#pragma push_macro(\"H\")\n#define H b\n#include \"xs.h\"\nPRAGMA(CAT(pop_, macro)(\"H\"))\n#include XS(H.h)\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -96,7 +96,13 @@ func newScan(ctx context.Context, s *Scanner, in Input, wd string) *scan {
 }
 
 func (sc *scan) run() error {
-	sc.table.applyOptions(sc.inv.macros)
+	var overridden func(string) bool
+	if sc.in.PredefinesAfterOptions {
+		overridden = sc.predefinable
+	}
+	for _, m := range sc.table.applyOptions(sc.inv.macros, overridden) {
+		sc.operators(m.restoreOperators())
+	}
 	sc.optionOperators()
 	sc.table.consulted = sc.consult
 	mainDir := ""

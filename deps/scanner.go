@@ -191,6 +191,14 @@ type Input struct {
 	// "undefined". They are not dependencies: the compiler's identity
 	// in the key stands for them. Missing files are ignored.
 	Builtins []string
+	// PredefinesAfterOptions says the compiler defines its own macros
+	// after the options (PoCL 3.1 appends its device's -D list:
+	// __ENDIAN_LITTLE__, __OPENCL_VERSION__, cl_khr_fp64, ...), so that a
+	// -D or -U of the options for a name it may predefine (see
+	// CompilerMacros) does not decide that name: the later definition
+	// wins. Such a name keeps the compiler's value, which a computed
+	// include cannot know.
+	PredefinesAfterOptions bool
 	// VerifiesPredefines says the caller checks, before it stores a
 	// build, that the compiler predefines none of the names the trace
 	// lists under RuleNotPredefined (the cuda package asks NVRTC, with

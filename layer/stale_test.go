@@ -28,21 +28,29 @@ func TestStaleThroughLayer(t *testing.T) {
 		// want, when set, is the output through the layer after the
 		// change, where a run without the layer differs for a good reason.
 		want string
+		// options are the program's build options.
+		options string
 	}{
 		{"same name in two directories", map[string]string{
 			"a/x.h": "#include \"c.h\"\n", "a/c.h": "#define A 1\n",
 			"b/y.h": "#include \"c.h\"\n", "b/c.h": "#define B 2\n",
 		}, "#include \"a/x.h\"\n#include \"b/y.h\"\n#ifndef A\n#define A 5\n#endif\n#ifndef B\n#define B 7\n#endif\n#define SCALE (A * 10 + B)\n",
-			map[string]string{"a/c.h": "#define B 2\n", "b/c.h": "#define A 1\n"}, ""},
-		{"lone CR", map[string]string{"scale.h": "#define SCALE 1\n"}, "// hidden\r#include \"scale.h\"\r", map[string]string{"scale.h": "#define SCALE 2\n"}, ""},
-		{"trigraph", map[string]string{"scale.h": "#define SCALE 1\n"}, "??=include \"scale.h\"\n", map[string]string{"scale.h": "#define SCALE 3\n"}, ""},
-		{"byte order mark", map[string]string{"scale.h": "#define SCALE 1\n"}, "\xEF\xBB\xBF#include \"scale.h\"\n", map[string]string{"scale.h": "#define SCALE 4\n"}, ""},
+			map[string]string{"a/c.h": "#define B 2\n", "b/c.h": "#define A 1\n"}, "", ""},
+		{"lone CR", map[string]string{"scale.h": "#define SCALE 1\n"}, "// hidden\r#include \"scale.h\"\r", map[string]string{"scale.h": "#define SCALE 2\n"}, "", ""},
+		{"trigraph", map[string]string{"scale.h": "#define SCALE 1\n"}, "??=include \"scale.h\"\n", map[string]string{"scale.h": "#define SCALE 3\n"}, "", ""},
+		{"byte order mark", map[string]string{"scale.h": "#define SCALE 1\n"}, "\xEF\xBB\xBF#include \"scale.h\"\n", map[string]string{"scale.h": "#define SCALE 4\n"}, "", ""},
 		// With PoCL's cache off the layer gives PoCL a private, empty
 		// directory of its own, so a header in the application's
 		// POCL_CACHE_DIR is not what PoCL reads through the layer (it is
 		// without it): the edit beside the kernel must be.
 		{"PoCL's temporary directory", map[string]string{"scale.h": "#define SCALE 1\n"}, "#include \"scale.h\"\n",
-			map[string]string{"@pocl/scale.h": "#define SCALE 6\n", "scale.h": "#define SCALE 2\n"}, "scale 2.0"},
+			map[string]string{"@pocl/scale.h": "#define SCALE 6\n", "scale.h": "#define SCALE 2\n"}, "scale 2.0", ""},
+		// PoCL gives clang its device's macros after the options: its
+		// -D__ENDIAN_LITTLE__=1 replaces the option's, and clang reads
+		// 1.h, which the key must follow (pyopencl was served SCALE 1
+		// after 1.h said 5).
+		{"PoCL's device macro after the options", map[string]string{"1.h": "#define SCALE 1\n", "big.h": "#define SCALE 9\n"},
+			"#define S(x) #x\n#define XS(x) S(x)\n#include XS(__ENDIAN_LITTLE__.h)\n", map[string]string{"1.h": "#define SCALE 5\n"}, "", "-D__ENDIAN_LITTLE__=big"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -60,13 +68,13 @@ func TestStaleThroughLayer(t *testing.T) {
 			}
 			write(c.files)
 			writeFile(t, filepath.Join(dir, "k.cl"), c.source+scaleKernel)
-			runScale(t, host, dir, pocl, cache) // stores the entry
+			runScaleWith(t, host, dir, pocl, cache, c.options) // stores the entry
 			write(c.change)
 			want := c.want
 			if want == "" {
-				want = runScale(t, host, dir, pocl, "")
+				want = runScaleWith(t, host, dir, pocl, "", c.options)
 			}
-			if got := runScale(t, host, dir, pocl, cache); got != want {
+			if got := runScaleWith(t, host, dir, pocl, cache, c.options); got != want {
 				t.Errorf("through the layer %q, without it %q: a stale binary", got, want)
 			}
 		})
@@ -91,7 +99,13 @@ func buildScaleHost(t *testing.T) string {
 // returns its output.
 func runScale(t *testing.T, host, dir, pocl, cache string, extra ...string) string {
 	t.Helper()
-	cmd := exec.Command(host, "k.cl")
+	return runScaleWith(t, host, dir, pocl, cache, "", extra...)
+}
+
+// runScaleWith is runScale with the program's build options.
+func runScaleWith(t *testing.T, host, dir, pocl, cache, options string, extra ...string) string {
+	t.Helper()
+	cmd := exec.Command(host, "k.cl", options)
 	cmd.Dir = dir
 	cmd.Env = append(append(env(t, cache), "POCL_CACHE_DIR="+pocl), extra...)
 	out, err := cmd.CombinedOutput()

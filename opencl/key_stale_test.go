@@ -235,3 +235,22 @@ func inChild(t *testing.T, env ...string) bool {
 	}
 	return false
 }
+
+// TestStalePoCLDeviceMacroOption: PoCL gives clang its device's macros
+// after the program's options, so -D__ENDIAN_LITTLE__=big is replaced by
+// PoCL's -D__ENDIAN_LITTLE__=1 and #include XS(__ENDIAN_LITTLE__.h) reads
+// 1.h. A key that took the option's value held big.h: a new process after
+// an edit of 1.h was served the binary of the old 1.h.
+func TestStalePoCLDeviceMacroOption(t *testing.T) {
+	wd := t.TempDir()
+	t.Chdir(wd)
+	writeFile(t, filepath.Join(wd, "1.h"), "#define SCALE 1.0f\n", time.Hour)
+	writeFile(t, filepath.Join(wd, "big.h"), "#define SCALE 9.0f\n", time.Hour)
+	src := Source{Code: saxpyWith("#define S(x) #x\n#define XS(x) S(x)\n#include XS(__ENDIAN_LITTLE__.h)"), Options: "-D__ENDIAN_LITTLE__=big"}
+	cache := t.TempDir()
+	first := newTierSet(t, cache)
+	first.saxpy(t, first.program(t, src), 1)
+	writeFile(t, filepath.Join(wd, "1.h"), "#define SCALE 5.0f\n", time.Minute)
+	second := newTierSet(t, cache)
+	second.saxpy(t, second.program(t, src), 5)
+}

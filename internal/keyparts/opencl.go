@@ -225,6 +225,10 @@ func OpenCLScan(src []byte, options, platform string) (deps.Input, error) {
 		in.MainDir = PoCLTempDir(os.LookupEnv)
 		in.Trigraphs = deps.TrigraphsOn
 		in.LexesC = true // PoCL rejects -cl-std=CLC++: OpenCL C only
+		// PoCL gives clang its device's macros after the options
+		// (-D__OPENCL_VERSION__=300 -Dcl_khr_fp64=1 ...), which
+		// replace an option's -D of the same name.
+		in.PredefinesAfterOptions = true
 	}
 	return in, nil
 }
@@ -296,7 +300,8 @@ var clangLongerOptions = []string{"-include-pch", "-isystem-after", "-I-"}
 // for undefined: inline, defined empty on every build, so that
 // #include XS(inline.h) opens ".h". Its other macros are reserved names
 // or start with cl_, CL_ or POCL_, which the scan already treats as the
-// compiler's; a later -D of the options replaces one, as in clang.
+// compiler's; those it puts after the options (its device's list) replace
+// an option's -D of the same name (deps.Input.PredefinesAfterOptions).
 var poclDefines = []string{"-Dinline="}
 
 // WithPrivateDir returns in with dir, a PoCL directory of the process's
