@@ -186,7 +186,7 @@ func (s *Store) CountEvictions(ctx context.Context, entries int, bytes int64) er
 // damaged one is an error naming the file (ZeroCounters starts it afresh).
 func (s *Store) Counters(ctx context.Context) (Counters, error) {
 	var c Counters
-	data, err := os.ReadFile(filepath.Join(s.root, countersName))
+	data, err := readSmallFile(filepath.Join(s.root, countersName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}

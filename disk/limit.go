@@ -31,7 +31,7 @@ const storedMaxSizeCheck = time.Minute
 // StoredMaxSize returns the limit kept in the cache's root, and whether
 // there is one.
 func (s *Store) StoredMaxSize() (int64, bool) {
-	b, err := os.ReadFile(filepath.Join(s.root, maxSizeName))
+	b, err := readSmallFile(filepath.Join(s.root, maxSizeName))
 	if err != nil {
 		return 0, false
 	}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -103,7 +104,7 @@ func (s *Store) lockLeaf(ctx context.Context, leaf string, create bool, wait tim
 	if create {
 		mkdir = leaf
 	}
-	f, err := s.lockPath(ctx, leaf, os.Open, mkdir, wait)
+	f, err := s.lockPath(ctx, leaf, openDir, mkdir, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +115,13 @@ func (s *Store) lockLeaf(ctx context.Context, leaf string, create bool, wait tim
 // creating it if needed.
 func (s *Store) lockFile(ctx context.Context, name string, wait time.Duration) (*os.File, error) {
 	return s.lockPath(ctx, s.dir+"/"+name, s.openLockFile, "", wait)
+}
+
+// openDir opens the directory at path. O_DIRECTORY refuses anything else
+// before it is opened: a FIFO planted where a leaf goes would otherwise
+// keep the open waiting for a writer.
+func openDir(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 }
 
 // closer returns a function that closes f once; closing drops its flock.

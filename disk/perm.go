@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // modes are the permissions of what a store creates. A private cache is
@@ -45,8 +46,10 @@ func (m modes) fix(f *os.File) error {
 }
 
 // openFile opens path with flags, creating it with the store's file mode.
+// It never blocks: a journal opened for appending where someone planted a
+// FIFO would otherwise wait for a reader for ever (readFlags).
 func (m modes) openFile(path string, flags int) (*os.File, error) {
-	f, err := os.OpenFile(path, flags, m.file)
+	f, err := os.OpenFile(path, flags|syscall.O_NONBLOCK, m.file)
 	if err != nil {
 		return nil, err
 	}

@@ -516,6 +516,18 @@ func readFile(path string, limit int64) ([]byte, time.Time, error) {
 	return readFD(fd, path, limit)
 }
 
+// smallFileLimit bounds the small files of the cache's root and version
+// directory a store reads whole (max-size, trim.txt, counters.txt): a
+// counter line per name, far below it.
+const smallFileLimit = 1 << 20
+
+// readSmallFile reads one of those files (readFile, so that a FIFO or a
+// device planted there is refused, not waited on or read without end).
+func readSmallFile(path string) ([]byte, error) {
+	b, _, err := readFile(path, smallFileLimit)
+	return b, err
+}
+
 // readFD is readFile's read of the open file fd.
 func readFD(fd int, path string, limit int64) ([]byte, time.Time, error) {
 	var st unix.Stat_t
@@ -548,16 +560,22 @@ func readFull(fd int, path string, b []byte) error {
 	return nil
 }
 
+// readFlags open a file of the cache for reading. O_NONBLOCK makes the
+// open of a FIFO planted where a file goes return at once, where it would
+// wait for a writer for ever; its reads then find nothing, which is a
+// miss. It changes nothing for a regular file.
+const readFlags = unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK
+
 // openReadZ opens the file whose NUL-terminated path is pz, relative to
-// the directory open at dirfd (or unix.AT_FDCWD), for reading: unix.Openat,
-// less the copy of a path string it makes to terminate it.
+// the directory open at dirfd (or unix.AT_FDCWD), for reading (readFlags):
+// unix.Openat, less the copy of a path string it makes to terminate it.
 func openReadZ(dirfd int, pz []byte) (int, error) {
 	if len(pz) == 0 || pz[len(pz)-1] != 0 || bytes.IndexByte(pz[:len(pz)-1], 0) >= 0 {
 		return -1, unix.EINVAL
 	}
 	for {
 		fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(&pz[0])),
-			uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
+			uintptr(readFlags), 0, 0, 0)
 		switch errno {
 		case 0:
 			return int(fd), nil
@@ -569,9 +587,10 @@ func openReadZ(dirfd int, pz []byte) (int, error) {
 	}
 }
 
+// openRead opens the file at path for reading (readFlags).
 func openRead(path string) (int, error) {
 	for {
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open(path, readFlags, 0)
 		if err != unix.EINTR {
 			return fd, err
 		}

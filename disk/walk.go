@@ -197,7 +197,8 @@ func readEntry(path string, whole bool) (entryFile, error) {
 // readHead reads at most limit bytes from the start of the regular file at
 // path, and returns them with the file's size.
 func readHead(path string, limit int64) ([]byte, int64, error) {
-	f, err := os.Open(path)
+	// Not blocking: a FIFO's open would wait for a writer (readFlags).
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -1,0 +1,100 @@
+package disk
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kcache/kcache"
+)
+
+// hangLimit is how long returns waits before it calls an operation hung.
+// It measures no speed: every operation here returns in microseconds, and
+// one blocked in open(2) on a FIFO never returns at all.
+const hangLimit = 30 * time.Second
+
+// returns fails t if f does not return: a FIFO planted in the cache must
+// never keep a lookup, a write or a pass waiting for a writer.
+func returns(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(hangLimit):
+		t.Fatalf("%s never returned: blocked on a FIFO", what)
+	}
+}
+
+// TestPlantedFIFOs plants a FIFO where each file of the cache goes (a
+// record, a version 1 binary, a leaf directory, a journal, a journal's
+// temporary file, the size limit, the counters, the maintenance stamp)
+// and runs what a process and the commands do: every one returns, the
+// FIFO reads as a miss or as damage, and a Put replaces it. Before, open(2)
+// waited for a writer for ever: Get, Put, Walk and Verify on a record,
+// Open on max-size, Delete and every step on a leaf.
+func TestPlantedFIFOs(t *testing.T) {
+	places := map[string]func(s *Store) string{
+		"record":           func(s *Store) string { return srcPath(s.leafDir(s.digests(testKey(1))), 0) },
+		"version 1 binary": func(s *Store) string { return binPath(s.leafDir(s.digests(testKey(2))), 0) },
+		"leaf":             func(s *Store) string { return s.leafDir(s.digests(testKey(1))) },
+		"journal":          func(s *Store) string { return s.journalPath(shardOf(s, 1)) },
+		"journal temp":     func(s *Store) string { return s.shardsDir() + "/" + tempPrefix + "planted" },
+		"max-size":         func(s *Store) string { return filepath.Join(s.root, maxSizeName) },
+		"counters":         func(s *Store) string { return filepath.Join(s.root, countersName) },
+		"trim stamp":       func(s *Store) string { return s.dir + "/" + trimName },
+	}
+	for name, place := range places {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := openTest(t, Options{MaxSize: 1 << 20})
+			mustPut(t, s, 0, 1000)
+			putLegacy(t, s, 2, 1000)
+			settle(t, s)
+			p := place(s)
+			if err := os.RemoveAll(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			old := time.Now().Add(-time.Hour) // a killed step's temporary file, to the pass
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+			returns(t, "Open", func() {
+				if _, err := Open(Options{Dir: s.root}); err != nil {
+					t.Errorf("Open: %v", err)
+				}
+			})
+			returns(t, "Get", func() { isHit(t, s, 1, 1000); isHit(t, s, 2, 1000) })
+			returns(t, "Walk", func() { s.Walk(ctx, func(Info) error { return nil }) })
+			returns(t, "Verify", func() { s.Verify(ctx, false) })
+			returns(t, "Counters", func() { s.Counters(ctx); s.AddCounters(ctx, Counters{DiskHits: 1}) })
+			returns(t, "Delete", func() { s.Delete(ctx, testKey(1)) })
+			returns(t, "Put", func() { s.Put(ctx, testKey(1), kcache.Entry{Binary: testBinary(1, 1000)}) })
+			returns(t, "the maintenance pass", func() { s.recount(ctx) })
+			returns(t, "Verify with repair", func() { s.Verify(ctx, true) })
+			if name == "leaf" {
+				// Something not a directory where a leaf goes keeps its key
+				// a miss, as a stray file there does (TestEvictionSkipsUnreadable).
+				returns(t, "Put over the leaf", func() { s.Put(ctx, testKey(1), kcache.Entry{Binary: testBinary(1, 1000)}) })
+				isHit(t, s, 1, 1000)
+				os.Remove(p)
+			}
+			returns(t, "Put again", func() { mustPut(t, s, 1, 1000); mustPut(t, s, 2, 1000) })
+			checkGet(t, s, 1, 1000)
+			checkGet(t, s, 2, 1000)
+			returns(t, "Prune", func() { s.Prune(ctx, PruneOptions{MaxSize: 1}) })
+			returns(t, "Clear", func() { s.Clear(ctx) })
+			mustPut(t, s, 1, 1000)
+			checkGet(t, s, 1, 1000)
+		})
+	}
+}
