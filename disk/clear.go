@@ -24,7 +24,7 @@ func (s *Store) Clear(ctx context.Context) error {
 	if err := s.wait(ctx); err != nil {
 		return fmt.Errorf("disk: clear: %w", err)
 	}
-	names, err := readNames(s.root)
+	names, err := readRootNames(s.root)
 	if err != nil {
 		return fmt.Errorf("disk: clear: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -95,6 +96,87 @@ func TestPlantedFIFOs(t *testing.T) {
 			returns(t, "Clear", func() { s.Clear(ctx) })
 			mustPut(t, s, 1, 1000)
 			checkGet(t, s, 1, 1000)
+		})
+	}
+}
+
+// names returns the paths under dir and their sizes: what a pass that
+// followed a link out of its cache would have removed.
+func names(t *testing.T, dir string) map[string]int64 {
+	t.Helper()
+	m := map[string]int64{}
+	for p, st := range snapshot(t, dir) {
+		m[p] = st.size
+		if st.mode.IsDir() {
+			m[p] = -1
+		}
+	}
+	return m
+}
+
+// TestPlantedSymlinks replaces each directory level of an entry's path
+// with a symbolic link to the same level of another cache, which holds an
+// entry last used long ago, a write in progress (a temporary file), a
+// binary without its record and a build lock; then runs every pass and
+// command of this cache over it. None may remove or create anything there.
+// Before, the maintenance pass followed the link and removed the other
+// cache's temporary file, binary and build lock as a dead writer's, and
+// aged its entry out (the same for any directory the link named).
+func TestPlantedSymlinks(t *testing.T) {
+	for level := deviceLevel; level < levels; level++ {
+		t.Run(strconv.Itoa(level), func(t *testing.T) {
+			ctx := context.Background()
+			s := openTest(t, Options{})
+			other := openTest(t, Options{})
+			mustPut(t, s, 0, 1000)
+			mustPut(t, s, 1, 1000)
+			mustPut(t, other, 1, 1000)
+			settle(t, s)
+			settle(t, other)
+			theirs := other.leafDir(other.digests(testKey(1)))
+			writeRaw(t, theirs+"/"+tempPrefix+"inflight", []byte("a write in progress"))
+			writeRaw(t, binPath(theirs, 3), []byte("a binary whose record comes next"))
+			writeRaw(t, theirs+"/"+lockName, nil)
+			old := time.Now().Add(-30 * 24 * time.Hour)
+			if err := os.Chtimes(srcPath(theirs, 0), old, old); err != nil {
+				t.Fatal(err)
+			}
+			mine := s.leafDir(s.digests(testKey(1)))
+			for range levels - 1 - level {
+				mine, theirs = filepath.Dir(mine), filepath.Dir(theirs)
+			}
+			if err := os.RemoveAll(mine); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(theirs, mine); err != nil {
+				t.Fatal(err)
+			}
+			before := names(t, other.root)
+			s.Get(ctx, testKey(1)) // a read through the link is checked as any
+			unlock, _ := s.Lock(ctx, testKey(1))
+			unlock()
+			s.Put(ctx, testKey(1), kcache.Entry{Binary: testBinary(1, 1000)})
+			s.Put(ctx, testKey(2), kcache.Entry{Binary: testBinary(2, 1000)})
+			s.Delete(ctx, testKey(1))
+			if err := s.recount(ctx); err != nil {
+				t.Fatal(err)
+			}
+			s.fullPass(ctx, passOptions{cutoff: time.Now().Add(-24 * time.Hour), wait: true})
+			s.Verify(ctx, true)
+			s.Prune(ctx, PruneOptions{OlderThan: time.Hour, MaxSize: 1})
+			s.Clear(ctx)
+			after := names(t, other.root)
+			for p, n := range before {
+				if m, ok := after[p]; !ok || m != n {
+					t.Errorf("the other cache's %s: was %d bytes, now %d (present %v)", p, n, m, ok)
+				}
+			}
+			for p := range after {
+				if _, ok := before[p]; !ok {
+					t.Errorf("the other cache gained %s", p)
+				}
+			}
+			checkGet(t, other, 1, 1000)
 		})
 	}
 }

@@ -316,7 +316,7 @@ func (s *Store) initTotals() {
 // emptyTree reports whether the version directory holds no entry's
 // directory.
 func (s *Store) emptyTree() bool {
-	names, err := readNames(s.dir)
+	names, err := readRootNames(s.dir)
 	if err != nil {
 		return false
 	}

@@ -346,7 +346,11 @@ func descend(ctx context.Context, dir string, level, depth int, sk *skipped, fn 
 	if depth == 0 {
 		return fn(dir)
 	}
-	names, err := readNames(dir)
+	list := readNames
+	if top {
+		list = readRootNames
+	}
+	names, err := list(dir)
 	if err != nil {
 		if top && !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -371,12 +375,28 @@ func descend(ctx context.Context, dir string, level, depth int, sk *skipped, fn 
 // direntBufs holds buffers for readNames.
 var direntBufs = sync.Pool{New: func() any { return new([8192]byte) }}
 
-// readNames returns the names in dir, sorted. It reads the directory with
-// bare system calls: os.Open would also register the descriptor with the
-// network poller and a finalizer, a quarter more work per directory in a
-// pass that lists hundreds of thousands.
+// readNames returns the names in dir, a directory of the tree below the
+// version directory, sorted. A symbolic link at dir is refused (ELOOP):
+// the store makes none there, and a pass that followed one planted in the
+// layout would remove what it finds in the directory it names, outside
+// the cache (see checkTree). It reads the directory with bare system
+// calls: os.Open would also register the descriptor with the network
+// poller and a finalizer, a quarter more work per directory in a pass that
+// lists hundreds of thousands.
 func readNames(dir string) ([]string, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	return readNamesFlags(dir, unix.O_NOFOLLOW)
+}
+
+// readRootNames is readNames for the cache's root and version directory,
+// which a symbolic link may name: a cache moved to another disk is often
+// linked into place.
+func readRootNames(dir string) ([]string, error) {
+	return readNamesFlags(dir, 0)
+}
+
+// readNamesFlags is readNames, opening dir with the extra flags.
+func readNamesFlags(dir string, flags int) ([]string, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|flags, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
