@@ -17,7 +17,12 @@ import (
 // process compute a key without reading headers (kcache.IsDependencyRecord).
 // Such entries are neither listed nor counted.
 func internal(in *disk.Info) bool {
-	return in.Key != nil && (in.Key.Image.Format == opencl.FormatRebuildClaim || kcache.IsDependencyRecord(in.Key))
+	return in.Key != nil && internalKey(in.Key)
+}
+
+// internalKey reports whether k is the key of such an entry.
+func internalKey(k *kcache.Key) bool {
+	return k.Image.Format == opencl.FormatRebuildClaim || kcache.IsDependencyRecord(k)
 }
 
 // walkEntries calls fn, one call at a time, for every sound entry of st
