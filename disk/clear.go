@@ -40,6 +40,7 @@ func (s *Store) Clear(ctx context.Context) error {
 				errs = append(errs, err)
 				continue
 			}
+			s.at("clear:renamed")
 			p = trash
 		} else if !strings.HasPrefix(name, trashPrefix) {
 			continue

@@ -224,7 +224,7 @@ func (s *Store) updateCounters(ctx context.Context, update func(*Counters)) erro
 	}
 	update(&c)
 	data := c.encode()
-	if err := s.modes.writeFile(s.root, filepath.Join(s.root, countersName), data, false, time.Time{}); err != nil {
+	if err := s.modes.writeFile(s.root, filepath.Join(s.root, countersName), data, false, time.Time{}, nil); err != nil {
 		return fmt.Errorf("disk: counters: %w", err)
 	}
 	return nil

@@ -1,10 +1,13 @@
 package disk
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -177,6 +180,119 @@ func TestPlantedSymlinks(t *testing.T) {
 				}
 			}
 			checkGet(t, other, 1, 1000)
+		})
+	}
+}
+
+// killPoints are the steps of a write at which TestKilledAtEveryStep kills
+// its writer: in a Put, after the leaf's lock, the slot's choice, the
+// count, and the entry's file written but not renamed; in an eviction
+// step, after the journals are read, the victims chosen, the journal's
+// new content written but not renamed, and the journal renamed before the
+// total is set; in a removal, between the record and the binary of an
+// entry of version 1; in a Clear, between the rename aside and the
+// removal.
+var killPoints = []string{
+	"put:locked", "put:slot", "put:counted", "put:staged",
+	"listing", "evicting", "counting", "swap:staged", "swapped",
+	"remove:uncommitted", "clear:renamed",
+}
+
+// helperKillAt stores entries in KCACHE_DISK_DIR past its size limit,
+// then recounts, deletes and clears, and at the first arrival at the point
+// KCACHE_DISK_AT writes "at <point>" and stops for the parent's SIGKILL.
+func helperKillAt() error {
+	ctx := context.Background()
+	s, err := Open(Options{Dir: os.Getenv("KCACHE_DISK_DIR"), MaxSize: 20 * 1200})
+	if err != nil {
+		return err
+	}
+	point := os.Getenv("KCACHE_DISK_AT")
+	var once sync.Once
+	s.hook = func(p string) {
+		if p == point {
+			once.Do(func() { fmt.Printf("at %s\n", p) })
+			select {} // until killed
+		}
+	}
+	for i := range 40 {
+		s.Put(ctx, testKey(100+i), kcache.Entry{Binary: testBinary(100+i, 1000)})
+	}
+	s.recount(ctx)
+	for i := range 4 {
+		s.Delete(ctx, testKey(i))
+	}
+	s.Clear(ctx)
+	select {} // the point may be a background step's
+}
+
+// TestKilledAtEveryStep SIGKILLs a writer at each step of a Put, of an
+// eviction step, of a journal's swap, of a removal and of a Clear (a hook
+// stops it there; no sleep decides where), then checks what a later
+// process sees: every lookup is the entry stored or a miss, nothing is
+// damaged, the totals come right after one pass, and the keys store and
+// hit again.
+func TestKilledAtEveryStep(t *testing.T) {
+	for _, point := range killPoints {
+		t.Run(point, func(t *testing.T) {
+			ctx := context.Background()
+			cache := filepath.Join(t.TempDir(), "cache")
+			s := openTest(t, Options{Dir: cache})
+			for i := range 4 {
+				putLegacy(t, s, i, 1000) // removals of version 1 have two steps
+			}
+			for i := 4; i < 8; i++ {
+				mustPut(t, s, i, 1000)
+			}
+			if err := s.recount(ctx); err != nil {
+				t.Fatal(err)
+			}
+			cmd := helper(os.Args[0], "killat", "KCACHE_DISK_DIR="+cache, "KCACHE_DISK_AT="+point, noExitSleep)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			line, err := bufio.NewReader(out).ReadString('\n')
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			if line != "at "+point+"\n" {
+				t.Fatalf("the writer never reached %s: %q, %v", point, line, err)
+			}
+			s = openTest(t, Options{Dir: cache, LockTimeout: 5 * time.Second})
+			r, err := s.Verify(ctx, false)
+			if err != nil || r.Damaged != 0 {
+				t.Fatalf("Verify after a kill at %s = %+v, %v", point, r, err)
+			}
+			for i := range 8 {
+				isHit(t, s, i, 1000)
+			}
+			for i := 100; i < 140; i++ {
+				isHit(t, s, i, 1000)
+			}
+			if err := s.recount(ctx); err != nil {
+				t.Fatal(err)
+			}
+			_, total := walkSum(t, s)
+			if size, err := s.Size(ctx); err != nil || size != total {
+				t.Fatalf("after a kill at %s and a pass: size file %d (%v), entries hold %d", point, size, err, total)
+			}
+			if r, err := s.Verify(ctx, true); err != nil || r.Damaged != 0 {
+				t.Fatalf("Verify --repair = %+v, %v", r, err)
+			}
+			for i := range 8 {
+				mustPut(t, s, i, 1000)
+				checkGet(t, s, i, 1000)
+			}
+			for _, name := range []string{shardsName + "/" + shardSizeName, evictName} {
+				f, err := s.lockFile(ctx, name, 0)
+				if err != nil {
+					t.Fatalf("%s still locked after the kill: %v", name, err)
+				}
+				f.Close()
+			}
 		})
 	}
 }

@@ -53,7 +53,7 @@ func (s *Store) SetMaxSize(ctx context.Context, n int64) error {
 			err = nil
 		}
 	default:
-		err = s.modes.writeFile(s.root, path, formatDecimal(n), false, time.Time{})
+		err = s.modes.writeFile(s.root, path, formatDecimal(n), false, time.Time{}, nil)
 	}
 	if err != nil {
 		return fmt.Errorf("disk: storing the size limit: %w", err)

@@ -47,6 +47,7 @@ func TestHelperProcess(t *testing.T) {
 		"oneput":   helperOnePut,
 		"holdsize": helperHoldSize,
 		"step":     helperStep,
+		"killat":   helperKillAt,
 	}
 	run, ok := roles[role]
 	if !ok {

@@ -148,8 +148,9 @@ type Store struct {
 	// vdir is a handle on dir that lookups open records through, nil where
 	// none could be opened (verdir.go).
 	vdir atomic.Pointer[dirHandle]
-	// hook, when set by a test, is called at named points of a step and
-	// of a Put (those start with "put:").
+	// hook, when set by a test, is called at named points of a step, of
+	// a Put (those start with "put:"), of a removal, of a journal's swap
+	// and of a Clear, so that a test can kill a writer there.
 	hook func(point string)
 }
 
@@ -735,7 +736,7 @@ func (s *Store) commit(ctx context.Context, id leafID, leaf string, key, file []
 		err = removeIfExists(binPath(leaf, n))
 	}
 	if err == nil {
-		err = s.modes.writeFile(leaf, srcPath(leaf, n), file, s.sync, s.now())
+		err = s.modes.writeFile(leaf, srcPath(leaf, n), file, s.sync, s.now(), func() { s.at("put:staged") })
 	}
 	if err != nil {
 		// The slot now holds nothing committed: undo the count, the old
@@ -846,7 +847,10 @@ func (s *Store) Delete(ctx context.Context, key *kcache.Key) error {
 // error: what stays behind is found again by the next one.
 func (s *Store) removeSlot(leaf string, n int) (int64, error) {
 	counted := committedSize(leaf, n)
-	for _, p := range [...]string{srcPath(leaf, n), binPath(leaf, n)} {
+	for i, p := range [...]string{srcPath(leaf, n), binPath(leaf, n)} {
+		if i == 1 {
+			s.at("remove:uncommitted")
+		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			if p == binPath(leaf, n) {
 				return counted, err // the record is gone: uncounted already
@@ -876,7 +880,9 @@ func removeIfExists(path string) error {
 // writeFile writes data to a temporary file in dir and renames it to path,
 // so that path names either its old content or all of data. It fsyncs the
 // data first if sync is set, and stamps the file with mtime if that is set.
-func (m modes) writeFile(dir, path string, data []byte, sync bool, mtime time.Time) (err error) {
+// staged, if set, is called between the write and the rename (a test
+// kills the writer there).
+func (m modes) writeFile(dir, path string, data []byte, sync bool, mtime time.Time, staged func()) (err error) {
 	f, err := os.CreateTemp(dir, tempPrefix+"*")
 	if err != nil {
 		return err
@@ -907,6 +913,9 @@ func (m modes) writeFile(dir, path string, data []byte, sync bool, mtime time.Ti
 		if err := os.Chtimes(f.Name(), mtime, mtime); err != nil {
 			return err
 		}
+	}
+	if staged != nil {
+		staged()
 	}
 	return os.Rename(f.Name(), path)
 }
