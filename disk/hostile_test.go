@@ -2,9 +2,13 @@ package disk
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -294,5 +298,108 @@ func TestKilledAtEveryStep(t *testing.T) {
 				f.Close()
 			}
 		})
+	}
+}
+
+// contendKeys and contendGens are the keys the contending processes share
+// and the binaries each key may hold: a key is deleted and stored again
+// with another of its binaries while others read and evict it.
+const contendKeys, contendGens = 12, 4
+
+func contendBinary(k, g int) []byte { return testBinary(1000*k+g, 1500+100*g) }
+
+// helperContend runs KCACHE_DISK_N random operations on the shared keys
+// of the cache in KCACHE_DISK_DIR, limited to a few entries: lookups,
+// which must find one of the key's own binaries or nothing; deletes
+// followed by a store of another binary; stores; maintenance passes and
+// prunes. What it sees wrong it appends to KCACHE_DISK_FAIL.
+func helperContend() error {
+	ctx := context.Background()
+	s, err := Open(Options{Dir: os.Getenv("KCACHE_DISK_DIR"), MaxSize: 5 * 1900, LockTimeout: 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	s.sync = false
+	fail := func(format string, a ...any) error {
+		return appendLine(os.Getenv("KCACHE_DISK_FAIL"), fmt.Sprintf(format, a...))
+	}
+	rng := rand.New(rand.NewPCG(uint64(envInt("KCACHE_DISK_SEED")), 13))
+	for range envInt("KCACHE_DISK_N") {
+		k, g := rng.IntN(contendKeys), rng.IntN(contendGens)
+		switch op := rng.IntN(20); {
+		case op < 10:
+			e, err := s.Get(ctx, testKey(k))
+			if err != nil {
+				if !errors.Is(err, kcache.ErrMiss) {
+					return fail("get %d: not a miss: %v", k, err)
+				}
+				continue
+			}
+			ok := false
+			for g := range contendGens {
+				ok = ok || bytes.Equal(e.Binary, contendBinary(k, g))
+			}
+			if !ok {
+				return fail("get %d: a binary no Put of the key stored (%d bytes)", k, len(e.Binary))
+			}
+		case op < 14:
+			s.Delete(ctx, testKey(k))
+			fallthrough
+		case op < 18:
+			if err := s.Put(ctx, testKey(k), kcache.Entry{Binary: contendBinary(k, g)}); err != nil {
+				return fail("put %d: %v", k, err)
+			}
+		case op < 19:
+			s.Prune(ctx, PruneOptions{MaxSize: 3 * 1900})
+		default:
+			s.recount(ctx)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return s.Close(ctx)
+}
+
+// TestEvictionRacingReaders runs four processes over the same dozen keys
+// in a cache of five entries, each looking up, deleting and storing again
+// with another binary, storing, pruning and recounting at random: every
+// hit must be one of the key's own binaries, and afterwards nothing is
+// damaged and the totals are exact.
+func TestEvictionRacingReaders(t *testing.T) {
+	const procs = 4
+	n := 400
+	if testing.Short() {
+		n = 100
+	}
+	dir := t.TempDir()
+	cache, failFile := filepath.Join(dir, "cache"), filepath.Join(dir, "fail")
+	var cmds []*exec.Cmd
+	for p := range procs {
+		cmd := helper(os.Args[0], "contend", "KCACHE_DISK_DIR="+cache, "KCACHE_DISK_FAIL="+failFile,
+			"KCACHE_DISK_SEED="+strconv.Itoa(p), "KCACHE_DISK_N="+strconv.Itoa(n), noExitSleep)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("child: %v", err)
+		}
+	}
+	if data, err := os.ReadFile(failFile); err == nil {
+		t.Fatalf("the processes saw:\n%s", data)
+	}
+	ctx := context.Background()
+	s := openTest(t, Options{Dir: cache})
+	if r, err := s.Verify(ctx, false); err != nil || r.Damaged != 0 {
+		t.Fatalf("Verify = %+v, %v", r, err)
+	}
+	if err := s.recount(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, total := walkSum(t, s)
+	if size, err := s.Size(ctx); err != nil || size != total {
+		t.Fatalf("size file %d (%v), entries hold %d", size, err, total)
 	}
 }

@@ -48,6 +48,7 @@ func TestHelperProcess(t *testing.T) {
 		"holdsize": helperHoldSize,
 		"step":     helperStep,
 		"killat":   helperKillAt,
+		"contend":  helperContend,
 	}
 	run, ok := roles[role]
 	if !ok {
