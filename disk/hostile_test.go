@@ -403,3 +403,53 @@ func TestEvictionRacingReaders(t *testing.T) {
 		t.Fatalf("size file %d (%v), entries hold %d", size, err, total)
 	}
 }
+
+// TestSharedEntryUnreadable: in a cache shared by a group, an entry one
+// member wrote only for itself (mode 0600: a process without shared mode,
+// a umask that won) is unreadable to another member, who must take it for
+// a miss, not for damage: its Verify with repair left it, and its passes
+// count it as nothing they can judge. Before, Verify counted it damaged and
+// its repair removed the other member's sound entry.
+func TestSharedEntryUnreadable(t *testing.T) {
+	bin, dir := asNobody(t)
+	cache := filepath.Join(dir, "cache")
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	s := openTest(t, Options{Dir: cache, Shared: true})
+	mustPut(t, s, 1, 100)
+	mustPut(t, s, 3, 100)
+	handOver(t, cache, 0, nobody, 0, 0)
+	mine := srcPath(s.leafDir(s.digests(testKey(3))), 0)
+	if err := os.Chmod(mine, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runAsNobody(t, bin, "unreadable", cache)
+	if _, err := os.Lstat(mine); err != nil {
+		t.Fatalf("root's entry, unreadable to nobody: %v", err)
+	}
+	checkGet(t, s, 3, 100)
+	checkGet(t, s, 1, 100)
+}
+
+// helperUnreadable runs as user nobody in the shared cache of
+// TestSharedEntryUnreadable: key 1 is a hit, key 3 a miss, and Verify with
+// repair finds no damage and removes nothing.
+func helperUnreadable() error {
+	ctx := context.Background()
+	s, err := Open(Options{Dir: os.Getenv("KCACHE_DISK_DIR"), Shared: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close(ctx)
+	if e, err := s.Get(ctx, testKey(1)); err != nil || !bytes.Equal(e.Binary, testBinary(1, 100)) {
+		return fmt.Errorf("the readable entry: %v", err)
+	}
+	if _, err := s.Get(ctx, testKey(3)); !errors.Is(err, kcache.ErrMiss) {
+		return fmt.Errorf("the unreadable entry: %v, want a miss", err)
+	}
+	r, err := s.Verify(ctx, true)
+	if err != nil || r.Damaged != 0 || r.Removed != 0 || r.Entries != 1 {
+		return fmt.Errorf("Verify --repair = %+v, %v: want 1 entry, nothing damaged or removed", r, err)
+	}
+	return nil
+}

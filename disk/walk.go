@@ -30,7 +30,7 @@ type Info struct {
 	BuildTime  time.Duration  // what the build cost
 	Created    time.Time      // when the entry was written
 	AccessTime time.Time      // last use, to within an hour: the record's mtime
-	Err        error          // nil for a sound entry, else wraps ErrDamaged or ErrIncomplete
+	Err        error          // nil for a sound entry, else wraps ErrDamaged, ErrIncomplete or ErrUnreadable
 	// embedded says the binary is in the record's file (entry version 2).
 	embedded bool
 }
@@ -96,7 +96,7 @@ func (s *Store) inspect(leaf string, n int, f slotFiles, deep bool) Info {
 	}
 	e, err := readEntry(in.RecordPath(), deep)
 	if err != nil {
-		in.Err = fmt.Errorf("%w: %w", ErrDamaged, err)
+		in.Err = fmt.Errorf("%w: %w", damageOf(err), err)
 		return in
 	}
 	if e.raw.embedded {
@@ -126,12 +126,23 @@ func checkSlot(in Info, want string, e entryFile, f slotFiles, deep bool) error 
 	}
 	bin, _, err := readFile(in.BinaryPath(), raw.size)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrDamaged, err)
+		return fmt.Errorf("%w: %w", damageOf(err), err)
 	}
 	if !raw.checkSHA256(bin) || !raw.checkCRC(bin) {
 		return fmt.Errorf("%w: binary checksum mismatch", ErrDamaged)
 	}
 	return nil
+}
+
+// damageOf returns what a failure to read an entry's file says of the
+// entry: nothing, where this user may not read it (another member's file
+// in a shared cache, written without shared mode), which is
+// ErrUnreadable, for its owner may read it whole; else ErrDamaged.
+func damageOf(err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return ErrUnreadable
+	}
+	return ErrDamaged
 }
 
 // checkEmbedded checks the binary of a version 2 entry: its length always,

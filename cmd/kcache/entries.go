@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"sync"
 
@@ -39,6 +40,9 @@ func walkEntries(ctx context.Context, st *disk.Store, fn func(*disk.Info)) (dama
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
+		case errors.Is(in.Err, disk.ErrUnreadable):
+			// Another member's entry in a shared cache, unreadable to
+			// this user: neither an entry nor damage to it.
 		case in.Err != nil:
 			damaged++
 		case !internal(&in):
