@@ -17,7 +17,8 @@ const trashPrefix = ".trash-"
 // Clear removes every entry, of every format version. It first renames each
 // version directory aside, which other processes see at once as an empty
 // cache, then removes it; a Clear interrupted midway leaves a .trash-*
-// directory that the next Clear removes.
+// directory that the next Clear removes. It also removes the spool files
+// that imports of earlier versions, killed, left in the root.
 func (s *Store) Clear(ctx context.Context) error {
 	// This process's background work would otherwise go on writing totals
 	// of the entries being removed into the new, empty cache.
@@ -42,7 +43,7 @@ func (s *Store) Clear(ctx context.Context) error {
 			}
 			s.at("clear:renamed")
 			p = trash
-		} else if !strings.HasPrefix(name, trashPrefix) {
+		} else if !strings.HasPrefix(name, trashPrefix) && !strings.HasPrefix(name, importPrefix) {
 			continue
 		}
 		errs = append(errs, os.RemoveAll(p))

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -452,4 +453,80 @@ func helperUnreadable() error {
 		return fmt.Errorf("Verify --repair = %+v, %v: want 1 entry, nothing damaged or removed", r, err)
 	}
 	return nil
+}
+
+// helperImport imports the bundle KCACHE_DISK_BUNDLE into the cache in
+// KCACHE_DISK_DIR, and at its first Put writes "storing" and stops for the
+// parent's SIGKILL.
+func helperImport() error {
+	s, err := Open(Options{Dir: os.Getenv("KCACHE_DISK_DIR")})
+	if err != nil {
+		return err
+	}
+	var once sync.Once
+	s.hook = func(p string) {
+		if p == "put:locked" {
+			once.Do(func() { fmt.Println("storing") })
+			select {} // until killed
+		}
+	}
+	f, err := os.Open(os.Getenv("KCACHE_DISK_BUNDLE"))
+	if err != nil {
+		return err
+	}
+	_, err = s.ImportBundle(context.Background(), f, nil)
+	return err
+}
+
+// TestKilledImportLeavesNothing kills an import once the bundle is
+// verified and spooled, at its first store: nothing of it may stay in the
+// cache's root, where no pass, no limit and no Clear would ever find it.
+// Before, the spool (every verified blob of the bundle) stayed there for
+// good.
+func TestKilledImportLeavesNothing(t *testing.T) {
+	src := openTest(t, Options{})
+	for i := range 4 {
+		mustPut(t, src, i, 50<<10)
+	}
+	bundle := filepath.Join(t.TempDir(), "b.kcb")
+	f, err := os.Create(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.ExportBundle(context.Background(), f, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	dst := openTest(t, Options{})
+	cmd := helper(os.Args[0], "import", "KCACHE_DISK_DIR="+dst.root, "KCACHE_DISK_BUNDLE="+bundle, noExitSleep)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if line != "storing\n" {
+		t.Fatalf("the import never stored: %q, %v", line, err)
+	}
+	names, err := readRootNames(dst.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, ".") {
+			t.Errorf("a killed import left %s in the cache's root", n)
+		}
+	}
+	// What an earlier version's killed import left, Clear removes.
+	writeRaw(t, filepath.Join(dst.root, importPrefix+"left"), []byte("blobs"))
+	if err := dst.Clear(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if left := files(t, dst.root, importPrefix+"*"); len(left) != 0 {
+		t.Errorf("Clear left %v", left)
+	}
 }

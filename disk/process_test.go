@@ -50,6 +50,7 @@ func TestHelperProcess(t *testing.T) {
 		"killat":     helperKillAt,
 		"contend":    helperContend,
 		"unreadable": helperUnreadable,
+		"import":     helperImport,
 	}
 	run, ok := roles[role]
 	if !ok {
