@@ -530,3 +530,86 @@ func TestKilledImportLeavesNothing(t *testing.T) {
 		t.Errorf("Clear left %v", left)
 	}
 }
+
+// TestPlantedFileLinks plants a symbolic link where each of the store's
+// own files goes (the maintenance stamp, its lock, the size file, a
+// journal, the step locks, a build lock, the counters' lock), to a file
+// outside the cache and, beside it, to one that does not exist; and links
+// the shards folder to a directory outside. After writes, a build lock, a
+// maintenance pass and a recount, no file outside has changed and none
+// was created. Before, the pass's stamp truncated the file trim.txt named
+// and wrote the time into it, the size file and journals were written over
+// or appended to, and a dangling link at a lock created its target.
+func TestPlantedFileLinks(t *testing.T) {
+	places := map[string]func(s *Store) string{
+		"trim stamp": func(s *Store) string { return s.dir + "/" + trimName },
+		"evict lock": func(s *Store) string { return s.dir + "/" + evictName },
+		"size file":  func(s *Store) string { return s.shardsDir() + "/" + shardSizeName },
+		"journal":    func(s *Store) string { return s.journalPath(shardOf(s, 1)) },
+		"step locks": func(s *Store) string { return s.shardsDir() + "/" + stepsLockName },
+		"build lock": func(s *Store) string { return s.leafDir(s.digests(testKey(1))) + "/" + lockName },
+		"counters":   func(s *Store) string { return filepath.Join(s.root, countersLock) },
+		"shards":     func(s *Store) string { return s.shardsDir() },
+	}
+	for name, place := range places {
+		for _, dangling := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s dangling %v", name, dangling), func(t *testing.T) {
+				ctx := context.Background()
+				clock := newClock()
+				s := openTest(t, Options{Now: clock.Now, MaxSize: 1 << 20})
+				mustPut(t, s, 0, 1000)
+				settle(t, s)
+				outside := t.TempDir()
+				victim := filepath.Join(outside, "victim")
+				if name == "shards" {
+					// A directory of files named as the folder's.
+					for _, n := range []string{shardSizeName, stepsLockName, fmt.Sprintf("%02x", shardOf(s, 1))} {
+						writeRaw(t, filepath.Join(outside, n), []byte("precious\n"))
+					}
+					victim = outside
+				} else if !dangling {
+					writeRaw(t, victim, []byte("precious\n"))
+				}
+				p := place(s)
+				if err := os.RemoveAll(p); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(victim, p); err != nil {
+					t.Fatal(err)
+				}
+				before := names(t, outside)
+				unlock, _ := s.Lock(ctx, testKey(1))
+				s.Put(ctx, testKey(1), kcache.Entry{Binary: testBinary(1, 1000)})
+				unlock()
+				s.Put(ctx, testKey(2), kcache.Entry{Binary: testBinary(2, 1000)})
+				s.AddCounters(ctx, Counters{DiskHits: 1})
+				clock.Advance(2 * trimInterval)
+				s.trim(ctx, clock.Now())
+				s.recount(ctx)
+				settle(t, s)
+				after := names(t, outside)
+				for p, n := range before {
+					if m, ok := after[p]; !ok || m != n {
+						t.Errorf("%s outside the cache: was %d bytes, now %d (present %v)", p, n, m, ok)
+					}
+				}
+				for p := range after {
+					if _, ok := before[p]; !ok {
+						t.Errorf("%s created outside the cache", p)
+					}
+				}
+				for p := range before {
+					if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+						if b, _ := os.ReadFile(p); string(b) != "precious\n" {
+							t.Errorf("%s outside the cache now holds %q", p, b)
+						}
+					}
+				}
+				checkGet(t, s, 0, 1000)
+			})
+		}
+	}
+}

@@ -224,6 +224,9 @@ func (s *Store) emptyShard(ctx context.Context, x int) error {
 // so the shards folder holds no file for a shard without entries, and one
 // descriptor serves a whole step.
 func (s *Store) openStepLocks() (*os.File, error) {
+	if err := s.checkShards(); err != nil {
+		return nil, err
+	}
 	if err := s.modes.mkdirAll(s.shardsDir()); err != nil {
 		return nil, err
 	}
