@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -612,4 +613,47 @@ func TestPlantedFileLinks(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestHugeFileNotARecord plants a sparse file of 1 GiB that is not a
+// record where an entry goes (a file extended, or zeroed, by damage; one
+// of 60 GiB costs the disk as little): a lookup, a Put and a deep Verify
+// take it for damage without reading it whole. Before, each allocated and
+// read the whole file, so that one of tens of GiB killed its host for want
+// of memory. The assertion is on bytes allocated, not on time.
+func TestHugeFileNotARecord(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{})
+	mustPut(t, s, 2, 1000)
+	path := srcPath(s.leafDir(s.digests(testKey(1))), 0)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const huge = 1 << 30
+	if err := f.Truncate(huge); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	allocated := func(what string, fn func()) {
+		t.Helper()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		fn()
+		runtime.ReadMemStats(&after)
+		if n := after.TotalAlloc - before.TotalAlloc; n > huge/16 {
+			t.Errorf("%s allocated %d bytes for a file that is not a record", what, n)
+		}
+	}
+	allocated("Get", func() { isHit(t, s, 1, 1000) })
+	allocated("Verify", func() {
+		if r, err := s.Verify(ctx, false); err != nil || r.Damaged != 1 || r.Entries != 1 {
+			t.Errorf("Verify = %+v, %v", r, err)
+		}
+	})
+	allocated("Put", func() { mustPut(t, s, 1, 1000) })
+	checkGet(t, s, 1, 1000)
 }

@@ -412,7 +412,8 @@ func keepEntryBuf(b *[]byte) {
 // content; mtime is the file's modification time where it took an fstat
 // (a file of entryBufSize or more), else zero. An entry whose header says
 // it is complete ends the reading: on a local file system that is the
-// first read, its end of file.
+// first read, its end of file. So does a file whose first bytes are not a
+// record's (notRecord).
 func readEntryFile(fd int, path string) (data []byte, mtime time.Time, err error) {
 	bufp := entryBuf()
 	defer keepEntryBuf(bufp)
@@ -430,7 +431,7 @@ func readEntryFile(fd int, path string) (data []byte, mtime time.Time, err error
 			return bytes.Clone(buf[:n]), time.Time{}, nil
 		}
 		n += m
-		if total, ok := entryLength(buf[:n]); ok && int64(n) >= total {
+		if total, ok := entryLength(buf[:n]); (ok && int64(n) >= total) || notRecord(buf[:n]) {
 			return bytes.Clone(buf[:n]), time.Time{}, nil
 		}
 	}
@@ -453,6 +454,14 @@ func readRest(fd int, path string, head []byte) ([]byte, time.Time, error) {
 		return nil, time.Time{}, err
 	}
 	return b, time.Unix(st.Mtim.Unix()), nil
+}
+
+// notRecord reports whether head, the start of a .src file, shows it is no
+// record: such a file is damage whatever follows, and is not read further
+// (a file extended or zeroed by damage may be tens of GiB, sparse).
+func notRecord(head []byte) bool {
+	n := min(len(head), len(recordMagic))
+	return string(head[:n]) != recordMagic[:n]
 }
 
 // entryLength returns the length of the .src file whose first bytes are

@@ -178,17 +178,15 @@ const headSize = 64 << 10
 // set, it reads only the file's head where that holds the record, so that
 // listing a cache does not read its binaries.
 func readEntry(path string, whole bool) (entryFile, error) {
-	limit := int64(headSize)
-	if whole {
-		limit = maxEntrySize
-	}
-	data, size, err := readHead(path, limit)
+	data, size, err := readHead(path, headSize)
 	if err != nil {
 		return entryFile{}, err
 	}
 	raw, bin, err := parseEntry(data)
-	if err != nil && size > int64(len(data)) {
-		// The record may run past the head: read the whole file.
+	if (err != nil || whole) && size > int64(len(data)) && !notRecord(data) {
+		// The record may run past the head, or the caller wants the
+		// binary: read the whole file. One that does not start as a
+		// record is not read on (notRecord).
 		if data, size, err = readHead(path, maxEntrySize); err == nil {
 			raw, bin, err = parseEntry(data)
 		}
