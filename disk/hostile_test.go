@@ -657,3 +657,41 @@ func TestHugeFileNotARecord(t *testing.T) {
 	allocated("Put", func() { mustPut(t, s, 1, 1000) })
 	checkGet(t, s, 1, 1000)
 }
+
+// TestExtendedEntry extends an entry of 200 KB (its binary past what a
+// lookup reads at once) to a sparse 1 GiB: a lookup, a deep Verify and a
+// Put take it for damage, reading one byte past the length its record
+// states, and the Put replaces it. Before, each allocated and read the
+// whole file.
+func TestExtendedEntry(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{})
+	mustPut(t, s, 1, 200<<10)
+	path := srcPath(s.leafDir(s.digests(testKey(1))), 0)
+	const huge = 1 << 30
+	if err := os.Truncate(path, huge); err != nil {
+		t.Fatal(err)
+	}
+	allocated := func(what string, fn func()) {
+		t.Helper()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		fn()
+		runtime.ReadMemStats(&after)
+		if n := after.TotalAlloc - before.TotalAlloc; n > huge/16 {
+			t.Errorf("%s allocated %d bytes for an entry of 200 KB", what, n)
+		}
+	}
+	allocated("Get", func() {
+		if isHit(t, s, 1, 200<<10) {
+			t.Error("an extended entry was a hit")
+		}
+	})
+	allocated("Verify", func() {
+		if r, err := s.Verify(ctx, false); err != nil || r.Damaged != 1 {
+			t.Errorf("Verify = %+v, %v", r, err)
+		}
+	})
+	allocated("Put", func() { mustPut(t, s, 1, 200<<10) })
+	checkGet(t, s, 1, 200<<10)
+}

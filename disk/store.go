@@ -448,12 +448,23 @@ func readRest(fd int, path string, head []byte) ([]byte, time.Time, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxEntrySize || st.Size < int64(len(head)) {
 		return nil, time.Time{}, &kcache.DecodeError{What: "file", Reason: fmt.Sprintf("%s: not a regular file of at most %d bytes", path, int64(maxEntrySize))}
 	}
-	b := make([]byte, st.Size)
+	b := make([]byte, readLimit(head, st.Size))
 	copy(b, head)
 	if err := readFull(fd, path, b[len(head):]); err != nil {
 		return nil, time.Time{}, err
 	}
 	return b, time.Unix(st.Mtim.Unix()), nil
+}
+
+// readLimit returns how much of a .src file of size bytes whose first
+// bytes are head to read: all of it, or, where head states the entry's
+// length, one byte past it, which tells a file extended by damage
+// (however large, and sparse) without reading the extension.
+func readLimit(head []byte, size int64) int64 {
+	if total, ok := entryLength(head); ok && total < size {
+		return max(total+1, int64(len(head)))
+	}
+	return size
 }
 
 // notRecord reports whether head, the start of a .src file, shows it is no

@@ -187,7 +187,7 @@ func readEntry(path string, whole bool) (entryFile, error) {
 		// The record may run past the head, or the caller wants the
 		// binary: read the whole file. One that does not start as a
 		// record is not read on (notRecord).
-		if data, size, err = readHead(path, maxEntrySize); err == nil {
+		if data, size, err = readHead(path, readLimit(data, maxEntrySize)); err == nil {
 			raw, bin, err = parseEntry(data)
 		}
 	}
