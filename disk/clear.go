@@ -58,6 +58,25 @@ func (s *Store) Clear(ctx context.Context) error {
 	return nil
 }
 
+// removeLeftovers removes what a Clear or an import killed midway left in
+// the cache's root: a version directory renamed aside (.trash-*), which
+// may hold all the cache was, and the spool of an earlier version's
+// import. The daily maintenance pass calls it, so that they do not stay
+// outside every limit until someone clears the cache. A live Clear
+// removing the same directory meanwhile is no matter: each removes what
+// the other has not. Best effort.
+func (s *Store) removeLeftovers() {
+	names, err := readRootNames(s.root)
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		if strings.HasPrefix(name, trashPrefix) || strings.HasPrefix(name, importPrefix) {
+			_ = os.RemoveAll(filepath.Join(s.root, name))
+		}
+	}
+}
+
 // isVersionName reports whether name is a version directory's: "v" and
 // digits.
 func isVersionName(name string) bool {

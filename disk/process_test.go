@@ -51,6 +51,7 @@ func TestHelperProcess(t *testing.T) {
 		"contend":    helperContend,
 		"unreadable": helperUnreadable,
 		"import":     helperImport,
+		"clear":      helperClear,
 	}
 	run, ok := roles[role]
 	if !ok {

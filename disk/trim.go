@@ -104,6 +104,7 @@ func (s *Store) fullPass(ctx context.Context, opts passOptions) error {
 		// Put of the day; the next day's pass finishes its work.
 		s.writeStamp(opts.stamp)
 		s.nextTrim.Store(opts.stamp.Add(trimInterval).UnixNano())
+		s.removeLeftovers()
 	}
 	s.removeDeadTemps()
 	var sk skipped
