@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // trashPrefix names a version directory that Clear has taken out of use
@@ -61,18 +62,26 @@ func (s *Store) Clear(ctx context.Context) error {
 // removeLeftovers removes what a Clear or an import killed midway left in
 // the cache's root: a version directory renamed aside (.trash-*), which
 // may hold all the cache was, and the spool of an earlier version's
-// import. The daily maintenance pass calls it, so that they do not stay
-// outside every limit until someone clears the cache. A live Clear
-// removing the same directory meanwhile is no matter: each removes what
-// the other has not. Best effort.
+// import; and the temporary file of a write of the counters or the limit
+// killed before its rename, once older than deadTempAge (a live one is
+// renamed within microseconds). The daily maintenance pass calls it, so
+// that they do not stay outside every limit until someone clears the
+// cache. A live Clear removing the same directory meanwhile is no matter:
+// each removes what the other has not. Best effort.
 func (s *Store) removeLeftovers() {
 	names, err := readRootNames(s.root)
 	if err != nil {
 		return
 	}
 	for _, name := range names {
-		if strings.HasPrefix(name, trashPrefix) || strings.HasPrefix(name, importPrefix) {
-			_ = os.RemoveAll(filepath.Join(s.root, name))
+		p := filepath.Join(s.root, name)
+		switch {
+		case strings.HasPrefix(name, trashPrefix), strings.HasPrefix(name, importPrefix):
+			_ = os.RemoveAll(p)
+		case strings.HasPrefix(name, tempPrefix):
+			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > deadTempAge {
+				_ = os.Remove(p)
+			}
 		}
 	}
 }

@@ -742,13 +742,19 @@ func TestKilledClearLeftoversGo(t *testing.T) {
 		t.Fatalf("the killed Clear left %d entries aside, want 4", len(left))
 	}
 	writeRaw(t, filepath.Join(s.root, importPrefix+"left"), []byte("blobs"))
+	counters := filepath.Join(s.root, tempPrefix+"counters") // a killed write of counters.txt
+	writeRaw(t, counters, []byte("kcache-counters 1\n"))
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(counters, old, old); err != nil {
+		t.Fatal(err)
+	}
 	clock.Advance(2 * trimInterval)
 	mustPut(t, s, 9, 1000) // starts the day's pass
 	settle(t, s)
 	if left := files(t, s.root, "0.src"); len(left) != 1 {
 		t.Errorf("after the day's pass: %q, want entry 9's alone", left)
 	}
-	if left := files(t, s.root, importPrefix+"*"); len(left) != 0 {
+	if left := append(files(t, s.root, importPrefix+"*"), files(t, s.root, tempPrefix+"counters")...); len(left) != 0 {
 		t.Errorf("after the day's pass: %q", left)
 	}
 	checkGet(t, s, 9, 1000)
