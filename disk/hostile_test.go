@@ -759,3 +759,43 @@ func TestKilledClearLeftoversGo(t *testing.T) {
 	}
 	checkGet(t, s, 9, 1000)
 }
+
+// TestExtendedEntryOfLargeSource is TestExtendedEntry for an entry whose
+// key holds a source of 300 KB: its header runs past what a lookup reads
+// at once, and is read on until it states the entry's length.
+func TestExtendedEntryOfLargeSource(t *testing.T) {
+	s := openTest(t, Options{})
+	key := testKey(1)
+	key.Image.Source = append(bytes.Repeat([]byte("// a long comment line\n"), 300<<10/23), key.Image.Source...)
+	bin := testBinary(1, 100<<10)
+	if err := s.Put(context.Background(), key, kcache.Entry{Binary: bin}); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := s.Get(context.Background(), key); err != nil || !bytes.Equal(e.Binary, bin) {
+		t.Fatalf("Get of the entry as stored: %v", err)
+	}
+	path := srcPath(s.leafDir(s.digests(key)), 0)
+	const huge = 1 << 30
+	if err := os.Truncate(path, huge); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := s.Get(context.Background(), key)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, kcache.ErrMiss) {
+		t.Errorf("Get of the extended entry: %v, want a miss", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > huge/16 {
+		t.Errorf("Get allocated %d bytes for an entry of 400 KB", n)
+	}
+	runtime.ReadMemStats(&before)
+	r, err := s.Verify(context.Background(), false)
+	runtime.ReadMemStats(&after)
+	if err != nil || r.Damaged != 1 {
+		t.Errorf("Verify = %+v, %v", r, err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > huge/16 {
+		t.Errorf("Verify allocated %d bytes for an entry of 400 KB", n)
+	}
+}

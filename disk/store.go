@@ -439,7 +439,11 @@ func readEntryFile(fd int, path string) (data []byte, mtime time.Time, err error
 }
 
 // readRest reads a file that filled readEntryFile's buffer (head, what was
-// read) to its end, sized by fstat as readFile does.
+// read) to its end, sized by fstat as readFile does, or to one byte past
+// the length its header states (readLimit). A header longer than the head
+// (the key of a large source) is read on in doubling steps until it
+// states that length, so that a file extended by damage is never read
+// whole.
 func readRest(fd int, path string, head []byte) ([]byte, time.Time, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -448,12 +452,37 @@ func readRest(fd int, path string, head []byte) ([]byte, time.Time, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxEntrySize || st.Size < int64(len(head)) {
 		return nil, time.Time{}, &kcache.DecodeError{What: "file", Reason: fmt.Sprintf("%s: not a regular file of at most %d bytes", path, int64(maxEntrySize))}
 	}
-	b := make([]byte, readLimit(head, st.Size))
-	copy(b, head)
-	if err := readFull(fd, path, b[len(head):]); err != nil {
-		return nil, time.Time{}, err
+	b := head
+	for {
+		limit := nextRead(b, st.Size)
+		if limit <= int64(len(b)) {
+			// All of it, or a header no record has: parseEntry says which.
+			return b, time.Unix(st.Mtim.Unix()), nil
+		}
+		next := make([]byte, limit)
+		copy(next, b)
+		if err := readFull(fd, path, next[len(b):]); err != nil {
+			return nil, time.Time{}, err
+		}
+		b = next
 	}
-	return b, time.Unix(st.Mtim.Unix()), nil
+}
+
+// nextRead returns how much of a .src file of size bytes to have read,
+// given its first bytes head: one byte past the entry's length once the
+// header states it (readLimit); twice head while the header runs on past
+// it; len(head) where there is nothing more worth reading (no record's
+// start, or a header longer than any record's).
+func nextRead(head []byte, size int64) int64 {
+	n := int64(len(head))
+	switch _, known := entryLength(head); {
+	case known:
+		return readLimit(head, size)
+	case notRecord(head) || n > maxRecordSize:
+		return n
+	default:
+		return min(size, 2*n)
+	}
 }
 
 // readLimit returns how much of a .src file of size bytes whose first

@@ -183,13 +183,17 @@ func readEntry(path string, whole bool) (entryFile, error) {
 		return entryFile{}, err
 	}
 	raw, bin, err := parseEntry(data)
-	if (err != nil || whole) && size > int64(len(data)) && !notRecord(data) {
-		// The record may run past the head, or the caller wants the
-		// binary: read the whole file. One that does not start as a
-		// record is not read on (notRecord).
-		if data, size, err = readHead(path, readLimit(data, maxEntrySize)); err == nil {
-			raw, bin, err = parseEntry(data)
+	// The record may run past the head, or the caller wants the binary:
+	// read on, as far as nextRead says is worth it, as a lookup does.
+	for (err != nil || whole) && size > int64(len(data)) {
+		limit := nextRead(data, size)
+		if limit <= int64(len(data)) {
+			break
 		}
+		if data, size, err = readHead(path, limit); err != nil {
+			return entryFile{}, err
+		}
+		raw, bin, err = parseEntry(data)
 	}
 	if err != nil {
 		return entryFile{}, err
