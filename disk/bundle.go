@@ -121,11 +121,14 @@ type ImportReport struct {
 // bundle larger than memory can be imported.
 func (s *Store) ImportBundle(ctx context.Context, r io.Reader, accept func(*kcache.Key) bool) (ImportReport, error) {
 	var rep ImportReport
-	spool, err := os.CreateTemp(s.root, ".import-*")
+	spool, err := os.CreateTemp(s.root, importPrefix+"*")
 	if err != nil {
 		return rep, fmt.Errorf("disk: import: %w", err)
 	}
-	defer os.Remove(spool.Name())
+	// Unlinked at once: the file lives as long as its descriptor, so an
+	// import killed at any instant leaves nothing in the root, where no
+	// pass, limit or Clear would find the blobs.
+	os.Remove(spool.Name())
 	defer spool.Close()
 	var keep []span
 	var off int64
@@ -163,6 +166,10 @@ func (s *Store) ImportBundle(ctx context.Context, r io.Reader, accept func(*kcac
 	}
 	return rep, err
 }
+
+// importPrefix names an import's spool file in the cache's root. Imports
+// unlink theirs at once; Clear removes what earlier versions left.
+const importPrefix = ".import-"
 
 // span locates one verified blob in the import's spool file.
 type span struct{ off, n int64 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // trashPrefix names a version directory that Clear has taken out of use
@@ -17,14 +18,15 @@ const trashPrefix = ".trash-"
 // Clear removes every entry, of every format version. It first renames each
 // version directory aside, which other processes see at once as an empty
 // cache, then removes it; a Clear interrupted midway leaves a .trash-*
-// directory that the next Clear removes.
+// directory that the next Clear removes. It also removes the spool files
+// that imports of earlier versions, killed, left in the root.
 func (s *Store) Clear(ctx context.Context) error {
 	// This process's background work would otherwise go on writing totals
 	// of the entries being removed into the new, empty cache.
 	if err := s.wait(ctx); err != nil {
 		return fmt.Errorf("disk: clear: %w", err)
 	}
-	names, err := readNames(s.root)
+	names, err := readRootNames(s.root)
 	if err != nil {
 		return fmt.Errorf("disk: clear: %w", err)
 	}
@@ -40,8 +42,9 @@ func (s *Store) Clear(ctx context.Context) error {
 				errs = append(errs, err)
 				continue
 			}
+			s.at("clear:renamed")
 			p = trash
-		} else if !strings.HasPrefix(name, trashPrefix) {
+		} else if !strings.HasPrefix(name, trashPrefix) && !strings.HasPrefix(name, importPrefix) {
 			continue
 		}
 		errs = append(errs, os.RemoveAll(p))
@@ -54,6 +57,33 @@ func (s *Store) Clear(ctx context.Context) error {
 		return fmt.Errorf("disk: clear: %w", err)
 	}
 	return nil
+}
+
+// removeLeftovers removes what a Clear or an import killed midway left in
+// the cache's root: a version directory renamed aside (.trash-*), which
+// may hold all the cache was, and the spool of an earlier version's
+// import; and the temporary file of a write of the counters or the limit
+// killed before its rename, once older than deadTempAge (a live one is
+// renamed within microseconds). The daily maintenance pass calls it, so
+// that they do not stay outside every limit until someone clears the
+// cache. A live Clear removing the same directory meanwhile is no matter:
+// each removes what the other has not. Best effort.
+func (s *Store) removeLeftovers() {
+	names, err := readRootNames(s.root)
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		p := filepath.Join(s.root, name)
+		switch {
+		case strings.HasPrefix(name, trashPrefix), strings.HasPrefix(name, importPrefix):
+			_ = os.RemoveAll(p)
+		case strings.HasPrefix(name, tempPrefix):
+			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > deadTempAge {
+				_ = os.Remove(p)
+			}
+		}
+	}
 }
 
 // isVersionName reports whether name is a version directory's: "v" and

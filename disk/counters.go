@@ -186,7 +186,7 @@ func (s *Store) CountEvictions(ctx context.Context, entries int, bytes int64) er
 // damaged one is an error naming the file (ZeroCounters starts it afresh).
 func (s *Store) Counters(ctx context.Context) (Counters, error) {
 	var c Counters
-	data, err := os.ReadFile(filepath.Join(s.root, countersName))
+	data, err := readSmallFile(filepath.Join(s.root, countersName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}
@@ -224,7 +224,7 @@ func (s *Store) updateCounters(ctx context.Context, update func(*Counters)) erro
 	}
 	update(&c)
 	data := c.encode()
-	if err := s.modes.writeFile(s.root, filepath.Join(s.root, countersName), data, false, time.Time{}); err != nil {
+	if err := s.modes.writeFile(s.root, filepath.Join(s.root, countersName), data, false, time.Time{}, nil); err != nil {
 		return fmt.Errorf("disk: counters: %w", err)
 	}
 	return nil

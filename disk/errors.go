@@ -34,8 +34,10 @@ var ErrIncomplete = errors.New("disk: incomplete entry")
 
 // ErrUnreadable marks, in Problem.Err, a directory of the cache that could
 // not be listed: one another user left (a run under sudo), or a file where
-// a directory should be. Passes skip it and evict the rest; Verify reports
-// it, and removing it is left to whoever owns it.
+// a directory should be; and, in Info.Err too, an entry whose file this
+// user may not read (another member's, in a shared cache). Passes skip it
+// and evict the rest; Verify reports it, and removing it is left to
+// whoever owns it.
 var ErrUnreadable = errors.New("disk: unreadable part of the cache")
 
 // errBusy says another process holds the lock a pass or step needs.

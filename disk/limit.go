@@ -31,7 +31,7 @@ const storedMaxSizeCheck = time.Minute
 // StoredMaxSize returns the limit kept in the cache's root, and whether
 // there is one.
 func (s *Store) StoredMaxSize() (int64, bool) {
-	b, err := os.ReadFile(filepath.Join(s.root, maxSizeName))
+	b, err := readSmallFile(filepath.Join(s.root, maxSizeName))
 	if err != nil {
 		return 0, false
 	}
@@ -53,7 +53,7 @@ func (s *Store) SetMaxSize(ctx context.Context, n int64) error {
 			err = nil
 		}
 	default:
-		err = s.modes.writeFile(s.root, path, formatDecimal(n), false, time.Time{})
+		err = s.modes.writeFile(s.root, path, formatDecimal(n), false, time.Time{}, nil)
 	}
 	if err != nil {
 		return fmt.Errorf("disk: storing the size limit: %w", err)

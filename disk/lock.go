@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -88,6 +90,9 @@ func (s *Store) Lock(ctx context.Context, key *kcache.Key) (unlock func(), err e
 		return func() {}, nil
 	}
 	leaf := s.leafDir(s.digests(key))
+	if err := s.checkTree(leaf, nil); err != nil {
+		return func() {}, fmt.Errorf("disk: build lock: %w", err)
+	}
 	f, err := s.lockPath(ctx, leaf+"/"+lockName, s.openLockFile, leaf, s.opts.BuildWait)
 	if err != nil {
 		return func() {}, fmt.Errorf("disk: build lock: %w", err)
@@ -97,23 +102,88 @@ func (s *Store) Lock(ctx context.Context, key *kcache.Key) (unlock func(), err e
 
 // lockLeaf takes the lock on a leaf directory, creating the directory if
 // create is set. A directory that does not exist and is not to be created
-// gives an error wrapping fs.ErrNotExist.
+// gives an error wrapping fs.ErrNotExist; a leaf reached through a symbolic
+// link, one wrapping errNotInTree (checkTree). Every write and removal
+// in a leaf happens under this lock, so none acts outside the cache.
 func (s *Store) lockLeaf(ctx context.Context, leaf string, create bool, wait time.Duration) (unlock func(), err error) {
 	mkdir := ""
 	if create {
 		mkdir = leaf
+		// Before the directories are made: through a link, they would be
+		// made wherever it points.
+		if err := s.checkTree(leaf, nil); err != nil {
+			return nil, err
+		}
 	}
-	f, err := s.lockPath(ctx, leaf, os.Open, mkdir, wait)
+	f, err := s.lockPath(ctx, leaf, openDir, mkdir, wait)
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkTree(leaf, f); err != nil {
+		f.Close()
+		return nil, err
+	}
 	return closer(f), nil
+}
+
+// errNotInTree says a leaf's path goes through something that is not a
+// directory of the cache: a symbolic link planted in the layout (to
+// another cache, to /), which the store never makes.
+var errNotInTree = errors.New("disk: a directory of the cache's layout is a symbolic link or not a directory")
+
+// checkTree reports whether leaf is a directory of the tree itself: every
+// level below the version directory a directory, not a symbolic link.
+// With f, the leaf open and locked, it must be the directory f holds;
+// without, levels not made yet pass. A pass that followed a link planted
+// in the layout would remove, as a dead writer's, the temporary files,
+// binaries without records and build locks of the directory it names, and
+// age out the entries there: another cache's, or any directory's.
+func (s *Store) checkTree(leaf string, f *os.File) error {
+	rel, ok := strings.CutPrefix(leaf, s.dir+"/")
+	if !ok {
+		return fmt.Errorf("%w: %s", errNotInTree, leaf)
+	}
+	p := s.dir
+	var last os.FileInfo
+	for part := range strings.SplitSeq(rel, "/") {
+		p += "/" + part
+		fi, err := os.Lstat(p)
+		if f == nil && errors.Is(err, fs.ErrNotExist) {
+			return nil // made by the caller, as a directory
+		}
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("%w: %s", errNotInTree, p)
+		}
+		last = fi
+	}
+	if f == nil {
+		return nil
+	}
+	held, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !os.SameFile(held, last) {
+		return fmt.Errorf("%w: %s changed while locked", errNotInTree, leaf)
+	}
+	return nil
 }
 
 // lockFile takes the lock on a file of the version directory (evict.lock),
 // creating it if needed.
 func (s *Store) lockFile(ctx context.Context, name string, wait time.Duration) (*os.File, error) {
 	return s.lockPath(ctx, s.dir+"/"+name, s.openLockFile, "", wait)
+}
+
+// openDir opens the directory at path. O_DIRECTORY refuses anything else
+// before it is opened: a FIFO planted where a leaf goes would otherwise
+// keep the open waiting for a writer. O_NOFOLLOW refuses a leaf that is a
+// symbolic link (checkTree checks the levels above).
+func openDir(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
 }
 
 // closer returns a function that closes f once; closing drops its flock.

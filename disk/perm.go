@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // modes are the permissions of what a store creates. A private cache is
@@ -44,9 +45,20 @@ func (m modes) fix(f *os.File) error {
 	return nil
 }
 
-// openFile opens path with flags, creating it with the store's file mode.
+// openFile opens path, one of the store's own files (a lock, a journal,
+// the size file, trim.txt), with flags, creating it with the store's file
+// mode. It never blocks: a journal opened for appending where someone
+// planted a FIFO would otherwise wait for a reader for ever (readFlags).
+// It never follows a symbolic link: through one planted at trim.txt or a
+// journal, a write would truncate or append to a file outside the cache,
+// and through a dangling one at a lock, create one. A link found where a
+// file is to be created is removed, the store's file made in its place.
 func (m modes) openFile(path string, flags int) (*os.File, error) {
+	flags |= syscall.O_NONBLOCK | syscall.O_NOFOLLOW
 	f, err := os.OpenFile(path, flags, m.file)
+	if errors.Is(err, syscall.ELOOP) && flags&os.O_CREATE != 0 && os.Remove(path) == nil {
+		f, err = os.OpenFile(path, flags, m.file)
+	}
 	if err != nil {
 		return nil, err
 	}

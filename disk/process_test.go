@@ -35,18 +35,23 @@ func TestHelperProcess(t *testing.T) {
 		t.Skip("child process of the multi-process tests")
 	}
 	roles := map[string]func() error{
-		"build":    helperBuild,
-		"churn":    helperChurn,
-		"readonly": helperReadOnly,
-		"unsafe":   helperUnsafe,
-		"shared":   helperShared,
-		"hits":     helperHits,
-		"writer":   helperWriter,
-		"scaleput": helperScalePut,
-		"stray":    helperStray,
-		"oneput":   helperOnePut,
-		"holdsize": helperHoldSize,
-		"step":     helperStep,
+		"build":      helperBuild,
+		"churn":      helperChurn,
+		"readonly":   helperReadOnly,
+		"unsafe":     helperUnsafe,
+		"shared":     helperShared,
+		"hits":       helperHits,
+		"writer":     helperWriter,
+		"scaleput":   helperScalePut,
+		"stray":      helperStray,
+		"oneput":     helperOnePut,
+		"holdsize":   helperHoldSize,
+		"step":       helperStep,
+		"killat":     helperKillAt,
+		"contend":    helperContend,
+		"unreadable": helperUnreadable,
+		"import":     helperImport,
+		"clear":      helperClear,
 	}
 	run, ok := roles[role]
 	if !ok {

@@ -3,6 +3,7 @@ package disk
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -43,7 +44,9 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 		mu.Lock()
 		defer mu.Unlock()
 		if in.Err != nil {
-			r.Damaged++
+			if !errors.Is(in.Err, ErrUnreadable) {
+				r.Damaged++
+			}
 			return nil
 		}
 		entries = append(entries, in)

@@ -54,7 +54,7 @@ func (s *Store) WalkParallel(ctx context.Context, fn func(Info) error) error {
 // imageDirs lists the directories of the image level, as many as there
 // are entries, so they split the work evenly.
 func (s *Store) imageDirs(ctx context.Context) ([]string, error) {
-	devices, err := readNames(s.dir)
+	devices, err := readRootNames(s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

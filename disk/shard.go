@@ -316,7 +316,7 @@ func (s *Store) initTotals() {
 // emptyTree reports whether the version directory holds no entry's
 // directory.
 func (s *Store) emptyTree() bool {
-	names, err := readNames(s.dir)
+	names, err := readRootNames(s.dir)
 	if err != nil {
 		return false
 	}
@@ -448,6 +448,18 @@ func (s *Store) forgetOwed(ctx context.Context) {
 	}
 }
 
+// checkShards refuses a shards folder that is a symbolic link (or not a
+// directory): the journals, the size file and a step's temporary files
+// would be written wherever it points, over files of the same names.
+// checkTree says the same of the leaves.
+func (s *Store) checkShards() error {
+	fi, err := os.Lstat(s.shardsDir())
+	if err != nil || fi.IsDir() {
+		return nil // missing: made by the caller, as a directory
+	}
+	return fmt.Errorf("%w: %s", errNotInTree, s.shardsDir())
+}
+
 // errOverCeiling says a write would take the cache past its ceiling.
 var errOverCeiling = errors.New("disk: cache over its ceiling")
 
@@ -455,6 +467,9 @@ var errOverCeiling = errors.New("disk: cache over its ceiling")
 // and locks it: shared for a journal append, exclusive otherwise. Appends
 // open the journal for appending.
 func (s *Store) lockShardFile(ctx context.Context, path string, wait time.Duration, shared bool) (*os.File, error) {
+	if err := s.checkShards(); err != nil {
+		return nil, err
+	}
 	flags := os.O_RDWR | os.O_CREATE
 	if shared {
 		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND

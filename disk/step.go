@@ -224,6 +224,9 @@ func (s *Store) emptyShard(ctx context.Context, x int) error {
 // so the shards folder holds no file for a shard without entries, and one
 // descriptor serves a whole step.
 func (s *Store) openStepLocks() (*os.File, error) {
+	if err := s.checkShards(); err != nil {
+		return nil, err
+	}
 	if err := s.modes.mkdirAll(s.shardsDir()); err != nil {
 		return nil, err
 	}
@@ -323,7 +326,9 @@ func (s *Store) listLeaves(ctx context.Context, journals map[int]*os.File, leave
 func (s *Store) listOne(ctx context.Context, j *os.File, id leafID) (cands []candidate, bytes, at int64, ok bool) {
 	leaf := id.path(s.dir)
 	unlock, err := s.lockLeaf(ctx, leaf, false, time.Second)
-	if errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, errNotInTree) {
+		// Gone, or not the cache's (a link planted in the layout): it
+		// holds none of the cache's bytes.
 		return nil, 0, journalLen(j), true
 	}
 	if err != nil {

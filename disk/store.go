@@ -148,8 +148,9 @@ type Store struct {
 	// vdir is a handle on dir that lookups open records through, nil where
 	// none could be opened (verdir.go).
 	vdir atomic.Pointer[dirHandle]
-	// hook, when set by a test, is called at named points of a step and
-	// of a Put (those start with "put:").
+	// hook, when set by a test, is called at named points of a step, of
+	// a Put (those start with "put:"), of a removal, of a journal's swap
+	// and of a Clear, so that a test can kill a writer there.
 	hook func(point string)
 }
 
@@ -411,7 +412,8 @@ func keepEntryBuf(b *[]byte) {
 // content; mtime is the file's modification time where it took an fstat
 // (a file of entryBufSize or more), else zero. An entry whose header says
 // it is complete ends the reading: on a local file system that is the
-// first read, its end of file.
+// first read, its end of file. So does a file whose first bytes are not a
+// record's (notRecord).
 func readEntryFile(fd int, path string) (data []byte, mtime time.Time, err error) {
 	bufp := entryBuf()
 	defer keepEntryBuf(bufp)
@@ -429,7 +431,7 @@ func readEntryFile(fd int, path string) (data []byte, mtime time.Time, err error
 			return bytes.Clone(buf[:n]), time.Time{}, nil
 		}
 		n += m
-		if total, ok := entryLength(buf[:n]); ok && int64(n) >= total {
+		if total, ok := entryLength(buf[:n]); (ok && int64(n) >= total) || notRecord(buf[:n]) {
 			return bytes.Clone(buf[:n]), time.Time{}, nil
 		}
 	}
@@ -437,7 +439,11 @@ func readEntryFile(fd int, path string) (data []byte, mtime time.Time, err error
 }
 
 // readRest reads a file that filled readEntryFile's buffer (head, what was
-// read) to its end, sized by fstat as readFile does.
+// read) to its end, sized by fstat as readFile does, or to one byte past
+// the length its header states (readLimit). A header longer than the head
+// (the key of a large source) is read on in doubling steps until it
+// states that length, so that a file extended by damage is never read
+// whole.
 func readRest(fd int, path string, head []byte) ([]byte, time.Time, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -446,12 +452,56 @@ func readRest(fd int, path string, head []byte) ([]byte, time.Time, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxEntrySize || st.Size < int64(len(head)) {
 		return nil, time.Time{}, &kcache.DecodeError{What: "file", Reason: fmt.Sprintf("%s: not a regular file of at most %d bytes", path, int64(maxEntrySize))}
 	}
-	b := make([]byte, st.Size)
-	copy(b, head)
-	if err := readFull(fd, path, b[len(head):]); err != nil {
-		return nil, time.Time{}, err
+	b := head
+	for {
+		limit := nextRead(b, st.Size)
+		if limit <= int64(len(b)) {
+			// All of it, or a header no record has: parseEntry says which.
+			return b, time.Unix(st.Mtim.Unix()), nil
+		}
+		next := make([]byte, limit)
+		copy(next, b)
+		if err := readFull(fd, path, next[len(b):]); err != nil {
+			return nil, time.Time{}, err
+		}
+		b = next
 	}
-	return b, time.Unix(st.Mtim.Unix()), nil
+}
+
+// nextRead returns how much of a .src file of size bytes to have read,
+// given its first bytes head: one byte past the entry's length once the
+// header states it (readLimit); twice head while the header runs on past
+// it; len(head) where there is nothing more worth reading (no record's
+// start, or a header longer than any record's).
+func nextRead(head []byte, size int64) int64 {
+	n := int64(len(head))
+	switch _, known := entryLength(head); {
+	case known:
+		return readLimit(head, size)
+	case notRecord(head) || n > maxRecordSize:
+		return n
+	default:
+		return min(size, 2*n)
+	}
+}
+
+// readLimit returns how much of a .src file of size bytes whose first
+// bytes are head to read: all of it, or, where head states the entry's
+// length, one byte past it, which tells a file extended by damage
+// (however large, and sparse) without reading the extension.
+func readLimit(head []byte, size int64) int64 {
+	if total, ok := entryLength(head); ok && total < size {
+		return max(total+1, int64(len(head)))
+	}
+	return size
+}
+
+// notRecord reports whether head, the start of a .src file, shows it is no
+// record: such a file is damage whatever follows, and is not read further
+// (a file extended or zeroed by damage may be tens of GiB, sparse).
+func notRecord(head []byte) bool {
+	n := min(len(head), len(recordMagic))
+	return string(head[:n]) != recordMagic[:n]
 }
 
 // entryLength returns the length of the .src file whose first bytes are
@@ -516,6 +566,18 @@ func readFile(path string, limit int64) ([]byte, time.Time, error) {
 	return readFD(fd, path, limit)
 }
 
+// smallFileLimit bounds the small files of the cache's root and version
+// directory a store reads whole (max-size, trim.txt, counters.txt): a
+// counter line per name, far below it.
+const smallFileLimit = 1 << 20
+
+// readSmallFile reads one of those files (readFile, so that a FIFO or a
+// device planted there is refused, not waited on or read without end).
+func readSmallFile(path string) ([]byte, error) {
+	b, _, err := readFile(path, smallFileLimit)
+	return b, err
+}
+
 // readFD is readFile's read of the open file fd.
 func readFD(fd int, path string, limit int64) ([]byte, time.Time, error) {
 	var st unix.Stat_t
@@ -548,16 +610,22 @@ func readFull(fd int, path string, b []byte) error {
 	return nil
 }
 
+// readFlags open a file of the cache for reading. O_NONBLOCK makes the
+// open of a FIFO planted where a file goes return at once, where it would
+// wait for a writer for ever; its reads then find nothing, which is a
+// miss. It changes nothing for a regular file.
+const readFlags = unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK
+
 // openReadZ opens the file whose NUL-terminated path is pz, relative to
-// the directory open at dirfd (or unix.AT_FDCWD), for reading: unix.Openat,
-// less the copy of a path string it makes to terminate it.
+// the directory open at dirfd (or unix.AT_FDCWD), for reading (readFlags):
+// unix.Openat, less the copy of a path string it makes to terminate it.
 func openReadZ(dirfd int, pz []byte) (int, error) {
 	if len(pz) == 0 || pz[len(pz)-1] != 0 || bytes.IndexByte(pz[:len(pz)-1], 0) >= 0 {
 		return -1, unix.EINVAL
 	}
 	for {
 		fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(&pz[0])),
-			uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
+			uintptr(readFlags), 0, 0, 0)
 		switch errno {
 		case 0:
 			return int(fd), nil
@@ -569,9 +637,10 @@ func openReadZ(dirfd int, pz []byte) (int, error) {
 	}
 }
 
+// openRead opens the file at path for reading (readFlags).
 func openRead(path string) (int, error) {
 	for {
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open(path, readFlags, 0)
 		if err != unix.EINTR {
 			return fd, err
 		}
@@ -716,7 +785,7 @@ func (s *Store) commit(ctx context.Context, id leafID, leaf string, key, file []
 		err = removeIfExists(binPath(leaf, n))
 	}
 	if err == nil {
-		err = s.modes.writeFile(leaf, srcPath(leaf, n), file, s.sync, s.now())
+		err = s.modes.writeFile(leaf, srcPath(leaf, n), file, s.sync, s.now(), func() { s.at("put:staged") })
 	}
 	if err != nil {
 		// The slot now holds nothing committed: undo the count, the old
@@ -827,7 +896,10 @@ func (s *Store) Delete(ctx context.Context, key *kcache.Key) error {
 // error: what stays behind is found again by the next one.
 func (s *Store) removeSlot(leaf string, n int) (int64, error) {
 	counted := committedSize(leaf, n)
-	for _, p := range [...]string{srcPath(leaf, n), binPath(leaf, n)} {
+	for i, p := range [...]string{srcPath(leaf, n), binPath(leaf, n)} {
+		if i == 1 {
+			s.at("remove:uncommitted")
+		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			if p == binPath(leaf, n) {
 				return counted, err // the record is gone: uncounted already
@@ -857,7 +929,9 @@ func removeIfExists(path string) error {
 // writeFile writes data to a temporary file in dir and renames it to path,
 // so that path names either its old content or all of data. It fsyncs the
 // data first if sync is set, and stamps the file with mtime if that is set.
-func (m modes) writeFile(dir, path string, data []byte, sync bool, mtime time.Time) (err error) {
+// staged, if set, is called between the write and the rename (a test
+// kills the writer there).
+func (m modes) writeFile(dir, path string, data []byte, sync bool, mtime time.Time, staged func()) (err error) {
 	f, err := os.CreateTemp(dir, tempPrefix+"*")
 	if err != nil {
 		return err
@@ -888,6 +962,9 @@ func (m modes) writeFile(dir, path string, data []byte, sync bool, mtime time.Ti
 		if err := os.Chtimes(f.Name(), mtime, mtime); err != nil {
 			return err
 		}
+	}
+	if staged != nil {
+		staged()
 	}
 	return os.Rename(f.Name(), path)
 }

@@ -115,6 +115,7 @@ func (s *Store) swapJournal(o *openShard, lock, tmp *os.File, leaves map[leafID]
 			return 0, tmp, err
 		}
 	}
+	s.at("swap:staged")
 	if err := os.Rename(tmp.Name(), s.journalPath(x)); err != nil {
 		return 0, tmp, err
 	}

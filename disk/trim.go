@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -52,7 +53,7 @@ func (s *Store) trim(ctx context.Context, now time.Time) {
 
 // lastTrim reads the time of the last maintenance pass.
 func (s *Store) lastTrim() (time.Time, bool) {
-	b, err := os.ReadFile(s.dir + "/" + trimName)
+	b, err := readSmallFile(s.dir + "/" + trimName)
 	if err != nil {
 		return time.Time{}, false
 	}
@@ -103,6 +104,7 @@ func (s *Store) fullPass(ctx context.Context, opts passOptions) error {
 		// Put of the day; the next day's pass finishes its work.
 		s.writeStamp(opts.stamp)
 		s.nextTrim.Store(opts.stamp.Add(trimInterval).UnixNano())
+		s.removeLeftovers()
 	}
 	s.removeDeadTemps()
 	var sk skipped
@@ -168,7 +170,7 @@ func (s *Store) removeDeadTemps() {
 		if info, err := os.Lstat(path); err != nil || time.Since(info.ModTime()) < deadTempAge {
 			continue
 		}
-		f, err := os.Open(path)
+		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // a FIFO: see readFlags
 		if err != nil {
 			continue
 		}

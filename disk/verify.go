@@ -14,7 +14,7 @@ type Report struct {
 	Bytes      int64     // their size on disk
 	Damaged    int       // entries whose record or binary fails a check
 	Incomplete int       // leftovers of interrupted writes
-	Unreadable int       // directories that could not be listed, skipped
+	Unreadable int       // directories that could not be listed and entries this user may not read, skipped
 	Removed    int       // damaged entries and leftovers removed, with repair
 	Problems   []Problem // the first maxProblems damaged, incomplete or unreadable items
 }
@@ -22,7 +22,7 @@ type Report struct {
 // Problem is one damaged or incomplete item found by Verify.
 type Problem struct {
 	Path string
-	Err  error // wraps ErrDamaged or ErrIncomplete
+	Err  error // wraps ErrDamaged, ErrIncomplete or ErrUnreadable
 }
 
 // maxProblems bounds Report.Problems, so that verifying a wrecked cache of
@@ -94,10 +94,14 @@ func (sk *skipped) warn(s *Store) {
 // damaged or incomplete.
 func (s *Store) tally(r *Report, leaf string, c leafContents) (bad bool) {
 	add := func(path string, err error) {
-		bad = true
-		if errors.Is(err, ErrIncomplete) {
+		switch {
+		case errors.Is(err, ErrUnreadable):
+			r.Unreadable++ // not this user's to judge, nor to remove
+		case errors.Is(err, ErrIncomplete):
+			bad = true
 			r.Incomplete++
-		} else {
+		default:
+			bad = true
 			r.Damaged++
 		}
 		if len(r.Problems) < maxProblems {
@@ -136,7 +140,7 @@ func (s *Store) repairLeaf(ctx context.Context, leaf string) int {
 	}
 	removed := 0
 	for n := range maxSlots {
-		if c.slots[n].used() && s.inspect(leaf, n, c.slots[n], true).Err != nil {
+		if err := s.inspect(leaf, n, c.slots[n], true).Err; c.slots[n].used() && err != nil && !errors.Is(err, ErrUnreadable) {
 			if _, err := s.removeSlot(leaf, n); err == nil {
 				removed++
 			}

@@ -30,7 +30,7 @@ type Info struct {
 	BuildTime  time.Duration  // what the build cost
 	Created    time.Time      // when the entry was written
 	AccessTime time.Time      // last use, to within an hour: the record's mtime
-	Err        error          // nil for a sound entry, else wraps ErrDamaged or ErrIncomplete
+	Err        error          // nil for a sound entry, else wraps ErrDamaged, ErrIncomplete or ErrUnreadable
 	// embedded says the binary is in the record's file (entry version 2).
 	embedded bool
 }
@@ -96,7 +96,7 @@ func (s *Store) inspect(leaf string, n int, f slotFiles, deep bool) Info {
 	}
 	e, err := readEntry(in.RecordPath(), deep)
 	if err != nil {
-		in.Err = fmt.Errorf("%w: %w", ErrDamaged, err)
+		in.Err = fmt.Errorf("%w: %w", damageOf(err), err)
 		return in
 	}
 	if e.raw.embedded {
@@ -126,12 +126,23 @@ func checkSlot(in Info, want string, e entryFile, f slotFiles, deep bool) error 
 	}
 	bin, _, err := readFile(in.BinaryPath(), raw.size)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrDamaged, err)
+		return fmt.Errorf("%w: %w", damageOf(err), err)
 	}
 	if !raw.checkSHA256(bin) || !raw.checkCRC(bin) {
 		return fmt.Errorf("%w: binary checksum mismatch", ErrDamaged)
 	}
 	return nil
+}
+
+// damageOf returns what a failure to read an entry's file says of the
+// entry: nothing, where this user may not read it (another member's file
+// in a shared cache, written without shared mode), which is
+// ErrUnreadable, for its owner may read it whole; else ErrDamaged.
+func damageOf(err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return ErrUnreadable
+	}
+	return ErrDamaged
 }
 
 // checkEmbedded checks the binary of a version 2 entry: its length always,
@@ -167,20 +178,22 @@ const headSize = 64 << 10
 // set, it reads only the file's head where that holds the record, so that
 // listing a cache does not read its binaries.
 func readEntry(path string, whole bool) (entryFile, error) {
-	limit := int64(headSize)
-	if whole {
-		limit = maxEntrySize
-	}
-	data, size, err := readHead(path, limit)
+	data, size, err := readHead(path, headSize)
 	if err != nil {
 		return entryFile{}, err
 	}
 	raw, bin, err := parseEntry(data)
-	if err != nil && size > int64(len(data)) {
-		// The record may run past the head: read the whole file.
-		if data, size, err = readHead(path, maxEntrySize); err == nil {
-			raw, bin, err = parseEntry(data)
+	// The record may run past the head, or the caller wants the binary:
+	// read on, as far as nextRead says is worth it, as a lookup does.
+	for (err != nil || whole) && size > int64(len(data)) {
+		limit := nextRead(data, size)
+		if limit <= int64(len(data)) {
+			break
 		}
+		if data, size, err = readHead(path, limit); err != nil {
+			return entryFile{}, err
+		}
+		raw, bin, err = parseEntry(data)
 	}
 	if err != nil {
 		return entryFile{}, err
@@ -197,7 +210,8 @@ func readEntry(path string, whole bool) (entryFile, error) {
 // readHead reads at most limit bytes from the start of the regular file at
 // path, and returns them with the file's size.
 func readHead(path string, limit int64) ([]byte, int64, error) {
-	f, err := os.Open(path)
+	// Not blocking: a FIFO's open would wait for a writer (readFlags).
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -345,7 +359,11 @@ func descend(ctx context.Context, dir string, level, depth int, sk *skipped, fn 
 	if depth == 0 {
 		return fn(dir)
 	}
-	names, err := readNames(dir)
+	list := readNames
+	if top {
+		list = readRootNames
+	}
+	names, err := list(dir)
 	if err != nil {
 		if top && !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -370,12 +388,28 @@ func descend(ctx context.Context, dir string, level, depth int, sk *skipped, fn 
 // direntBufs holds buffers for readNames.
 var direntBufs = sync.Pool{New: func() any { return new([8192]byte) }}
 
-// readNames returns the names in dir, sorted. It reads the directory with
-// bare system calls: os.Open would also register the descriptor with the
-// network poller and a finalizer, a quarter more work per directory in a
-// pass that lists hundreds of thousands.
+// readNames returns the names in dir, a directory of the tree below the
+// version directory, sorted. A symbolic link at dir is refused (ELOOP):
+// the store makes none there, and a pass that followed one planted in the
+// layout would remove what it finds in the directory it names, outside
+// the cache (see checkTree). It reads the directory with bare system
+// calls: os.Open would also register the descriptor with the network
+// poller and a finalizer, a quarter more work per directory in a pass that
+// lists hundreds of thousands.
 func readNames(dir string) ([]string, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	return readNamesFlags(dir, unix.O_NOFOLLOW)
+}
+
+// readRootNames is readNames for the cache's root and version directory,
+// which a symbolic link may name: a cache moved to another disk is often
+// linked into place.
+func readRootNames(dir string) ([]string, error) {
+	return readNamesFlags(dir, 0)
+}
+
+// readNamesFlags is readNames, opening dir with the extra flags.
+func readNamesFlags(dir string, flags int) ([]string, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|flags, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}

@@ -2,10 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/opencl"
 )
 
 // TestExportImportWarm exports a cache built with PoCL, imports it into an
@@ -98,5 +103,57 @@ func TestImportDamagedBundle(t *testing.T) {
 	}
 	if r := run(t, src, "import", filepath.Join(src, "none.kcb")); r.code != 1 || !strings.Contains(r.stderr, "no such file") {
 		t.Errorf("missing bundle: %+v", r)
+	}
+}
+
+// TestImportRefusesBookkeeping imports, with --all-devices, a bundle made
+// by hand that holds a dependency record and a rebuild claim beside a
+// program: only the program is stored. A record vouches for a key's
+// headers by their stat, so one crafted with this machine's stats and
+// another text's digests would key a source by a text it no longer has;
+// before, import --all-devices stored it.
+func TestImportRefusesBookkeeping(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	ctx := context.Background()
+	st := testStore(t, src)
+	putFakes(t, st, "GPU", 1)
+	var id kcache.Digest
+	id[0] = 7
+	record := &kcache.Key{
+		Compiler: kcache.Compiler{Name: "kcache/deps-record"},
+		Image:    kcache.Image{Format: "kcache/deps-record", Source: id[:]},
+	}
+	if !kcache.IsDependencyRecord(record) {
+		t.Fatal("not the key of a dependency record")
+	}
+	claim := fakeKey("GPU", 1)
+	claim.Image.Format = opencl.FormatRebuildClaim
+	for _, k := range []*kcache.Key{record, claim} {
+		if err := st.Put(ctx, k, kcache.Entry{Binary: []byte("forged")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bundle := filepath.Join(t.TempDir(), "crafted.kcb")
+	f, err := os.Create(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := st.ExportBundle(ctx, f, nil); err != nil || rep.Entries != 3 {
+		t.Fatalf("export of every entry: %+v, %v", rep, err)
+	}
+	f.Close()
+	var j importJSON
+	runJSONOut(t, dst, &j, "import", "--json", "--all-devices", bundle)
+	if j.Entries != 3 || j.Imported != 1 || j.Refused != 2 || j.Skipped != 0 {
+		t.Errorf("import --all-devices: %+v, want 1 of 3 imported and 2 refused", j)
+	}
+	got := testStore(t, dst)
+	for _, k := range []*kcache.Key{record, claim} {
+		if _, err := got.Get(ctx, k); !errors.Is(err, kcache.ErrMiss) {
+			t.Errorf("%s imported: %v", k.Compiler.Name+" "+k.Image.Format, err)
+		}
+	}
+	if _, err := got.Get(ctx, fakeKey("GPU", 0)); err != nil {
+		t.Errorf("the program: %v", err)
 	}
 }

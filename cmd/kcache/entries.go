@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"sync"
 
@@ -17,7 +18,12 @@ import (
 // process compute a key without reading headers (kcache.IsDependencyRecord).
 // Such entries are neither listed nor counted.
 func internal(in *disk.Info) bool {
-	return in.Key != nil && (in.Key.Image.Format == opencl.FormatRebuildClaim || kcache.IsDependencyRecord(in.Key))
+	return in.Key != nil && internalKey(in.Key)
+}
+
+// internalKey reports whether k is the key of such an entry.
+func internalKey(k *kcache.Key) bool {
+	return k.Image.Format == opencl.FormatRebuildClaim || kcache.IsDependencyRecord(k)
 }
 
 // walkEntries calls fn, one call at a time, for every sound entry of st
@@ -34,6 +40,9 @@ func walkEntries(ctx context.Context, st *disk.Store, fn func(*disk.Info)) (dama
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
+		case errors.Is(in.Err, disk.ErrUnreadable):
+			// Another member's entry in a shared cache, unreadable to
+			// this user: neither an entry nor damage to it.
 		case in.Err != nil:
 			damaged++
 		case !internal(&in):

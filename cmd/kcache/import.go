@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/disk"
@@ -21,6 +22,7 @@ type importJSON struct {
 	Entries  int    `json:"entries"`  // entries in the bundle, all verified
 	Imported int    `json:"imported"` // entries stored (or already present)
 	Skipped  int    `json:"skipped"`  // entries for devices this machine lacks
+	Refused  int    `json:"refused"`  // entries of a cache's own bookkeeping, which export never writes
 	Bytes    int64  `json:"bytes"`    // size of the entries imported
 }
 
@@ -68,10 +70,25 @@ func runImport(ctx context.Context, ios *streams, stdin io.Reader, file string, 
 		defer f.Close()
 		in = f
 	}
-	var accept func(*kcache.Key) bool
+	var local map[kcache.Device]bool
 	if !allDevices {
-		local := localDevices()
-		accept = func(k *kcache.Key) bool { return local[k.Device] }
+		local = localDevices()
+	}
+	// A dependency record (a CUDA direct record too) vouches for the
+	// headers a key holds by their stat, and a key is trusted as far as
+	// its record: one crafted with this machine's stats and another
+	// text's digests keys a source by the text it no longer has, and the
+	// entry built from that text is served. Export never writes them (inode
+	// and device numbers mean nothing elsewhere), so a bundle that holds
+	// one was made by hand: refused, whatever the device, as a rebuild
+	// claim is.
+	var refused atomic.Int64
+	accept := func(k *kcache.Key) bool {
+		if internalKey(k) {
+			refused.Add(1)
+			return false
+		}
+		return allDevices || local[k.Device]
 	}
 	rep, err := st.ImportBundle(ctx, in, accept)
 	if errors.Is(err, disk.ErrBadBundle) {
@@ -80,11 +97,15 @@ func runImport(ctx context.Context, ios *streams, stdin io.Reader, file string, 
 	if err != nil {
 		return err
 	}
-	j := importJSON{File: file, Entries: rep.Entries, Imported: rep.Imported, Skipped: rep.Skipped, Bytes: rep.Bytes}
+	n := int(refused.Load())
+	j := importJSON{File: file, Entries: rep.Entries, Imported: rep.Imported, Skipped: rep.Skipped - n, Refused: n, Bytes: rep.Bytes}
 	if asJSON {
 		return json.NewEncoder(ios.out).Encode(j)
 	}
 	fmt.Fprintf(ios.errOut, "imported %d of %s (%s) from %s\n", j.Imported, plural(j.Entries, "entry"), ios.size(j.Bytes), bundleName(file))
+	if j.Refused > 0 {
+		fmt.Fprintf(ios.errOut, "refused %s of a cache's own bookkeeping (dependency records, rebuild claims), which kcache export never writes\n", plural(j.Refused, "entry"))
+	}
 	if j.Skipped > 0 {
 		fmt.Fprintf(ios.errOut, "skipped %s for devices this machine does not have; --all-devices imports them\n", plural(j.Skipped, "entry"))
 	}

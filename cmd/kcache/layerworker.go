@@ -89,14 +89,21 @@ func workerLogger(w io.Writer, cfg kcache.Config) *slog.Logger {
 // openWorkerLog opens the queue's log, worker.log, for the draining worker
 // and its order processes: nobody reads their standard error, and the log
 // is how a user (or a benchmark) sees what the worker did and how long it
-// took. A log that cannot be opened is discarded.
+// took. A log that cannot be opened is discarded, and so is one that is a
+// symbolic link or a FIFO planted in the queue's directory: the worker
+// would append to the file the link names, outside the cache, or wait for
+// a reader for ever.
 func openWorkerLog(q layerstore.Queue) *os.File {
 	path := filepath.Join(q.Dir(), "worker.log")
-	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
-	if fi, err := os.Stat(path); err == nil && fi.Size() > workerLogMax {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND | syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+	if fi, err := os.Lstat(path); err == nil && fi.Size() > workerLogMax {
 		flags |= os.O_TRUNC
 	}
 	f, err := os.OpenFile(path, flags, 0o600)
+	if fi, serr := f.Stat(); err == nil && (serr != nil || !fi.Mode().IsRegular()) {
+		f.Close()
+		err = errors.New("not a regular file")
+	}
 	if err != nil {
 		f, _ = os.Open(os.DevNull)
 	}

@@ -173,3 +173,55 @@ func TestQueue(t *testing.T) {
 		t.Errorf("Wait on an empty, idle queue: %v", err)
 	}
 }
+
+// TestQueueOfAnotherUser: in a cache shared by a group, another member can
+// make a user's queue directory before the user does. A directory this
+// user does not own, one others may enter, or a symbolic link is refused:
+// no order is written there (an order carries its process's environment)
+// nor taken from it (the worker builds in an order's environment). Before,
+// the orders went into the other member's directory.
+func TestQueueOfAnotherUser(t *testing.T) {
+	cases := map[string]func(dir string) error{
+		"open to others": func(dir string) error {
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				return err
+			}
+			return os.Chmod(dir, 0o777)
+		},
+		"a link": func(dir string) error {
+			other := filepath.Join(filepath.Dir(dir), "elsewhere")
+			if err := os.Mkdir(other, 0o700); err != nil {
+				return err
+			}
+			return os.Symlink(other, dir)
+		},
+	}
+	if os.Geteuid() == 0 {
+		cases["another user's"] = func(dir string) error {
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				return err
+			}
+			return os.Chown(dir, 65534, 65534)
+		}
+	}
+	for name, plant := range cases {
+		t.Run(name, func(t *testing.T) {
+			q := NewQueue(t.TempDir())
+			if err := plant(q.Dir()); err != nil {
+				t.Fatal(err)
+			}
+			if err := q.Put(testOrder()); !errors.Is(err, ErrQueueUnsafe) {
+				t.Errorf("Put = %v, want ErrQueueUnsafe", err)
+			}
+			if paths, err := q.List(); !errors.Is(err, ErrQueueUnsafe) || len(paths) != 0 {
+				t.Errorf("List = %q, %v, want ErrQueueUnsafe", paths, err)
+			}
+			if _, _, err := q.TryLock(); !errors.Is(err, ErrQueueUnsafe) {
+				t.Errorf("TryLock = %v, want ErrQueueUnsafe", err)
+			}
+			if ents, _ := os.ReadDir(q.Dir()); len(ents) != 0 {
+				t.Errorf("the directory holds %d files", len(ents))
+			}
+		})
+	}
+}

@@ -68,7 +68,7 @@ func (q Queue) Put(o Order) error {
 // digest d, replacing an order of the same key: a process encodes its
 // orders while it runs and writes them at its commit points or exit.
 func (q Queue) PutEncoded(d kcache.Digest, b []byte) error {
-	if err := os.MkdirAll(q.dir, 0o700); err != nil {
+	if err := q.makeDir(); err != nil {
 		return fmt.Errorf("kcache layer: build orders: %w", err)
 	}
 	f, err := os.CreateTemp(q.dir, tempPrefix)
@@ -95,8 +95,44 @@ func (q Queue) Queued(d kcache.Digest) bool {
 	return err == nil
 }
 
+// ErrQueueUnsafe says the queue's directory is not this user's alone: in
+// a cache shared by a group, another member may have made it before this
+// user did. Nothing is queued there nor taken from it: an order carries
+// its process's environment, which the other member could read, and the
+// worker builds in an order's environment, which the other member could
+// write.
+var ErrQueueUnsafe = errors.New("kcache layer: the build orders' directory is not this user's alone")
+
+// makeDir makes the queue's directory if it is missing and checks it.
+func (q Queue) makeDir() error {
+	if err := os.MkdirAll(q.dir, 0o700); err != nil {
+		return err
+	}
+	return q.checkDir()
+}
+
+// checkDir reports whether the queue's directory, which exists, is this
+// user's alone: a directory (not a symbolic link), owned by this user,
+// that no one else may enter.
+func (q Queue) checkDir() error {
+	fi, err := os.Lstat(q.dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%w: %s (mode %v)", ErrQueueUnsafe, q.dir, fi.Mode())
+	}
+	return nil
+}
+
 // List returns the paths of the queued orders, oldest first.
 func (q Queue) List() ([]string, error) {
+	if err := q.checkDir(); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("kcache layer: build orders: %w", err)
+	}
 	ents, err := os.ReadDir(q.dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -157,7 +193,7 @@ func (q Queue) Remove(path string) error {
 // file of the queue's directory, so the kernel releases it when its holder
 // dies, SIGKILL included.
 func (q Queue) TryLock() (unlock func(), ok bool, err error) {
-	if err := os.MkdirAll(q.dir, 0o700); err != nil {
+	if err := q.makeDir(); err != nil {
 		return nil, false, fmt.Errorf("kcache layer: worker lock: %w", err)
 	}
 	f, err := os.OpenFile(filepath.Join(q.dir, lockFileName), os.O_RDWR|os.O_CREATE, 0o600)
