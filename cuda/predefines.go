@@ -20,66 +20,98 @@ import (
 // under it. The answer depends only on NVRTC and the options, which the
 // key holds, so one check at the build vouches for every later hit.
 
+// An option's -D or -U of a name NVRTC may predefine is an assumption of
+// the same kind: the scanner takes the option's definition, which holds
+// where NVRTC defines its own macros before the options. For most names
+// it does; __CUDA_ARCH__, __CUDACC__ and __LP64__ it defines after them
+// (NVRTC 13.0 on the H100), so that -D__CUDA_ARCH__=big changes nothing
+// and a key that believed it would name big.h for a computed include that
+// NVRTC makes 900.h. The scanner lists each such name (deps.RuleOptionDecides), and
+// the cache asks NVRTC, with the build's options and one more -D of the
+// name, whether that later definition wins.
+
 // predefineChecks remembers NVRTC's answers in this process, by options
 // and names.
 var predefineChecks sync.Map // string -> predefineCheck
 
-// predefineCheck is one remembered answer: nil when NVRTC predefines none
-// of the names.
+// predefineCheck is one remembered answer: nil when every assumption held.
 type predefineCheck struct{ err error }
 
-// assumptions returns the names src's key assumes NVRTC does not
-// predefine, each once.
-func (c *Cache) assumptions(ctx context.Context, src Source, p plan) ([]string, error) {
-	var names []string
+// nvrtcAssumptions are the names a key assumes of NVRTC's own macros.
+type nvrtcAssumptions struct {
+	notPredefined []string // deps.RuleNotPredefined: NVRTC defines none of them
+	optionDecides []string // deps.RuleOptionDecides: an option's definition wins
+}
+
+func (a nvrtcAssumptions) empty() bool { return len(a.notPredefined) == 0 && len(a.optionDecides) == 0 }
+
+// assumptions returns what src's key assumes of NVRTC's own macros, each
+// name once.
+func (c *Cache) assumptions(ctx context.Context, src Source, p plan) (nvrtcAssumptions, error) {
+	var a nvrtcAssumptions
 	for _, in := range scanInputs(src, p) {
 		_, trace, err := c.scanner.Scan(ctx, in)
 		if err != nil {
-			return nil, err
+			return a, err
 		}
 		for _, d := range trace {
-			if d.Rule == deps.RuleNotPredefined && !slices.Contains(names, d.Path) {
-				names = append(names, d.Path)
+			switch {
+			case d.Rule == deps.RuleNotPredefined && !slices.Contains(a.notPredefined, d.Path):
+				a.notPredefined = append(a.notPredefined, d.Path)
+			case d.Rule == deps.RuleOptionDecides && !slices.Contains(a.optionDecides, d.Path):
+				a.optionDecides = append(a.optionDecides, d.Path)
 			}
 		}
 	}
-	return names, nil
+	return a, nil
 }
 
-// checkAssumptions returns nil when NVRTC, given p's options, predefines
-// none of the names src's key assumes it does not, and an error saying
-// why the build may not be stored otherwise.
+// checkAssumptions returns nil when NVRTC, given p's options, agrees with
+// what src's key assumes of its own macros, and an error saying why the
+// build may not be stored otherwise.
 func (c *Cache) checkAssumptions(ctx context.Context, src Source, p plan) error {
-	names, err := c.assumptions(ctx, src, p)
-	if err != nil || len(names) == 0 {
+	a, err := c.assumptions(ctx, src, p)
+	if err != nil || a.empty() {
 		return err
 	}
-	slices.Sort(names)
-	id := strings.Join(p.options, "\x00") + "\x01" + strings.Join(names, "\x00")
+	slices.Sort(a.notPredefined)
+	slices.Sort(a.optionDecides)
+	id := strings.Join(p.options, "\x00") + "\x01" + strings.Join(a.notPredefined, "\x00") + "\x01" + strings.Join(a.optionDecides, "\x00")
 	if v, ok := predefineChecks.Load(id); ok {
 		return v.(predefineCheck).err
 	}
-	err = probePredefines(p.options, names)
+	err = probePredefines(p.options, a)
 	predefineChecks.Store(id, predefineCheck{err})
 	return err
 }
 
+// optionProbeValue is what the probe's extra -D gives each name whose
+// option is to decide it: no compiler defines a macro so.
+const optionProbeValue = "0x4B43505242"
+
 // probePredefines compiles a program that fails if NVRTC, with options,
-// defines any of names before the first line.
-func probePredefines(options []string, names []string) error {
+// defines any of a.notPredefined before the first line, or keeps its own
+// definition of any of a.optionDecides over one more -D of it after the
+// options.
+func probePredefines(options []string, a nvrtcAssumptions) error {
 	var b strings.Builder
-	for _, n := range names {
+	for _, n := range a.notPredefined {
 		fmt.Fprintf(&b, "#ifdef %s\n#error kcache: predefined %s\n#endif\n", n, n)
+	}
+	probeOptions := slices.Clone(options)
+	for _, n := range a.optionDecides {
+		fmt.Fprintf(&b, "#if !defined(%s)\n#error kcache: %s undefined\n#elif %s != %s\n#error kcache: NVRTC's %s over the options'\n#endif\n", n, n, n, optionProbeValue, n)
+		probeOptions = append(probeOptions, "-D"+n+"="+optionProbeValue)
 	}
 	prog, err := NewProgram([]byte(b.String()), "kcache_predefines.cu", nil)
 	if err != nil {
 		return fmt.Errorf("cuda: checking predefined macros: %w", err)
 	}
 	defer prog.Destroy()
-	if err := prog.Compile(options); err != nil {
+	if err := prog.Compile(probeOptions); err != nil {
 		log, _ := prog.Log()
-		return fmt.Errorf("cuda: the key assumes NVRTC predefines none of %s, and it could not confirm that: %w (%s)",
-			strings.Join(names, ", "), err, strings.TrimSpace(log))
+		return fmt.Errorf("cuda: the key assumes NVRTC predefines none of [%s] and takes the options' definitions of [%s], and it could not confirm that: %w (%s)",
+			strings.Join(a.notPredefined, ", "), strings.Join(a.optionDecides, ", "), err, strings.TrimSpace(log))
 	}
 	return nil
 }

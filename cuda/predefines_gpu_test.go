@@ -2,9 +2,12 @@ package cuda
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kcache/kcache"
 )
@@ -48,6 +51,53 @@ func TestPredefineAssumptionChecked(t *testing.T) {
 			want := kcache.OutcomeDisk
 			if c.predefined {
 				want = kcache.OutcomeBuilt
+			}
+			if m.Outcome != want {
+				t.Errorf("second process: outcome %v, want %v", m.Outcome, want)
+			}
+		})
+	}
+}
+
+// TestOptionDefinitionChecked: NVRTC 13 defines __CUDA_ARCH__ after the
+// options, so -D__CUDA_ARCH__=big changes nothing, and the include the key
+// computed for it (big.h) is not the one NVRTC opens (900.h on the H100):
+// such a build is used, never stored. An option's definition NVRTC lets
+// win (__CUDACC_VER_MAJOR__) is stored and hit.
+func TestOptionDefinitionChecked(t *testing.T) {
+	ctx := requireGPU(t)
+	inc := filepath.Join(t.TempDir(), "inc")
+	writeFile(t, filepath.Join(inc, "big.h"), "#define VALUE 1\n")
+	for arch := 500; arch <= 1300; arch += 10 { // whatever the device's architecture
+		writeFile(t, filepath.Join(inc, fmt.Sprintf("%d.h", arch)), "#define VALUE 2\n")
+	}
+	old := time.Now().Add(-time.Minute) // the directory's listing, past the too-new window too
+	os.Chtimes(inc, old, old)
+	const code = "#define S(x) #x\n#define XS(x) S(x)\n#include XS(NAME.h)\n" +
+		"extern \"C\" __global__ void k(int *d) { d[0] = VALUE; }\n"
+	for _, c := range []struct {
+		name   string
+		stored bool
+	}{{"__CUDA_ARCH__", false}, {"__CUDACC_VER_MAJOR__", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			src := Source{Code: []byte(strings.ReplaceAll(code, "NAME", c.name)), Options: []string{"-I", inc, "-D" + c.name + "=big"}}
+			cache := filepath.Join(t.TempDir(), "cache")
+			m, err := newTestCache(t, ctx, cache).Module(context.Background(), src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Outcome != kcache.OutcomeBuilt {
+				t.Errorf("first: outcome %v, want built", m.Outcome)
+			}
+			m.Release()
+			m, err = newTestCache(t, ctx, cache).Module(context.Background(), src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Release()
+			want := kcache.OutcomeBuilt
+			if c.stored {
+				want = kcache.OutcomeDisk
 			}
 			if m.Outcome != want {
 				t.Errorf("second process: outcome %v, want %v", m.Outcome, want)

@@ -321,8 +321,8 @@ func TestServePhases(t *testing.T) {
 		fmt.Printf("PHASE family=%s %s_ms=%.1f\n", family, name, ms(time.Since(start)))
 	}
 	phase("key", func() error { _, err := c.key(ctx, src, p); return err })
-	names, _ := c.assumptions(ctx, src, p)
-	fmt.Printf("PHASE family=%s assumptions=%d\n", family, len(names))
+	a, _ := c.assumptions(ctx, src, p)
+	fmt.Printf("PHASE family=%s assumptions=%d\n", family, len(a.notPredefined)+len(a.optionDecides))
 	phase("probe", func() error { return c.checkAssumptions(ctx, src, p) })
 	var images [][]byte
 	for idx := phaseBase + 10; idx < phaseBase+15; idx++ {

@@ -212,7 +212,7 @@ func (c *Cache) serveRequest(ctx context.Context, src Source, p plan, digest kca
 			// An assumption about NVRTC's own macros is no file: the
 			// server's NVRTC, with the same options, answers as the
 			// client's, which checks it before storing.
-			if d.Rule != deps.RuleNotPredefined {
+			if d.Rule != deps.RuleNotPredefined && d.Rule != deps.RuleOptionDecides {
 				req.Files = append(req.Files, serveFile(d))
 			}
 		}

@@ -191,3 +191,39 @@ func TestPriorValueAfterUnseenHeader(t *testing.T) {
 		t.Errorf("with a complete search path: %v", err)
 	}
 }
+
+// TestOptionDecidesListed: where the caller verifies the compiler's own
+// macros, an option's -D or -U of a name the compiler may predefine is an
+// assumption the trace lists (RuleOptionDecides: NVRTC defines some such
+// names after the options), each name once; an option for an ordinary
+// name is not, nor any where the caller verifies nothing, nor where the
+// compiler's definitions come after the options anyway.
+func TestOptionDecidesListed(t *testing.T) {
+	root := tree(t, map[string]string{"a.h": "", "b.h": ""})
+	src := "#if __CUDA_ARCH__ == 1\n#include \"a.h\"\n#else\n#include \"b.h\"\n#endif\n"
+	in := Input{Source: []byte(src), WorkDir: root, SearchWorkDir: true, Trigraphs: TrigraphsOn, VerifiesPredefines: true,
+		Args: []string{"-D__CUDA_ARCH__=1", "-U__CUDACC__", "-DPLAIN=2", "-D__CUDA_ARCH__=1", "-D_Fn(x)=x", "-DNV_IF_TARGET"},
+		CompilerMacros: []string{"NV_*"}}
+	decided := func(in Input) []string {
+		t.Helper()
+		_, trace := mustScan(t, NewScanner(nil), in)
+		var names []string
+		for _, d := range trace {
+			if d.Rule == RuleOptionDecides {
+				names = append(names, d.Path)
+			}
+		}
+		return names
+	}
+	if got := decided(in); !slices.Equal(got, []string{"__CUDA_ARCH__", "__CUDACC__", "_Fn", "NV_IF_TARGET"}) {
+		t.Errorf("listed %q, want [__CUDA_ARCH__ __CUDACC__ _Fn NV_IF_TARGET]", got)
+	}
+	in.VerifiesPredefines = false
+	if got := decided(in); len(got) != 0 {
+		t.Errorf("without verification: listed %q", got)
+	}
+	in.VerifiesPredefines, in.PredefinesAfterOptions = true, true
+	if got := decided(in); len(got) != 0 {
+		t.Errorf("with the compiler's definitions after the options: listed %q", got)
+	}
+}

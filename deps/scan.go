@@ -103,6 +103,9 @@ func (sc *scan) run() error {
 	for _, m := range sc.table.applyOptions(sc.inv.macros, overridden) {
 		sc.operators(m.restoreOperators())
 	}
+	if sc.in.VerifiesPredefines && !sc.in.PredefinesAfterOptions {
+		sc.optionAssumptions()
+	}
 	sc.optionOperators()
 	sc.table.consulted = sc.consult
 	mainDir := ""
@@ -457,6 +460,26 @@ func (sc *scan) compilerDefines(name string) bool {
 		}
 	}
 	return false
+}
+
+// optionAssumptions lists, for a caller that verifies the compiler's own
+// macros (Input.VerifiesPredefines), each name an option defines or
+// undefines that the compiler may predefine (RuleOptionDecides). The scan
+// takes the option's word for such a name, which holds only where the
+// compiler defines its own before the options: NVRTC 13 defines
+// __CUDA_ARCH__, __CUDACC__ and __LP64__ after them, so that an option's
+// -D or -U of those changes nothing, and a key that believed it would
+// name the file of a computed include the compiler never opens.
+func (sc *scan) optionAssumptions() {
+	for _, o := range sc.inv.macros {
+		name := strings.TrimSpace(o.text)
+		if i := strings.IndexAny(name, "=("); i >= 0 {
+			name = strings.TrimSpace(name[:i])
+		}
+		if name != "" && sc.predefinable(name) {
+			sc.add(Dependency{Path: name, Name: "<option decides: " + name + ">", Rule: RuleOptionDecides})
+		}
+	}
 }
 
 // compilerMayDefine reports whether the compiler may define name on its

@@ -75,6 +75,13 @@ const (
 	// and a caller must check it with the compiler before it stores a
 	// build.
 	RuleNotPredefined = "not-predefined"
+	// RuleOptionDecides is a name an option defines or undefines that the
+	// compiler may predefine too (see Input.VerifiesPredefines): the key
+	// takes the option's definition, which holds only where the compiler
+	// defines its own first. Its Path holds the name, and a caller must
+	// check with the compiler, given the build's options, that a later
+	// option's definition of it wins before it stores a build.
+	RuleOptionDecides = "option-decides"
 	// RuleWorkDir is the working directory, for a compiler whose options
 	// may write it into the binary (debug information: -g): its Path
 	// holds the directory. The key names headers relative to it, which
@@ -201,8 +208,9 @@ type Input struct {
 	PredefinesAfterOptions bool
 	// VerifiesPredefines says the caller checks, before it stores a
 	// build, that the compiler predefines none of the names the trace
-	// lists under RuleNotPredefined (the cuda package asks NVRTC, with
-	// the build's options). A name the scanned files define only inside
+	// lists under RuleNotPredefined, and that an option's definition wins
+	// over the compiler's for each name listed under RuleOptionDecides
+	// (the cuda package asks NVRTC, with the build's options). A name the scanned files define only inside
 	// conditionals keeps, wherever none of those definitions is certain
 	// to have been made, the value the compiler gave it; for a name the
 	// compiler may predefine (a reserved one, one of CompilerMacros'
