@@ -33,27 +33,12 @@ func TestPredefineAssumptionChecked(t *testing.T) {
 	}{{"__CUDACC_RTC__", true}, {"__KCACHE_NOT_PREDEFINED", false}} {
 		t.Run(c.name, func(t *testing.T) {
 			src := Source{Code: []byte(strings.ReplaceAll(code, "NAME", c.name)), Options: []string{"-I", inc}}
-			cache := filepath.Join(t.TempDir(), "cache")
-			first := newTestCache(t, ctx, cache)
-			m, err := first.Module(context.Background(), src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.Outcome != kcache.OutcomeBuilt {
-				t.Errorf("first: outcome %v, want built", m.Outcome)
-			}
-			m.Release()
-			m, err = newTestCache(t, ctx, cache).Module(context.Background(), src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Release()
 			want := kcache.OutcomeDisk
 			if c.predefined {
 				want = kcache.OutcomeBuilt
 			}
-			if m.Outcome != want {
-				t.Errorf("second process: outcome %v, want %v", m.Outcome, want)
+			if got := secondOutcome(t, ctx, src); got != want {
+				t.Errorf("second process: outcome %v, want %v", got, want)
 			}
 		})
 	}
@@ -81,27 +66,35 @@ func TestOptionDefinitionChecked(t *testing.T) {
 	}{{"__CUDA_ARCH__", false}, {"__CUDACC_VER_MAJOR__", true}} {
 		t.Run(c.name, func(t *testing.T) {
 			src := Source{Code: []byte(strings.ReplaceAll(code, "NAME", c.name)), Options: []string{"-I", inc, "-D" + c.name + "=big"}}
-			cache := filepath.Join(t.TempDir(), "cache")
-			m, err := newTestCache(t, ctx, cache).Module(context.Background(), src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.Outcome != kcache.OutcomeBuilt {
-				t.Errorf("first: outcome %v, want built", m.Outcome)
-			}
-			m.Release()
-			m, err = newTestCache(t, ctx, cache).Module(context.Background(), src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Release()
 			want := kcache.OutcomeBuilt
 			if c.stored {
 				want = kcache.OutcomeDisk
 			}
-			if m.Outcome != want {
-				t.Errorf("second process: outcome %v, want %v", m.Outcome, want)
+			if got := secondOutcome(t, ctx, src); got != want {
+				t.Errorf("second process: outcome %v, want %v", got, want)
 			}
 		})
 	}
+}
+
+// secondOutcome builds src in a new cache over an empty directory, then
+// returns where a second new cache over it got src from: the disk tier
+// where the first stored it.
+func secondOutcome(t *testing.T, ctx *Context, src Source) kcache.Outcome {
+	t.Helper()
+	cache := filepath.Join(t.TempDir(), "cache")
+	m, err := newTestCache(t, ctx, cache).Module(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Outcome != kcache.OutcomeBuilt {
+		t.Errorf("first: outcome %v, want built", m.Outcome)
+	}
+	m.Release()
+	m, err = newTestCache(t, ctx, cache).Module(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Release()
+	return m.Outcome
 }

@@ -254,16 +254,7 @@ func TestKilledAtEveryStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd := helper(os.Args[0], "killat", "KCACHE_DISK_DIR="+cache, "KCACHE_DISK_AT="+point, noExitSleep)
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			line, err := bufio.NewReader(out).ReadString('\n')
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
+			line, err := killAfterLine(t, cmd)
 			if line != "at "+point+"\n" {
 				t.Fatalf("the writer never reached %s: %q, %v", point, line, err)
 			}
@@ -500,16 +491,7 @@ func TestKilledImportLeavesNothing(t *testing.T) {
 	f.Close()
 	dst := openTest(t, Options{})
 	cmd := helper(os.Args[0], "import", "KCACHE_DISK_DIR="+dst.root, "KCACHE_DISK_BUNDLE="+bundle, noExitSleep)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	line, err := killAfterLine(t, cmd)
 	if line != "storing\n" {
 		t.Fatalf("the import never stored: %q, %v", line, err)
 	}
@@ -725,16 +707,7 @@ func TestKilledClearLeftoversGo(t *testing.T) {
 	}
 	settle(t, s)
 	cmd := helper(os.Args[0], "clear", "KCACHE_DISK_DIR="+s.root, noExitSleep)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	line, err := killAfterLine(t, cmd)
 	if line != "renamed\n" {
 		t.Fatalf("the Clear never renamed: %q, %v", line, err)
 	}
@@ -798,4 +771,22 @@ func TestExtendedEntryOfLargeSource(t *testing.T) {
 	if n := after.TotalAlloc - before.TotalAlloc; n > huge/16 {
 		t.Errorf("Verify allocated %d bytes for an entry of 400 KB", n)
 	}
+}
+
+// killAfterLine starts cmd, a helper process that prints a line where it
+// stops to be killed, reads that line, and SIGKILLs it there. err is the
+// read's: a helper that exits without the line returns what it printed.
+func killAfterLine(t *testing.T, cmd *exec.Cmd) (string, error) {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	return line, err
 }

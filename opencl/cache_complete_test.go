@@ -202,15 +202,7 @@ func TestPrefilledEntryUnderLoad(t *testing.T) {
 			if _, err := p.Kernel("missing"); err == nil {
 				t.Error("Kernel(missing) succeeded")
 			}
-			k, err := p.Kernel("saxpy")
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			launch.Lock()
-			err = k.Use(func(k *Kernel) error { return runSaxpy(ts.ctx, ts.q, k, 256, float32(g)) })
-			launch.Unlock()
-			if err != nil {
+			if err := ts.launchSaxpy(p, float32(g), &launch); err != nil {
 				t.Error(err)
 			}
 			if g%3 == 0 {
@@ -361,7 +353,7 @@ func TestDiskHitLoadedOnce(t *testing.T) {
 	first.cache.Close()
 	ts := newTierSetWith(t, dir, launching)
 	var wg sync.WaitGroup
-	var mu sync.Mutex // guards outcomes and the queue
+	var mu, queue sync.Mutex // guard outcomes, and the queue: results are checked per launch
 	outcomes := map[kcache.Outcome]int{}
 	for g := range 16 {
 		wg.Go(func() {
@@ -371,15 +363,10 @@ func TestDiskHitLoadedOnce(t *testing.T) {
 				return
 			}
 			defer p.Release()
-			k, err := p.Kernel("saxpy")
-			if err != nil {
-				t.Error(err)
-				return
-			}
 			mu.Lock()
-			defer mu.Unlock()
 			outcomes[p.Outcome]++
-			if err := k.Use(func(k *Kernel) error { return runSaxpy(ts.ctx, ts.q, k, 256, float32(g)) }); err != nil {
+			mu.Unlock()
+			if err := ts.launchSaxpy(p, float32(g), &queue); err != nil {
 				t.Error(err)
 			}
 		})
@@ -391,4 +378,17 @@ func TestDiskHitLoadedOnce(t *testing.T) {
 	if s := ts.bins.Stats(); s.Builds != 0 {
 		t.Errorf("%d builds, want none", s.Builds)
 	}
+}
+
+// launchSaxpy runs p's saxpy kernel once on ts's queue, holding queue (the
+// goroutines of a test share one queue, whose results are checked per
+// launch), for goroutines that may not stop the test.
+func (ts *tierSet) launchSaxpy(p *BuiltProgram, alpha float32, queue *sync.Mutex) error {
+	k, err := p.Kernel("saxpy")
+	if err != nil {
+		return err
+	}
+	queue.Lock()
+	defer queue.Unlock()
+	return k.Use(func(k *Kernel) error { return runSaxpy(ts.ctx, ts.q, k, 256, alpha) })
 }
