@@ -202,7 +202,7 @@ func TestOptionDecidesListed(t *testing.T) {
 	root := tree(t, map[string]string{"a.h": "", "b.h": ""})
 	src := "#if __CUDA_ARCH__ == 1\n#include \"a.h\"\n#else\n#include \"b.h\"\n#endif\n"
 	in := Input{Source: []byte(src), WorkDir: root, SearchWorkDir: true, Trigraphs: TrigraphsOn, VerifiesPredefines: true,
-		Args: []string{"-D__CUDA_ARCH__=1", "-U__CUDACC__", "-DPLAIN=2", "-D__CUDA_ARCH__=1", "-D_Fn(x)=x", "-DNV_IF_TARGET"},
+		Args:           []string{"-D__CUDA_ARCH__=1", "-U__CUDACC__", "-DPLAIN=2", "-D__CUDA_ARCH__=1", "-D_Fn(x)=x", "-DNV_IF_TARGET"},
 		CompilerMacros: []string{"NV_*"}}
 	decided := func(in Input) []string {
 		t.Helper()
