@@ -202,7 +202,10 @@ func warmSummary(ios *streams, reports []buildReport, of int, where string, asJS
 }
 
 // kernelFiles expands directories into the .cl files under them, in
-// order, and keeps files as given.
+// order, and keeps files as given. Only regular files are read (a link to
+// one counts): a FIFO named like a kernel would hold the command for ever,
+// so one given by name is an error and one found in a directory is left
+// out.
 func kernelFiles(paths []string) ([]string, error) {
 	var files []string
 	for _, p := range paths {
@@ -211,11 +214,14 @@ func kernelFiles(paths []string) ([]string, error) {
 			return nil, fmt.Errorf("%w; give OpenCL C files or directories", err)
 		}
 		if !fi.IsDir() {
+			if !fi.Mode().IsRegular() {
+				return nil, fmt.Errorf("%s: not a regular file; give OpenCL C files or directories", p)
+			}
 			files = append(files, p)
 			continue
 		}
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && strings.EqualFold(filepath.Ext(path), ".cl") {
+			if err == nil && !d.IsDir() && strings.EqualFold(filepath.Ext(path), ".cl") && isRegular(path) {
 				files = append(files, path)
 			}
 			return err
@@ -225,4 +231,10 @@ func kernelFiles(paths []string) ([]string, error) {
 		}
 	}
 	return slices.Compact(files), nil
+}
+
+// isRegular reports whether path is a regular file, following links.
+func isRegular(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }
