@@ -3,7 +3,6 @@ package cuda
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,6 +24,10 @@ func TestPredefineAssumptionChecked(t *testing.T) {
 	for name, v := range map[string]string{"one.h": "1", "__CUDACC_RTC__.h": "2", "1.h": "3", "__KCACHE_NOT_PREDEFINED.h": "4"} {
 		writeFile(t, filepath.Join(inc, name), "#define VALUE "+v+"\n")
 	}
+	// Settled: a build from files whose ctime is within deps' too-new
+	// window is not stored whatever its macros, and would pass the
+	// predefined case for that reason alone.
+	time.Sleep(2100 * time.Millisecond)
 	const code = "#define S(x) #x\n#define XS(x) S(x)\n#if defined(NEVER)\n#define NAME one\n#endif\n#include XS(NAME.h)\n" +
 		"extern \"C\" __global__ void k(int *d) { d[0] = VALUE; }\n"
 	for _, c := range []struct {
@@ -56,8 +59,10 @@ func TestOptionDefinitionChecked(t *testing.T) {
 	for arch := 500; arch <= 1300; arch += 10 { // whatever the device's architecture
 		writeFile(t, filepath.Join(inc, fmt.Sprintf("%d.h", arch)), "#define VALUE 2\n")
 	}
-	old := time.Now().Add(-time.Minute) // the directory's listing, past the too-new window too
-	os.Chtimes(inc, old, old)
+	// Settled: a build from files whose ctime is within deps' too-new
+	// window is not stored whatever its macros, and would pass the
+	// __CUDA_ARCH__ case for that reason alone.
+	time.Sleep(2100 * time.Millisecond)
 	const code = "#define S(x) #x\n#define XS(x) S(x)\n#include XS(NAME.h)\n" +
 		"extern \"C\" __global__ void k(int *d) { d[0] = VALUE; }\n"
 	for _, c := range []struct {
