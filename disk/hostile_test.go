@@ -123,6 +123,23 @@ func names(t *testing.T, dir string) map[string]int64 {
 	return m
 }
 
+// sameNames reports every file of before (names' answer for a directory
+// outside the passes' reach, where) that after lacks or has at another
+// size, and every file after gained.
+func sameNames(t *testing.T, where string, before, after map[string]int64) {
+	t.Helper()
+	for p, n := range before {
+		if m, ok := after[p]; !ok || m != n {
+			t.Errorf("%s, %s: was %d bytes, now %d (present %v)", where, p, n, m, ok)
+		}
+	}
+	for p := range after {
+		if _, ok := before[p]; !ok {
+			t.Errorf("%s gained %s", where, p)
+		}
+	}
+}
+
 // TestPlantedSymlinks replaces each directory level of an entry's path
 // with a symbolic link to the same level of another cache, which holds an
 // entry last used long ago, a write in progress (a temporary file), a
@@ -174,17 +191,7 @@ func TestPlantedSymlinks(t *testing.T) {
 			s.Verify(ctx, true)
 			s.Prune(ctx, PruneOptions{OlderThan: time.Hour, MaxSize: 1})
 			s.Clear(ctx)
-			after := names(t, other.root)
-			for p, n := range before {
-				if m, ok := after[p]; !ok || m != n {
-					t.Errorf("the other cache's %s: was %d bytes, now %d (present %v)", p, n, m, ok)
-				}
-			}
-			for p := range after {
-				if _, ok := before[p]; !ok {
-					t.Errorf("the other cache gained %s", p)
-				}
-			}
+			sameNames(t, "the other cache", before, names(t, other.root))
 			checkGet(t, other, 1, 1000)
 		})
 	}
@@ -573,17 +580,7 @@ func TestPlantedFileLinks(t *testing.T) {
 				s.trim(ctx, clock.Now())
 				s.recount(ctx)
 				settle(t, s)
-				after := names(t, outside)
-				for p, n := range before {
-					if m, ok := after[p]; !ok || m != n {
-						t.Errorf("%s outside the cache: was %d bytes, now %d (present %v)", p, n, m, ok)
-					}
-				}
-				for p := range after {
-					if _, ok := before[p]; !ok {
-						t.Errorf("%s created outside the cache", p)
-					}
-				}
+				sameNames(t, "outside the cache", before, names(t, outside))
 				for p := range before {
 					if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
 						if b, _ := os.ReadFile(p); string(b) != "precious\n" {

@@ -1,16 +1,12 @@
 package keyparts_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/kcache/kcache"
-	"github.com/kcache/kcache/deps"
-	"github.com/kcache/kcache/internal/keyparts"
-	"github.com/kcache/kcache/opencl"
 )
 
 // TestPoCLDefinesInline: PoCL compiles every program with -Dinline= ahead
@@ -27,25 +23,8 @@ func TestPoCLDefinesInline(t *testing.T) {
 		}
 	}
 	src := "#define S(x) #x\n#define XS(x) S(x)\n#include XS(inline.h)\n#ifndef FROM_DOT_H\n#error PoCL did not read .h\n#endif\nkernel void k(void) {}\n"
-	ctx, err := opencl.NewContext(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctx.Release()
-	p, err := ctx.ProgramWithSource(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Release()
-	if err := p.Build(nil, ""); err != nil {
-		t.Fatalf("PoCL: %v", err)
-	}
-	in, err := keyparts.OpenCLScan([]byte(src), "", keyparts.PoCL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in.WorkDir = wd
-	headers, _, err := deps.NewScanner(nil).Scan(context.Background(), in)
+	buildsOnPoCL(t, dev, src, "")
+	headers, err := keyHeaders(t, src, "", wd)
 	if err != nil {
 		t.Fatal(err)
 	}

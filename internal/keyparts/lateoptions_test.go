@@ -1,7 +1,6 @@
 package keyparts_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,8 +10,6 @@ import (
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
-	"github.com/kcache/kcache/internal/keyparts"
-	"github.com/kcache/kcache/opencl"
 )
 
 // TestPoCLDefinesAfterOptions: PoCL 3.1 puts its device's macros
@@ -28,11 +25,6 @@ func TestPoCLDefinesAfterOptions(t *testing.T) {
 	dev := pocl(t)
 	wd := t.TempDir()
 	t.Chdir(wd)
-	ctx, err := opencl.NewContext(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctx.Release()
 	for i, c := range []struct {
 		name, options string
 	}{
@@ -48,20 +40,8 @@ func TestPoCLDefinesAfterOptions(t *testing.T) {
 				}
 			}
 			src := fmt.Sprintf("#define S(x) #x\n#define XS(x) S(x)\n#include XS(%s.h)\n#ifndef FROM_ONE\n#error PoCL did not read 1.h\n#endif\nkernel void k%d(void) {}\n", c.name, i)
-			p, err := ctx.ProgramWithSource(src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Release()
-			if err := p.Build(nil, c.options); err != nil {
-				t.Fatalf("PoCL: %v", err)
-			}
-			in, err := keyparts.OpenCLScan([]byte(src), c.options, keyparts.PoCL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			in.WorkDir = wd
-			headers, _, err := deps.NewScanner(nil).Scan(context.Background(), in)
+			buildsOnPoCL(t, dev, src, c.options)
+			headers, err := keyHeaders(t, src, c.options, wd)
 			switch {
 			case errors.Is(err, deps.ErrUncacheable):
 				return

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
 	"github.com/kcache/kcache/internal/keyparts"
 	"github.com/kcache/kcache/opencl"
@@ -197,6 +198,38 @@ func sameFiles(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// buildsOnPoCL builds src with options for dev, and fails the test where
+// PoCL refuses it: the sources' #error lines say which file PoCL read.
+func buildsOnPoCL(t *testing.T, dev opencl.Device, src, options string) {
+	t.Helper()
+	ctx, err := opencl.NewContext(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Release()
+	p, err := ctx.ProgramWithSource(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	if err := p.Build(nil, options); err != nil {
+		t.Fatalf("PoCL: %v", err)
+	}
+}
+
+// keyHeaders returns the headers the key of src, built on PoCL with
+// options in wd, holds, and the scan's error.
+func keyHeaders(t *testing.T, src, options, wd string) ([]kcache.Header, error) {
+	t.Helper()
+	in, err := keyparts.OpenCLScan([]byte(src), options, keyparts.PoCL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.WorkDir = wd
+	headers, _, err := deps.NewScanner(nil).Scan(context.Background(), in)
+	return headers, err
 }
 
 // runPoCL builds src with options for dev, runs its kernel k on one
