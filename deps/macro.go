@@ -386,8 +386,9 @@ func (t *macroTable) version(name string) int {
 // branches: a later one replaces an earlier one exactly. An option for a
 // name overridden says (one the compiler may define after the options)
 // decides nothing: the name is left as the compiler's, and the option's
-// definition is returned, for what it lends a hidden _Pragma.
-func (t *macroTable) applyOptions(opts []optMacro, overridden func(name string) bool) (skipped []*macro) {
+// definition is returned, for what it lends a hidden _Pragma. decided
+// lists, in the options' order, the names an option did decide.
+func (t *macroTable) applyOptions(opts []optMacro, overridden func(name string) bool) (decided []string, skipped []*macro) {
 	for _, o := range opts {
 		name, value, hasValue := strings.Cut(o.text, "=")
 		if !o.define {
@@ -397,6 +398,7 @@ func (t *macroTable) applyOptions(opts []optMacro, overridden func(name string) 
 				continue
 			}
 			t.defs[name] = &candidates{undef: true, at: []int{0}, option: true}
+			decided = append(decided, name)
 			continue
 		}
 		if !hasValue {
@@ -412,8 +414,9 @@ func (t *macroTable) applyOptions(opts []optMacro, overridden func(name string) 
 			continue
 		}
 		t.defs[m.name] = &candidates{defs: []*macro{m}, at: []int{0}, option: true}
+		decided = append(decided, m.name)
 	}
-	return skipped
+	return decided, skipped
 }
 
 // options returns the candidates of name: its definitions, plus nil for

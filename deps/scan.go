@@ -100,11 +100,12 @@ func (sc *scan) run() error {
 	if sc.in.PredefinesAfterOptions {
 		overridden = sc.predefinable
 	}
-	for _, m := range sc.table.applyOptions(sc.inv.macros, overridden) {
+	decided, skipped := sc.table.applyOptions(sc.inv.macros, overridden)
+	for _, m := range skipped {
 		sc.operators(m.restoreOperators())
 	}
-	if sc.in.VerifiesPredefines && !sc.in.PredefinesAfterOptions {
-		sc.optionAssumptions()
+	if sc.in.VerifiesPredefines {
+		sc.optionAssumptions(decided)
 	}
 	sc.optionOperators()
 	sc.table.consulted = sc.consult
@@ -463,20 +464,18 @@ func (sc *scan) compilerDefines(name string) bool {
 }
 
 // optionAssumptions lists, for a caller that verifies the compiler's own
-// macros (Input.VerifiesPredefines), each name an option defines or
-// undefines that the compiler may predefine (RuleOptionDecides). The scan
-// takes the option's word for such a name, which holds only where the
-// compiler defines its own before the options: NVRTC 13 defines
-// __CUDA_ARCH__, __CUDACC__ and __LP64__ after them, so that an option's
-// -D or -U of those changes nothing, and a key that believed it would
-// name the file of a computed include the compiler never opens.
-func (sc *scan) optionAssumptions() {
-	for _, o := range sc.inv.macros {
-		name := strings.TrimSpace(o.text)
-		if i := strings.IndexAny(name, "=("); i >= 0 {
-			name = strings.TrimSpace(name[:i])
-		}
-		if name != "" && sc.predefinable(name) {
+// macros (Input.VerifiesPredefines), each name of decided (those the
+// options defined or undefined) that the compiler may predefine
+// (RuleOptionDecides). The scan takes the option's word for such a name,
+// which holds only where the compiler defines its own before the options:
+// NVRTC 13 defines __CUDA_ARCH__, __CUDACC__ and __LP64__ after them, so
+// that an option's -D or -U of those changes nothing, and a key that
+// believed it would name the file of a computed include the compiler
+// never opens. (Where the input says the compiler's come after the
+// options, applyOptions decided no such name.)
+func (sc *scan) optionAssumptions(decided []string) {
+	for _, name := range decided {
+		if sc.predefinable(name) {
 			sc.add(Dependency{Path: name, Name: "<option decides: " + name + ">", Rule: RuleOptionDecides})
 		}
 	}
