@@ -221,7 +221,7 @@ func kernelFiles(paths []string) ([]string, error) {
 			continue
 		}
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && strings.EqualFold(filepath.Ext(path), ".cl") && isRegular(path) {
+			if err == nil && strings.EqualFold(filepath.Ext(path), ".cl") && regularEntry(path, d) {
 				files = append(files, path)
 			}
 			return err
@@ -233,8 +233,12 @@ func kernelFiles(paths []string) ([]string, error) {
 	return slices.Compact(files), nil
 }
 
-// isRegular reports whether path is a regular file, following links.
-func isRegular(path string) bool {
+// regularEntry reports whether the walked entry d at path is a regular
+// file, or a link to one: only a link costs a stat.
+func regularEntry(path string, d fs.DirEntry) bool {
+	if d.Type()&fs.ModeSymlink == 0 {
+		return d.Type().IsRegular()
+	}
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular()
 }
