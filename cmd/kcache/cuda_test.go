@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kcache/kcache/cuda"
+	"github.com/kcache/kcache/internal/demo/cudasuite"
 )
 
 func TestCheckBackend(t *testing.T) {
@@ -64,4 +65,50 @@ func TestCUDABuild(t *testing.T) {
 	if third := build(); third.Outcome != "built" || third.Digest == first.Digest {
 		t.Errorf("after a header edit: %+v, want a new build", third)
 	}
+}
+
+// TestCUDADemoPhaseModuleTime runs one case of the CUDA demo's phases as
+// the demo does, in new processes: the cache's cold phase (which writes
+// the images), then its warm phase and the floor. Each result splits its
+// time at the module loaded: module_ms is positive and within ms. It
+// skips where there is no GPU.
+func TestCUDADemoPhaseModuleTime(t *testing.T) {
+	if _, err := cuda.GetDevice(0); err != nil {
+		t.Skipf("no GPU: %v", err)
+	}
+	dir := t.TempDir()
+	include, images := filepath.Join(dir, "include"), filepath.Join(dir, "images")
+	os.MkdirAll(include, 0o755)
+	for _, c := range cudasuite.All() {
+		if err := c.WriteHeaders(include); err != nil {
+			t.Fatal(err)
+		}
+	}
+	phase := func(mode string, withImages bool, wantOutcome string) {
+		t.Helper()
+		args := []string{"cuda-demo-phase", "--mode", mode, "--include", include, "--case", "jacobi-2d"}
+		if withImages {
+			args = append(args, "--images", images)
+		}
+		cmd := kcacheCmd(t, dir, args...)
+		cmd.Env = append(cmd.Env, "KCACHE_PERSISTENT=1")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s phase: %v\n%s", mode, err, out)
+		}
+		var r struct {
+			Case, Outcome, Error string
+			MS                   float64 `json:"ms"`
+			ModuleMS             float64 `json:"module_ms"`
+		}
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("%s phase: %v: %q", mode, err, out)
+		}
+		if r.Error != "" || r.Outcome != wantOutcome || r.ModuleMS <= 0 || r.ModuleMS > r.MS {
+			t.Errorf("%s phase: %+v, want outcome %s and 0 < module_ms <= ms", mode, r, wantOutcome)
+		}
+	}
+	phase("cache", true, "built")
+	phase("cache", false, "disk")
+	phase("floor", true, "floor")
 }
