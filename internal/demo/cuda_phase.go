@@ -76,13 +76,15 @@ func runCUDAPhase(ctx context.Context, out, progress io.Writer, mode, include, i
 	}
 	fmt.Fprintf(progress, "cuda-demo-phase %s: set-up (%s) %.1f ms\n", mode, what, msSince(start))
 	enc := json.NewEncoder(out)
+	var held heldUntilEnd
+	defer held.release()
 	for _, c := range selectCUDACases(only) {
 		c.PrepareReference() // outside the timed region: not what a cache saves
 		var r cudaResult
 		if sess != nil {
 			r = runCUDACached(ctx, sess, c, include, images)
 		} else {
-			r = runCUDAImage(cctx, c, images, mode)
+			r = runCUDAImage(cctx, c, images, mode, &held)
 		}
 		r.Case, r.Category = c.Name, c.Category
 		if err := enc.Encode(r); err != nil {
@@ -176,8 +178,10 @@ func compilePTX(src cuda.Source) ([]byte, error) {
 }
 
 // runCUDAImage times reading an image file (CUBIN or PTX), loading it and
-// running the case's launches to completion, then checks the result.
-func runCUDAImage(ctx *cuda.Context, c cudasuite.Case, dir, mode string) cudaResult {
+// running the case's launches to completion, then checks the result. The
+// module stays loaded until the phase ends, as an application keeps its
+// modules and as the cache's object tier keeps them in the cached phases.
+func runCUDAImage(ctx *cuda.Context, c cudasuite.Case, dir, mode string, held *heldUntilEnd) cudaResult {
 	base := filepath.Join(dir, c.Name)
 	ext := map[string]string{cudaModeFloor: ".cubin", cudaModePTX: ".ptx"}[mode]
 	var names caseNames
@@ -198,7 +202,7 @@ func runCUDAImage(ctx *cuda.Context, c cudasuite.Case, dir, mode string) cudaRes
 	if err != nil {
 		return cudaResult{Error: err.Error()}
 	}
-	defer m.Unload()
+	held.add(func() { m.Unload() })
 	moduleMS := msSince(start)
 	funcs := map[string]*cuda.Function{}
 	err = run.Launch(func(name string) (*cuda.Function, error) {
