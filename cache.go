@@ -155,6 +155,23 @@ func (c *Cache) GetLocal(ctx context.Context, p *Prepared) (Result, error) {
 	return r, err
 }
 
+// ReadLocal reads p's entry again from the local tiers, as GetLocal finds
+// it, for a caller that holds its program and kept no copy of the binary
+// (the driver holds its own): it counts nothing and fills no tier, since
+// the request that first read the entry counted it. It returns an error
+// wrapping ErrMiss when none has the key (evicted since).
+func (c *Cache) ReadLocal(ctx context.Context, p *Prepared) (Result, error) {
+	for _, t := range c.tiers {
+		if t.Kind != OutcomeDisk {
+			break
+		}
+		if e, err := getFrom(ctx, t.Store, p); err == nil {
+			return Result{Binary: e.Binary, Outcome: t.Kind, Digest: p.digests.Key, BuildTime: e.BuildTime}, nil
+		}
+	}
+	return Result{Digest: p.digests.Key}, fmt.Errorf("kcache: %s: %w", p.digests.Key, ErrMiss)
+}
+
 // get searches the tiers. countMiss is false for the second look after
 // taking the build lock, so one request counts at most one miss per tier.
 func (c *Cache) get(ctx context.Context, p *Prepared, countMiss bool) (Result, error) {

@@ -38,3 +38,27 @@ func TestGetLocal(t *testing.T) {
 		t.Fatalf("behind a remote tier: %v, want a miss", err)
 	}
 }
+
+// TestReadLocal: ReadLocal reads what GetLocal reads, from the leading disk
+// tiers only, and counts nothing: the request that first read the entry
+// counted it.
+func TestReadLocal(t *testing.T) {
+	disk, remote, log := twoLockers()
+	c := New(Config{}, nil, Tier{OutcomeDisk, disk}, Tier{OutcomeRemote, remote})
+	onDisk, onRemote := keyN(1), keyN(2)
+	disk.entries[onDisk.Digest()] = Entry{Binary: []byte("disk")}
+	remote.entries[onRemote.Digest()] = Entry{Binary: []byte("remote")}
+	r, err := c.ReadLocal(context.Background(), onDisk.Prepare())
+	if err != nil || string(r.Binary) != "disk" || r.Outcome != OutcomeDisk || r.Digest != onDisk.Digest() {
+		t.Fatalf("disk entry: %+v, %v", r, err)
+	}
+	if _, err := c.ReadLocal(context.Background(), onRemote.Prepare()); !errorsIsMiss(err) {
+		t.Fatalf("remote-only entry: %v, want a miss", err)
+	}
+	if s := c.Stats(); s != (Stats{}) {
+		t.Errorf("ReadLocal counted: %+v", s)
+	}
+	if len(*log) != 0 || len(disk.entries) != 1 {
+		t.Errorf("ReadLocal took locks (%v) or filled a tier (%d disk entries)", *log, len(disk.entries))
+	}
+}

@@ -316,7 +316,7 @@ func (c *Cache) load(ctx context.Context, dev Device, src Source, prep *kcache.P
 		}
 		p, err := c.fromBinary(dev, r.Binary, src.Options)
 		if err == nil {
-			return loadedEntry(p, dev, r), nil
+			return c.loadedEntry(p, dev, r, prep), nil
 		}
 		c.bins.Logger().Warn("kcache: runtime rejected a cached binary; rebuilding", "key", r.Digest, "err", err)
 		if _, pending, err = c.bins.Discard(ctx, key); err != nil {
@@ -340,13 +340,19 @@ func (c *Cache) loadLocal(ctx context.Context, dev Device, src Source, prep *kca
 	if err != nil {
 		return nil, false
 	}
-	return loadedEntry(p, dev, r), true
+	return c.loadedEntry(p, dev, r, prep), true
 }
 
-// loadedEntry is the object tier's entry of p, made from r's binary.
-func loadedEntry(p *Program, dev Device, r kcache.Result) *programEntry {
-	return &programEntry{prog: p, device: dev.Handle(), digest: r.Digest, outcome: r.Outcome, binary: r.Binary,
-		size: int64(len(r.Binary)), buildTime: r.BuildTime}
+// loadedEntry is the object tier's entry of p, made from r's binary. It
+// keeps no copy of the binary: the driver holds its own, and a copy per
+// live program cost the Go heap its size and a warm start a page fault per
+// page of every entry read, as the heap grew to hold them (PoCL's binaries
+// are 50-500 KB). Blob reads the entry again.
+func (c *Cache) loadedEntry(p *Program, dev Device, r kcache.Result, prep *kcache.Prepared) *programEntry {
+	return &programEntry{prog: p, device: dev.Handle(), digest: r.Digest, outcome: r.Outcome,
+		size: int64(len(r.Binary)), buildTime: r.BuildTime, stored: func(ctx context.Context) (kcache.Result, error) {
+			return c.bins.ReadLocal(ctx, prep)
+		}}
 }
 
 func (c *Cache) fromBinary(dev Device, bin []byte, options string) (*Program, error) {
@@ -543,6 +549,9 @@ type programEntry struct {
 	// unkept: built from files that changed during the build; the object
 	// tier hands it to the build's callers only (Keep).
 	unkept bool
+	// stored reads the binary the program was loaded from again, for
+	// Blob; nil where the program was not loaded from the tiers.
+	stored func(context.Context) (kcache.Result, error)
 
 	mu      sync.Mutex      // guards the fields below
 	pending *kcache.Pending // the binary tiers' build slot, until committed
@@ -609,6 +618,13 @@ func (e *programEntry) blob(ctx context.Context) ([]byte, error) {
 	e.commit(ctx)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.binary == nil && e.stored != nil {
+		// The entry it was loaded from: the same bytes, unless evicted
+		// since, when the driver's binary of the program stands in.
+		if r, err := e.stored(ctx); err == nil && r.Digest == e.digest {
+			e.binary = r.Binary
+		}
+	}
 	if e.binary == nil {
 		bin, err := e.deviceBinary()
 		if err != nil {

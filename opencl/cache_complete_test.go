@@ -392,3 +392,62 @@ func (ts *tierSet) launchSaxpy(p *BuiltProgram, alpha float32, queue *sync.Mutex
 	defer queue.Unlock()
 	return k.Use(func(k *Kernel) error { return runSaxpy(ts.ctx, ts.q, k, 256, alpha) })
 }
+
+// TestDiskHitKeepsNoBinary: a program loaded from the disk tier keeps no
+// copy of its binary (the driver holds one); Blob reads the stored entry
+// back, the same bytes, counting no hit; with the entry evicted, Blob
+// gives the driver's binary, which still makes a working program.
+func TestDiskHitKeepsNoBinary(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	srcs := []Source{uniqueSource("NO_COPY_A"), uniqueSource("NO_COPY_B")}
+	first := newTierSetWith(t, dir, launching)
+	for _, src := range srcs {
+		p := first.program(t, src)
+		first.saxpy(t, p, 1)
+		p.Commit(ctx)
+	}
+	first.cache.Close()
+	ts := newTierSetWith(t, dir, launching)
+	dev := testFixture(t).dev
+	for i, src := range srcs {
+		p := ts.program(t, src)
+		if p.Outcome != kcache.OutcomeDisk {
+			t.Fatalf("outcome %v, want disk", p.Outcome)
+		}
+		if p.h.Value().binary != nil {
+			t.Error("a program loaded from disk kept a copy of its binary")
+		}
+		key, err := ts.cache.Key(dev, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := ts.store.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 { // evicted since it was loaded
+			if err := ts.store.Delete(ctx, key); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := ts.bins.Stats()
+		blob, err := p.Blob(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after := ts.bins.Stats(); after.Disk != before.Disk || after.Memory != before.Memory {
+			t.Errorf("Blob counted: %+v, then %+v", before, after)
+		}
+		if i == 0 && !bytes.Equal(blob, stored.Binary) {
+			t.Errorf("Blob gave %d bytes, not the stored entry's %d", len(blob), len(stored.Binary))
+		}
+		other := newTierSet(t, t.TempDir())
+		q, err := other.cache.ProgramFromBlob(ctx, dev, src, blob)
+		if err != nil {
+			t.Fatalf("program %d from its blob: %v", i, err)
+		}
+		other.saxpy(t, q, 3)
+		q.Release()
+	}
+}
