@@ -9,8 +9,12 @@
 // SHA-256, the binary (zstd-compressed where that saves an eighth), and,
 // when the fleet shares a secret (KCACHE_REMOTE_SECRET), an HMAC-SHA256
 // over all of it. A reader checks everything before it uses a byte; a
-// value that fails is a miss wrapping kcache.ErrRejected, and is left in
-// place, since the reader may be the one holding the wrong secret.
+// value that fails is a miss wrapping kcache.ErrRejected, and the reader
+// removes it if it is still the value stored (the secret derives the
+// names, so a value under them that fails is damage or a forgery; see
+// names.go). A key under a value's name that is no string is rejected and
+// removed too, and one under a lease's name replaced: no kcache client
+// writes one.
 //
 // # Builds
 //

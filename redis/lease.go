@@ -22,11 +22,20 @@ var ErrWaitTimeout = errors.New("redis: another machine's build did not finish i
 var (
 	// acquire returns 2 if the value exists (nothing to build), 1 if it
 	// took the lease, 3 if the last holder failed (the lease holds
-	// failedMarker, ARGV[3]), 0 if another holder has it.
+	// failedMarker, ARGV[3]), 0 if another holder has it. A lease that is
+	// no string is not kcache's (another program's, or a hostile one) and
+	// is replaced: it would otherwise fail every acquire, and might never
+	// expire. The check is a GET that fails, not TYPE, which the writers'
+	// ACL does not grant.
 	acquire = goredis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 2 end
 if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-if redis.call('GET', KEYS[2]) == ARGV[3] then return 3 end
+local l = redis.pcall('GET', KEYS[2])
+if type(l) == 'table' and l.err then
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+if l == ARGV[3] then return 3 end
 return 0`)
 	// renew extends the lease only while the caller still holds it.
 	renew = goredis.NewScript(`

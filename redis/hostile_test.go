@@ -1,0 +1,68 @@
+package redis
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kcache/kcache"
+)
+
+// TestForeignTypesUnderNames: keys under the tier's names that are no
+// string (another program's, or a fleet member writing Redis by hand).
+// Each is a rejected value, removed, and the key is then stored and
+// shared as any other; a lease that is no string is replaced. Before,
+// GET's WRONGTYPE was a server failure: the key was never stored (writes
+// never replace a value), five lookups in a row switched the tier off,
+// and a foreign lease failed every acquire for good.
+func TestForeignTypesUnderNames(t *testing.T) {
+	srv := startServer(t)
+	rc := srv.client()
+	const keys = 8
+	for i := range keys {
+		rc.HSet(bg, unsigned.value(testKey(i).Digest()), "f", "v")
+		rc.RPush(bg, unsigned.value(testKey(100+i).Digest()), "x")
+	}
+	rc.RPush(bg, unsigned.lease(testKey(50).Digest()), "held")
+
+	// A reader that only looks (as a read-only client does, with no
+	// lease between its lookups) does not take the answers for failures.
+	ro, err := Open(Options{URL: srv.url(), ReadOnly: true, Backoff: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close(bg)
+	for i := range keys {
+		if _, err := ro.Get(bg, testKey(100+i)); !errors.Is(err, kcache.ErrRejected) {
+			t.Fatalf("a list under key %d's name: %v; want a rejected value", 100+i, err)
+		}
+	}
+
+	b := &builder{size: 3000}
+	n := newNode(t, srv.url(), "", Options{Backoff: time.Hour})
+	for i := range keys {
+		if r, err := n.cache.GetOrBuild(bg, testKey(i), b.build(testKey(i))); err != nil || r.Outcome != kcache.OutcomeBuilt {
+			t.Fatalf("key %d: %v, %v", i, r.Outcome, err)
+		}
+	}
+	if s := n.cache.Stats().Remote; s.Rejected == 0 || s.Errors != 0 {
+		t.Errorf("remote stats %+v: want rejections, no errors", s)
+	}
+	unlock, err := n.remote.Lock(bg, testKey(50))
+	if err != nil {
+		t.Errorf("lease under a list: %v; want it replaced and held", err)
+	}
+	unlock()
+	flush(t, n)
+
+	m := newNode(t, srv.url(), "", Options{})
+	for i := range keys {
+		r, err := m.cache.Get(bg, testKey(i))
+		if err != nil || r.Outcome != kcache.OutcomeRemote || string(r.Binary) != string(binaryOf(testKey(i), b.size)) {
+			t.Fatalf("key %d on another machine: %v, %v; want the stored value", i, r.Outcome, err)
+		}
+	}
+	if _, err := ro.Get(bg, testKey(0)); err != nil {
+		t.Errorf("the read-only reader after its rejections: %v; want a hit", err)
+	}
+}
