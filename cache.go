@@ -370,7 +370,8 @@ func (p *Pending) build(ctx context.Context, build BuildFunc) (Result, error) {
 // a miss costs a failed open or a round trip, nothing next to a compile.
 // On such a hit it releases what it holds and returns the result as
 // waited. A lock that cannot be had is a warning, not a failure: the build
-// goes on without it.
+// goes on without it. A lock whose last holder failed (ErrLastBuildFailed)
+// is no failure either: the build goes on without any lock.
 func (c *Cache) lockKey(ctx context.Context, p *Prepared) (unlock func(), r Result, hit bool) {
 	var held []func()
 	release := func() {
@@ -384,6 +385,14 @@ func (c *Cache) lockKey(ctx context.Context, p *Prepared) (unlock func(), r Resu
 			continue
 		}
 		u, err := l.Lock(ctx, p.key)
+		if errors.Is(err, ErrLastBuildFailed) {
+			// Holding the locks above, this process would make the others
+			// of its machine wait for its build, one after another, where
+			// every process of the fleet is to build at once.
+			release()
+			c.debug("last builder left no entry; building without locks", "tier", t.Kind, "key", p.digests.Key)
+			return func() {}, Result{}, false
+		}
 		if err != nil {
 			c.stats.tier(t.Kind).errors.Add(1)
 			c.warn(t, "lock", err)

@@ -89,7 +89,9 @@ const (
 // machines waiting find the value when the lease goes. A holder that
 // leaves no value (its build failed, its write was dropped or refused)
 // marks the lease failed for failedTTL instead, and every machine waiting
-// builds at once. If the holder dies,
+// builds at once: Lock's error then wraps kcache.ErrLastBuildFailed, so
+// that kcache.Cache releases the machine's lock as well, and the processes
+// waiting on it build at once too. If the holder dies,
 // the lease expires after Options.LeaseTTL and a waiter takes it. A
 // read-only store takes no lease and waits for nobody.
 func (s *Store) Lock(ctx context.Context, key *kcache.Key) (unlock func(), err error) {
@@ -109,8 +111,7 @@ func (s *Store) Lock(ctx context.Context, key *kcache.Key) (unlock func(), err e
 		case r == 1:
 			return s.hold(d, token), nil
 		case r == 3:
-			s.log.Debug("kcache: the key's last remote builder left no value; building without a lease", "key", d)
-			return none, nil
+			return none, fmt.Errorf("redis: build lease: %w", kcache.ErrLastBuildFailed)
 		case r == 2:
 			s.present.Store(d, struct{}{})
 			return none, nil
