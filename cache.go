@@ -393,6 +393,9 @@ func (c *Cache) lockKey(ctx context.Context, p *Prepared) (unlock func(), r Resu
 			c.debug("last builder left no entry; building without locks", "tier", t.Kind, "key", p.digests.Key)
 			return func() {}, Result{}, false
 		}
+		if errors.Is(err, context.Canceled) {
+			continue // the caller's doing, as in missed
+		}
 		if err != nil {
 			c.stats.tier(t.Kind).errors.Add(1)
 			c.warn(t, "lock", err)

@@ -38,7 +38,7 @@
 // operations by five times that, since they come just before a build.
 // Nothing is retried. After Options.Failures failures in a row the store
 // is skipped for Options.Backoff, and the first time that happens it logs
-// one warning. Failures are reported in one line naming KCACHE_REMOTE
+// one warning; an operation its caller cancelled is no failure. Failures are reported in one line naming KCACHE_REMOTE
 // (with the password hidden) and what to check.
 //
 // # What it does not know

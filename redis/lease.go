@@ -107,7 +107,7 @@ func (s *Store) Lock(ctx context.Context, key *kcache.Key) (unlock func(), err e
 		r, err := s.script(ctx, acquire, keys, token, s.opts.LeaseTTL.Milliseconds(), failedMarker)
 		switch {
 		case err != nil:
-			return none, s.failed("lease", err, leaseTimeouts*s.opts.Timeout)
+			return none, s.failedAs(ctx, "lease", err, leaseTimeouts*s.opts.Timeout)
 		case r == 1:
 			return s.hold(d, token), nil
 		case r == 3:

@@ -138,7 +138,7 @@ func (s *Store) Get(ctx context.Context, key *kcache.Key) (kcache.Entry, error) 
 		return kcache.Entry{}, err
 	}
 	if err != nil {
-		return kcache.Entry{}, s.failed("get", err, timeout)
+		return kcache.Entry{}, s.failedAs(ctx, "get", err, timeout)
 	}
 	s.brk.succeed()
 	e, err := s.codec.decode(key, v)
@@ -276,7 +276,7 @@ func (s *Store) Delete(ctx context.Context, key *kcache.Key) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	if err := s.client.Del(ctx, s.names.value(key.Digest())).Err(); err != nil {
-		return s.failed("delete", err, s.opts.Timeout)
+		return s.failedAs(ctx, "delete", err, s.opts.Timeout)
 	}
 	s.brk.succeed()
 	return nil
@@ -314,4 +314,16 @@ func (s *Store) failed(op string, err error, timeout time.Duration) error {
 			"backoff", s.opts.Backoff, "err", err)
 	}
 	return err
+}
+
+// failedAs is failed for an operation run under ctx, the caller's context
+// or one derived from it. One the caller cancelled says nothing about the
+// server: it is the caller's error, and no failure for the breaker, which
+// would otherwise switch the tier off for every other caller when a few
+// gave up.
+func (s *Store) failedAs(ctx context.Context, op string, err error, timeout time.Duration) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return fmt.Errorf("redis: %s: %w", op, ctx.Err())
+	}
+	return s.failed(op, err, timeout)
 }
