@@ -13,8 +13,8 @@
 // removes it if it is still the value stored (the secret derives the
 // names, so a value under them that fails is damage or a forgery; see
 // names.go). A key under a value's name that is no string is rejected and
-// removed too, and one under a lease's name replaced: no kcache client
-// writes one.
+// removed too; a lease no kcache client writes (no string, no expiry, a
+// failure marker longer than kcache's) is replaced by the next asker.
 //
 // # Builds
 //

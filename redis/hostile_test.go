@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -64,5 +65,50 @@ func TestForeignTypesUnderNames(t *testing.T) {
 	}
 	if _, err := ro.Get(bg, testKey(0)); err != nil {
 		t.Errorf("the read-only reader after its rejections: %v; want a hit", err)
+	}
+}
+
+// TestForeignLeases: leases no kcache client writes, set by a fleet member
+// writing Redis by hand (or a member that died long ago on a server that
+// lost the expiry): a token with no expiry, the failure marker with none
+// or one longer than kcache sets. Each is replaced by the next machine
+// that asks, which builds under its own lease. Before, the first made
+// every machine wait KCACHE_BUILD_WAIT on every miss of the key, and the
+// others made every process of every machine build it, for good.
+func TestForeignLeases(t *testing.T) {
+	srv := startServer(t)
+	rc := srv.client()
+	for i, l := range []struct {
+		value string
+		ttl   time.Duration
+	}{
+		{"0123456789abcdef0123456789abcdef", 0},
+		{failedMarker, 0},
+		{failedMarker, time.Hour},
+	} {
+		rc.Set(bg, unsigned.lease(testKey(i).Digest()), l.value, l.ttl)
+	}
+	s, err := Open(Options{URL: srv.url(), BuildWait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(bg)
+	for i := range 3 {
+		ctx, cancel := context.WithTimeout(bg, 5*time.Second) // a bound, not a measure
+		unlock, err := s.Lock(ctx, testKey(i))
+		cancel()
+		if err != nil {
+			t.Errorf("lease %d: %v; want it replaced and held", i, err)
+			continue
+		}
+		if ttl := rc.PTTL(bg, unsigned.lease(testKey(i).Digest())).Val(); ttl <= 0 || ttl > DefaultLeaseTTL {
+			t.Errorf("lease %d expires in %v; want a lease of this store's", i, ttl)
+		}
+		unlock()
+	}
+	// kcache's own marker stays what it says.
+	rc.Set(bg, unsigned.lease(testKey(9).Digest()), failedMarker, failedTTL)
+	if _, err := s.Lock(bg, testKey(9)); !errors.Is(err, kcache.ErrLastBuildFailed) {
+		t.Errorf("a failed build's marker: %v; want ErrLastBuildFailed", err)
 	}
 }

@@ -22,16 +22,23 @@ var ErrWaitTimeout = errors.New("redis: another machine's build did not finish i
 var (
 	// acquire returns 2 if the value exists (nothing to build), 1 if it
 	// took the lease, 3 if the last holder failed (the lease holds
-	// failedMarker, ARGV[3]), 0 if another holder has it. A lease that is
-	// no string is not kcache's (another program's, or a hostile one) and
-	// is replaced: it would otherwise fail every acquire, and might never
-	// expire. The check is a GET that fails, not TYPE, which the writers'
-	// ACL does not grant.
+	// failedMarker, ARGV[3]), 0 if another holder has it. A lease kcache
+	// did not write is replaced: one that is no string (its GET fails;
+	// the writers' ACL grants no TYPE), one without an expiry, or a
+	// failure marker set to outlive ARGV[4], failedTTL. Left alone, the
+	// first would fail every acquire, the second make every machine wait
+	// for KCACHE_BUILD_WAIT on every miss of the key, and the third take
+	// the key's single-flight away for good.
 	acquire = goredis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 2 end
 if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
 local l = redis.pcall('GET', KEYS[2])
-if type(l) == 'table' and l.err then
+local foreign = type(l) == 'table'
+if not foreign then
+  local ttl = redis.call('PTTL', KEYS[2])
+  foreign = ttl < 0 or (l == ARGV[3] and ttl > tonumber(ARGV[4]))
+end
+if foreign then
   redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
   return 1
 end
@@ -104,7 +111,7 @@ func (s *Store) Lock(ctx context.Context, key *kcache.Key) (unlock func(), err e
 	token := newToken()
 	deadline := time.Now().Add(s.opts.BuildWait)
 	for poll := minPoll; ; poll = min(2*poll, maxPoll) {
-		r, err := s.script(ctx, acquire, keys, token, s.opts.LeaseTTL.Milliseconds(), failedMarker)
+		r, err := s.script(ctx, acquire, keys, token, s.opts.LeaseTTL.Milliseconds(), failedMarker, failedTTL.Milliseconds())
 		switch {
 		case err != nil:
 			return none, s.failedAs(ctx, "lease", err, leaseTimeouts*s.opts.Timeout)
