@@ -141,8 +141,10 @@ func TestWarnings(t *testing.T) {
 }
 
 // TestFullAndReadOnlyServer: a server out of memory (maxmemory with
-// noeviction) and a read-only replica refuse writes and leases; builds
-// succeed, and the warning says what is wrong.
+// noeviction), a read-only replica and a master short of the replicas its
+// min-replicas-to-write asks for refuse writes and leases; builds succeed,
+// and the warning says what is wrong (for the last, it said "server
+// failed").
 func TestFullAndReadOnlyServer(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -151,6 +153,7 @@ func TestFullAndReadOnlyServer(t *testing.T) {
 	}{
 		{"full", []string{"--maxmemory", "1mb", "--maxmemory-policy", "noeviction"}, "out of memory"},
 		{"read-only replica", []string{"--replicaof", "127.0.0.1", strconv.Itoa(freePort(t))}, "read-only replica"},
+		{"too few replicas", []string{"--min-replicas-to-write", "1"}, "min-replicas-to-write"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := startServer(t, tc.args...)
