@@ -267,3 +267,62 @@ func TestFailedBuildNoConvoyOnAMachine(t *testing.T) {
 		t.Errorf("the machine's builds ran one after another: each waited on its lock for the one before")
 	}
 }
+
+// TestUnstoredBuildOncePerMachine: machine A builds a key under the lease
+// but its write is dropped (its queue takes nothing), so the lease says
+// the value was not stored. Machine B's two processes, waiting meanwhile,
+// build it once: the first builds at once, holding the machine's lock,
+// and the second finds its binary on the machine's disk. A build that
+// failed lets every process build at once (TestFailedBuildNoConvoyOnAMachine);
+// one that succeeded and was not stored must not, or each process of every
+// machine builds while the server refuses writes.
+func TestUnstoredBuildOncePerMachine(t *testing.T) {
+	srv := startServer(t)
+	key := testKey(0)
+	a := newNode(t, srv.url(), tempDir(t, "a"), Options{QueueBytes: 1})
+	dirB := tempDir(t, "b")
+	b1 := newNode(t, srv.url(), dirB, Options{})
+	b2 := newNode(t, srv.url(), dirB, Options{})
+
+	release := make(chan struct{})
+	built := make(chan struct{})
+	go func() {
+		defer close(built)
+		a.cache.GetOrBuild(bg, key, func(context.Context) ([]byte, error) {
+			<-release
+			return binaryOf(key, 4096), nil
+		})
+	}()
+	waitLeased(t, a.remote, key)
+
+	onB := &builder{size: 4096, delay: 300 * time.Millisecond}
+	var wg sync.WaitGroup
+	for _, n := range []*node{b1, b2} {
+		wg.Go(func() {
+			r, err := n.cache.GetOrBuild(bg, key, onB.build(key))
+			if err != nil || string(r.Binary) != string(binaryOf(key, 4096)) {
+				t.Errorf("machine b: %v, %v", r.Outcome, err)
+			}
+		})
+		time.Sleep(50 * time.Millisecond) // the second process comes later: an order, not a measure
+	}
+	time.Sleep(100 * time.Millisecond) // let both wait
+	close(release)
+	<-built
+	wg.Wait()
+	if n := onB.runs.Load(); n != 1 {
+		t.Errorf("machine b built the key %d times, want once", n)
+	}
+}
+
+// waitLeased waits, bounded, until key's lease is held.
+func waitLeased(t *testing.T, s *Store, key *kcache.Key) {
+	t.Helper()
+	for range 500 {
+		if n, _ := s.client.Exists(bg, s.names.lease(key.Digest())).Result(); n == 1 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the lease was never taken")
+}

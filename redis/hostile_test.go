@@ -85,6 +85,7 @@ func TestForeignLeases(t *testing.T) {
 		{"0123456789abcdef0123456789abcdef", 0},
 		{failedMarker, 0},
 		{failedMarker, time.Hour},
+		{unstoredMarker, time.Hour},
 	} {
 		rc.Set(bg, unsigned.lease(testKey(i).Digest()), l.value, l.ttl)
 	}
@@ -93,7 +94,7 @@ func TestForeignLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close(bg)
-	for i := range 3 {
+	for i := range 4 {
 		ctx, cancel := context.WithTimeout(bg, 5*time.Second) // a bound, not a measure
 		unlock, err := s.Lock(ctx, testKey(i))
 		cancel()

@@ -38,6 +38,10 @@ type Store struct {
 	// caller's next Get of one is the last step before a build, and may
 	// wait as long as a lease operation for a value known to be there.
 	present sync.Map
+	// held maps the digest of each lease this store holds to a flag that
+	// Put sets: the lease's release tells the fleet whether its holder
+	// built the key (and its write was lost) or not (see unstoredMarker).
+	held sync.Map
 	// counts are the events Cache.Stats cannot see: background writes that
 	// failed or timed out, were dropped, or found a value already stored.
 	errors, timeouts, dropped, existed atomic.Int64
@@ -259,8 +263,12 @@ func (s *Store) Put(_ context.Context, key *kcache.Key, e kcache.Entry) error {
 	if s.opts.ReadOnly {
 		return nil
 	}
+	d := key.Digest()
+	if put, ok := s.held.Load(d); ok {
+		put.(*atomic.Bool).Store(true)
+	}
 	rec, _ := key.MarshalBinary()
-	s.w.enqueue(job{digest: key.Digest(), rec: rec, entry: e})
+	s.w.enqueue(job{digest: d, rec: rec, entry: e})
 	return nil
 }
 
