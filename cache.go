@@ -234,8 +234,13 @@ func (c *Cache) debug(msg string, args ...any) {
 	}
 }
 
-// fill copies an entry found in a lower tier into the tiers above it.
+// fill copies an entry found in a lower tier into the tiers above it, or
+// a new build into every tier. The caller's cancellation does not reach
+// the stores: the binary is in hand, every store's wait is bounded, and a
+// build dropped because its caller gave up during the compile would cost
+// every later process of the machine that compile again.
 func (c *Cache) fill(ctx context.Context, key *Key, e Entry, above []Tier) {
+	ctx = context.WithoutCancel(ctx)
 	for _, t := range above {
 		if err := t.Store.Put(ctx, key, e); err != nil {
 			c.stats.tier(t.Kind).errors.Add(1)
@@ -302,7 +307,8 @@ type Pending struct {
 func (p *Pending) Digest() Digest { return p.digest }
 
 // Commit stores bin, built in buildTime, in every tier and releases the
-// build lock. buildTime <= 0 means the time since Lookup.
+// build lock. buildTime <= 0 means the time since Lookup. ctx having ended
+// does not stop the stores: the binary is kept.
 func (p *Pending) Commit(ctx context.Context, bin []byte, buildTime time.Duration) {
 	p.once.Do(func() {
 		defer p.unlock()
