@@ -111,9 +111,8 @@ const (
 // at once; after a failed build Lock's error wraps
 // kcache.ErrLastBuildFailed, so that kcache.Cache releases the machine's
 // lock as well, and the processes waiting on it build at once too. If the
-// holder dies,
-// the lease expires after Options.LeaseTTL and a waiter takes it. A
-// read-only store takes no lease and waits for nobody.
+// holder dies, the lease expires after Options.LeaseTTL and a waiter
+// takes it. A read-only store takes no lease and waits for nobody.
 func (s *Store) Lock(ctx context.Context, key *kcache.Key) (unlock func(), err error) {
 	none := func() {}
 	if s.opts.ReadOnly || s.brk.allow() != nil {
