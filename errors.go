@@ -44,8 +44,8 @@ func (e *DecodeError) Unwrap() error { return ErrMiss }
 var ErrBuildPanic = objcache.ErrBuildPanic
 
 // ErrLastBuildFailed is wrapped by a Locker's Lock error when the key's
-// last builder, in another process, left no entry (its build failed, or
-// its entry was not stored): the caller builds at once, holding no lock,
+// last builder, in another process, stored nothing (its build failed, or
+// its binary was not to be stored): the caller builds at once, holding no lock,
 // rather than take the lock and make the next waiter wait for its build in
 // turn. The Cache then releases the locks it took before this one, so that
 // the processes waiting on those build at once too.
