@@ -251,8 +251,13 @@ func (c *Cache) debug(msg string, args ...any) {
 	}
 }
 
-// fill copies an entry found in a lower tier into the tiers above it.
+// fill copies an entry found in a lower tier into the tiers above it, or
+// a new build into every tier. The caller's cancellation does not reach
+// the stores: the binary is in hand, every store's wait is bounded, and a
+// build dropped because its caller gave up during the compile would cost
+// every later process of the machine that compile again.
 func (c *Cache) fill(ctx context.Context, key *Key, e Entry, above []Tier) {
+	ctx = context.WithoutCancel(ctx)
 	for _, t := range above {
 		if err := t.Store.Put(ctx, key, e); err != nil {
 			c.stats.tier(t.Kind).errors.Add(1)
@@ -319,7 +324,8 @@ type Pending struct {
 func (p *Pending) Digest() Digest { return p.digest }
 
 // Commit stores bin, built in buildTime, in every tier and releases the
-// build lock. buildTime <= 0 means the time since Lookup.
+// build lock. buildTime <= 0 means the time since Lookup. ctx having ended
+// does not stop the stores: the binary is kept.
 func (p *Pending) Commit(ctx context.Context, bin []byte, buildTime time.Duration) {
 	p.once.Do(func() {
 		defer p.unlock()
@@ -387,7 +393,8 @@ func (p *Pending) build(ctx context.Context, build BuildFunc) (Result, error) {
 // a miss costs a failed open or a round trip, nothing next to a compile.
 // On such a hit it releases what it holds and returns the result as
 // waited. A lock that cannot be had is a warning, not a failure: the build
-// goes on without it.
+// goes on without it. A lock whose last holder failed (ErrLastBuildFailed)
+// is no failure either: the build goes on without any lock.
 func (c *Cache) lockKey(ctx context.Context, p *Prepared) (unlock func(), r Result, hit bool) {
 	var held []func()
 	release := func() {
@@ -401,6 +408,17 @@ func (c *Cache) lockKey(ctx context.Context, p *Prepared) (unlock func(), r Resu
 			continue
 		}
 		u, err := l.Lock(ctx, p.key)
+		if errors.Is(err, ErrLastBuildFailed) {
+			// Holding the locks above, this process would make the others
+			// of its machine wait for its build, one after another, where
+			// every process of the fleet is to build at once.
+			release()
+			c.debug("last builder left no entry; building without locks", "tier", t.Kind, "key", p.digests.Key)
+			return func() {}, Result{}, false
+		}
+		if errors.Is(err, context.Canceled) {
+			continue // the caller's doing, as in missed
+		}
 		if err != nil {
 			c.stats.tier(t.Kind).errors.Add(1)
 			c.warn(t, "lock", err)

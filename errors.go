@@ -42,3 +42,11 @@ func (e *DecodeError) Unwrap() error { return ErrMiss }
 // its stack and returned to every caller of that build; nothing is stored,
 // so the next caller builds again.
 var ErrBuildPanic = objcache.ErrBuildPanic
+
+// ErrLastBuildFailed is wrapped by a Locker's Lock error when the key's
+// last builder, in another process, stored nothing (its build failed, or
+// its binary was not to be stored): the caller builds at once, holding no lock,
+// rather than take the lock and make the next waiter wait for its build in
+// turn. The Cache then releases the locks it took before this one, so that
+// the processes waiting on those build at once too.
+var ErrLastBuildFailed = errors.New("kcache: the key's last builder left no entry")

@@ -30,7 +30,9 @@ type Store interface {
 // Locker is implemented by stores shared between processes that can make
 // other processes wait while one builds a key: cross-process single-flight.
 // Lock blocks until the caller holds the key's build lock, ctx ends, or the
-// store's own bounded wait runs out; on error the caller builds anyway.
+// store's own bounded wait runs out; on error the caller builds anyway
+// (at once, releasing the locks it holds, for an error wrapping
+// ErrLastBuildFailed).
 // The returned unlock releases the lock; a lock must also be released by
 // the operating system if its holder dies.
 type Locker interface {

@@ -9,8 +9,12 @@
 // SHA-256, the binary (zstd-compressed where that saves an eighth), and,
 // when the fleet shares a secret (KCACHE_REMOTE_SECRET), an HMAC-SHA256
 // over all of it. A reader checks everything before it uses a byte; a
-// value that fails is a miss wrapping kcache.ErrRejected, and is left in
-// place, since the reader may be the one holding the wrong secret.
+// value that fails is a miss wrapping kcache.ErrRejected, and the reader
+// removes it if it is still the value stored (the secret derives the
+// names, so a value under them that fails is damage or a forgery; see
+// names.go). A key under a value's name that is no string is rejected and
+// removed too; a lease no kcache client writes (no string, no expiry, a
+// failure marker longer than kcache's) is replaced by the next asker.
 //
 // # Builds
 //
@@ -34,7 +38,7 @@
 // operations by five times that, since they come just before a build.
 // Nothing is retried. After Options.Failures failures in a row the store
 // is skipped for Options.Backoff, and the first time that happens it logs
-// one warning. Failures are reported in one line naming KCACHE_REMOTE
+// one warning; an operation its caller cancelled is no failure. Failures are reported in one line naming KCACHE_REMOTE
 // (with the password hidden) and what to check.
 //
 // # What it does not know

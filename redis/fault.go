@@ -92,6 +92,8 @@ func hint(err error, timeout time.Duration) string {
 		return "the user may not run this command (a read-only user needs KCACHE_REMOTE_READONLY=1)"
 	case has("READONLY"):
 		return "the server is a read-only replica"
+	case has("NOREPLICAS"):
+		return "the server refuses writes: fewer replicas in sync than its min-replicas-to-write"
 	case has("OOM"):
 		return "the server is out of memory (set maxmemory-policy allkeys-lru)"
 	case has("LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "MOVED", "ASK "):

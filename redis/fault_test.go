@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strconv"
 	"strings"
@@ -140,8 +141,10 @@ func TestWarnings(t *testing.T) {
 }
 
 // TestFullAndReadOnlyServer: a server out of memory (maxmemory with
-// noeviction) and a read-only replica refuse writes and leases; builds
-// succeed, and the warning says what is wrong.
+// noeviction), a read-only replica and a master short of the replicas its
+// min-replicas-to-write asks for refuse writes and leases; builds succeed,
+// and the warning says what is wrong (for the last, it said "server
+// failed").
 func TestFullAndReadOnlyServer(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -150,6 +153,7 @@ func TestFullAndReadOnlyServer(t *testing.T) {
 	}{
 		{"full", []string{"--maxmemory", "1mb", "--maxmemory-policy", "noeviction"}, "out of memory"},
 		{"read-only replica", []string{"--replicaof", "127.0.0.1", strconv.Itoa(freePort(t))}, "read-only replica"},
+		{"too few replicas", []string{"--min-replicas-to-write", "1"}, "min-replicas-to-write"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := startServer(t, tc.args...)
@@ -262,5 +266,42 @@ func TestLeaseRenewedDuringLongBuild(t *testing.T) {
 	}
 	if ra := <-done; ra.Outcome != kcache.OutcomeBuilt {
 		t.Errorf("first machine: %v", ra.Outcome)
+	}
+}
+
+// TestCancelledCallerIsNoServerFailure: lookups and lease requests whose
+// caller cancelled them say nothing about the server. Before, each fed
+// the breaker: a few callers that gave up switched the tier off for every
+// other caller of the process, for the whole backoff, with a warning that
+// the server was unavailable.
+func TestCancelledCallerIsNoServerFailure(t *testing.T) {
+	srv := startServer(t)
+	logs := &logBuffer{}
+	n := newNode(t, srv.url(), "", Options{Backoff: time.Hour, Logger: logs.logger()})
+	b := &builder{size: 2000}
+	if _, err := n.cache.GetOrBuild(bg, testKey(0), b.build(testKey(0))); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, n)
+	cancelled, cancel := context.WithCancel(bg)
+	cancel()
+	for i := range 2 * DefaultFailures {
+		if _, err := n.remote.Get(cancelled, testKey(i)); !errors.Is(err, context.Canceled) {
+			t.Fatalf("a cancelled lookup: %v; want the caller's error", err)
+		}
+		if _, err := n.remote.Lock(cancelled, testKey(i)); !errors.Is(err, context.Canceled) {
+			t.Fatalf("a cancelled lease request: %v; want the caller's error", err)
+		}
+		n.remote.Delete(cancelled, testKey(100+i))
+		n.cache.Lookup(cancelled, testKey(200+i))
+	}
+	if r, err := n.cache.Get(bg, testKey(0)); err != nil || r.Outcome != kcache.OutcomeRemote {
+		t.Errorf("after cancelled calls: %v, %v; want a remote hit", r.Outcome, err)
+	}
+	if s := n.cache.Stats().Remote; s.Errors != 0 {
+		t.Errorf("cancelled calls counted as %d errors of the tier", s.Errors)
+	}
+	if w := logs.String(); w != "" {
+		t.Errorf("cancelled calls logged warnings:\n%s", w)
 	}
 }

@@ -23,7 +23,8 @@ type Options struct {
 	// URL names the server (KCACHE_REMOTE): redis://[user:password@]host:port[/db]
 	// for a standalone server, rediss:// for TLS, and several addresses,
 	// comma-separated (redis://h1:7000,h2:7000) or as addr= parameters, for
-	// a Cluster, of which any reachable node will do.
+	// a Cluster, of which any reachable node will do. No other parameter
+	// is taken.
 	URL string
 	// Secret, when set, signs every value written and rejects every value
 	// read that is not signed with it (KCACHE_REMOTE_SECRET).
@@ -174,6 +175,15 @@ func parseURL(raw string) (endpoint, error) {
 	u, err := url.Parse("redis://h" + path)
 	if err != nil {
 		return s, errors.New("malformed database number or parameters")
+	}
+	for name := range u.Query() {
+		if name != "addr" {
+			// Other clients' URLs take ?db=, ?password=, ?protocol=...:
+			// ignored, the store would use what the user did not mean.
+			// The name is not quoted: in a URL missing its @ it may be a
+			// password's tail.
+			return s, errors.New("unknown parameter: only addr= is read (the database goes in the path, the password before the @)")
+		}
 	}
 	for _, h := range append(strings.Split(hosts, ","), u.Query()["addr"]...) {
 		if h = strings.TrimSpace(h); h == "" {

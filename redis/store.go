@@ -38,6 +38,10 @@ type Store struct {
 	// caller's next Get of one is the last step before a build, and may
 	// wait as long as a lease operation for a value known to be there.
 	present sync.Map
+	// held maps the digest of each lease this store holds to a flag that
+	// Put sets: the lease's release tells the fleet whether its holder
+	// built the key (and its write was lost) or not (see unstoredMarker).
+	held sync.Map
 	// counts are the events Cache.Stats cannot see: background writes that
 	// failed or timed out, were dropped, or found a value already stored.
 	errors, timeouts, dropped, existed atomic.Int64
@@ -126,14 +130,25 @@ func (s *Store) Get(ctx context.Context, key *kcache.Key) (kcache.Entry, error) 
 		s.brk.succeed()
 		return kcache.Entry{}, fmt.Errorf("redis: no entry: %w", kcache.ErrMiss)
 	}
+	if goredis.HasErrorPrefix(err, "WRONGTYPE") {
+		// Not a string: no kcache value, but another program's key (or a
+		// hostile one) under the tier's name. The server answered, so it
+		// is no failure for the breaker; left in place it would fail every
+		// lookup and keep the fleet from storing the key for good.
+		s.brk.succeed()
+		err = reject("not a string value")
+		s.warnRejected(d, err)
+		s.discard(ctx, d, notString)
+		return kcache.Entry{}, err
+	}
 	if err != nil {
-		return kcache.Entry{}, s.failed("get", err, timeout)
+		return kcache.Entry{}, s.failedAs(ctx, "get", err, timeout)
 	}
 	s.brk.succeed()
 	e, err := s.codec.decode(key, v)
 	if err != nil {
 		s.warnRejected(d, err)
-		s.discard(ctx, d, v)
+		s.discard(ctx, d, valueSum(v))
 		return kcache.Entry{}, err
 	}
 	s.renew(d, ttl)
@@ -187,15 +202,16 @@ func (s *Store) renew(d kcache.Digest, ttl time.Duration) {
 	})
 }
 
-// discard removes d's value v, which failed a check, if it is still the
-// value stored (compare-and-delete: a writer may have replaced it since).
-// Best effort: a value not removed is found again, and rejected again.
-func (s *Store) discard(ctx context.Context, d kcache.Digest, v []byte) {
+// discard removes d's value, which failed a check, if it is still the
+// value seen (compare-and-delete: a writer may have replaced it since):
+// seen is valueSum of the value, or notString for one that was not a
+// string. Best effort: a value not removed is found again, and rejected
+// again.
+func (s *Store) discard(ctx context.Context, d kcache.Digest, seen string) {
 	if s.opts.ReadOnly {
 		return
 	}
-	sum := sha1.Sum(v)
-	r, err := s.script(ctx, removeIf, []string{s.names.value(d)}, hex.EncodeToString(sum[:]))
+	r, err := s.script(ctx, removeIf, []string{s.names.value(d)}, seen)
 	if err != nil {
 		s.log.Debug("kcache: rejected remote entry not removed", "key", d, "err", err)
 		return
@@ -205,12 +221,28 @@ func (s *Store) discard(ctx context.Context, d kcache.Digest, v []byte) {
 	}
 }
 
-// removeIf deletes KEYS[1] if its value's SHA-1 is ARGV[1]. The SHA-1
-// only names the value seen, as the script's own hash function; the value
-// was already rejected, so nothing trusts it.
+// valueSum names a value seen, for removeIf: its SHA-1 in hex, the
+// script's own hash function. The value was already rejected, so nothing
+// trusts the name.
+func valueSum(v []byte) string {
+	sum := sha1.Sum(v)
+	return hex.EncodeToString(sum[:])
+}
+
+// notString is what removeIf is given for a value that was no string.
+const notString = "not a string"
+
+// removeIf deletes KEYS[1] if its value's SHA-1 is ARGV[1] or, with
+// ARGV[1] notString, if it is no string (its GET fails): no kcache value
+// is anything else.
 var removeIf = goredis.NewScript(`
-local v = redis.call('GET', KEYS[1])
-if v and redis.sha1hex(v) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+local v = redis.pcall('GET', KEYS[1])
+if not v then return 0 end
+if type(v) == 'table' then
+  if v.err and ARGV[1] == 'not a string' then return redis.call('DEL', KEYS[1]) end
+  return 0
+end
+if redis.sha1hex(v) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`)
 
 // warnRejected logs the first rejected value as a warning and the rest at
@@ -231,8 +263,12 @@ func (s *Store) Put(_ context.Context, key *kcache.Key, e kcache.Entry) error {
 	if s.opts.ReadOnly {
 		return nil
 	}
+	d := key.Digest()
+	if put, ok := s.held.Load(d); ok {
+		put.(*atomic.Bool).Store(true)
+	}
 	rec, _ := key.MarshalBinary()
-	s.w.enqueue(job{digest: key.Digest(), rec: rec, entry: e})
+	s.w.enqueue(job{digest: d, rec: rec, entry: e})
 	return nil
 }
 
@@ -248,7 +284,7 @@ func (s *Store) Delete(ctx context.Context, key *kcache.Key) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	if err := s.client.Del(ctx, s.names.value(key.Digest())).Err(); err != nil {
-		return s.failed("delete", err, s.opts.Timeout)
+		return s.failedAs(ctx, "delete", err, s.opts.Timeout)
 	}
 	s.brk.succeed()
 	return nil
@@ -286,4 +322,16 @@ func (s *Store) failed(op string, err error, timeout time.Duration) error {
 			"backoff", s.opts.Backoff, "err", err)
 	}
 	return err
+}
+
+// failedAs is failed for an operation run under ctx, the caller's context
+// or one derived from it. One the caller cancelled says nothing about the
+// server: it is the caller's error, and no failure for the breaker, which
+// would otherwise switch the tier off for every other caller when a few
+// gave up.
+func (s *Store) failedAs(ctx context.Context, op string, err error, timeout time.Duration) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return fmt.Errorf("redis: %s: %w", op, ctx.Err())
+	}
+	return s.failed(op, err, timeout)
 }

@@ -189,6 +189,10 @@ func TestParseURL(t *testing.T) {
 		{url: "redis://a:1/x", err: "not a number"},
 		{url: "redis://a:1,b:2/3", err: "no database"},
 		{url: "redis://a:99999", err: "bad port"},
+		// Other clients' parameters, which the store would ignore.
+		{url: "redis://a:1/0?db=5", err: "unknown parameter"},
+		{url: "redis://a:1?password=pw", err: "unknown parameter"},
+		{url: "redis://a:1?addr=b:2&protocol=3", err: "unknown parameter"},
 	} {
 		got, err := parseURL(tc.url)
 		switch {

@@ -44,6 +44,14 @@ const (
 // tier's default image limit.
 const maxBinary = 1 << 30
 
+// maxRatioLog bounds a compressed payload's ratio, 2^15: no zstd stream
+// holds more, since a block holds at most 128 KiB and takes 4 bytes at
+// least (an RLE block). decode allocates the declared length before it
+// decompresses, so without the bound a value of a few bytes declaring
+// maxBinary made every reader allocate a GiB; with it, a GiB costs 32 KiB
+// sent, as a genuine value of a GiB of zeros does.
+const maxRatioLog = 15
+
 // minCompress is the smallest binary worth compressing: below it zstd's
 // frame overhead eats most of the gain, and the round trip dominates anyway.
 const minCompress = 1 << 10
@@ -185,6 +193,8 @@ func (c codec) parse(v []byte) (header, error) {
 		return h, reject("length or build time out of range")
 	case h.flags&flagZstd == 0 && uint64(len(h.payload)) != h.length:
 		return h, reject("payload length does not match")
+	case h.flags&flagZstd != 0 && h.length > uint64(len(h.payload))<<maxRatioLog:
+		return h, reject(fmt.Sprintf("binary of %d bytes declared for %d compressed: more than zstd can hold", h.length, len(h.payload)))
 	}
 	h.buildTime = time.Duration(bt)
 	return h, c.verify(v[:signed], h.flags, mac)

@@ -3,7 +3,9 @@ package redis
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -128,4 +130,41 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("accepted value does not round-trip: %v", err)
 		}
 	})
+}
+
+// TestValueClaimsMoreThanItHolds: a value of a few bytes whose zstd
+// payload declares a binary of a GiB is rejected before the reader
+// allocates for it. Before, every lookup of it allocated the GiB (4 GiB
+// for 4 lookups), then found 4 bytes.
+func TestValueClaimsMoreThanItHolds(t *testing.T) {
+	key := testKey(1)
+	c := codec{}
+	v := encodeFor(c, key, kcache.Entry{Binary: binaryOf(key, 4<<10)})
+	h, err := c.parse(v)
+	if err != nil || h.flags&flagZstd == 0 {
+		t.Fatalf("a compressed value: %v, flags %#x", err, h.flags)
+	}
+	// The same value with its declared length raised to maxBinary: the
+	// length's varint sits just before the SHA-256 and the payload.
+	rec, _ := key.MarshalBinary()
+	uv := func(n uint64) int { return len(binary.AppendUvarint(nil, n)) }
+	// magic, version, flags, digest, record, build time (0)
+	at := len(valueMagic) + uv(valueVersion) + 1 + 32 + uv(uint64(len(rec))) + len(rec) + uv(0)
+	forged := append([]byte{}, v[:at]...)
+	forged = binary.AppendUvarint(forged, maxBinary)
+	forged = append(forged, v[at+uv(h.length):]...)
+	if _, err := c.parse(forged); !errors.Is(err, ErrRejected) {
+		t.Fatalf("forged length: %v; want rejected", err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 4 {
+		if _, err := c.decode(key, forged); !errors.Is(err, ErrRejected) {
+			t.Fatalf("forged length decoded: %v", err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+		t.Errorf("4 lookups of a %d-byte value allocated %d MiB", len(forged), got>>20)
+	}
 }

@@ -2,6 +2,8 @@ package tiers
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,5 +47,39 @@ func TestOpenTakesRemoteFromConfig(t *testing.T) {
 				t.Errorf("close: %v", err)
 			}
 		})
+	}
+}
+
+// TestCancelledCallerStillStores: a caller whose context ends after its
+// build (a request's deadline during a long compile) commits the binary,
+// and the disk tier keeps it. Before, the disk's Put took the caller's
+// context, failed with it, and logged a tier failure: the compile was
+// lost to every later process of the machine.
+func TestCancelledCallerStillStores(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := kcache.ConfigFromGetenv(func(k string) string { return map[string]string{"KCACHE_DIR": dir}[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c := Open(cfg, logger)
+	key := &kcache.Key{Image: kcache.Image{Format: "test", Source: []byte("k")}}
+	ctx, cancel := context.WithCancel(context.Background())
+	_, pending, err := c.Lookup(ctx, key)
+	if err != nil || pending == nil {
+		t.Fatalf("lookup: %v, %v; want a miss to build", pending, err)
+	}
+	cancel() // while the compiler runs
+	pending.Commit(ctx, []byte("bin"), time.Second)
+	if s := c.Stats(); s.Disk.Errors != 0 {
+		t.Errorf("disk errors %d after a cancelled caller's commit", s.Disk.Errors)
+	}
+	if logs.Len() != 0 {
+		t.Errorf("warnings:\n%s", logs.String())
+	}
+	later := Open(cfg, nil)
+	if r, err := later.Get(context.Background(), key); err != nil || r.Outcome != kcache.OutcomeDisk {
+		t.Errorf("a later process: %v, %v; want the committed binary from disk", r.Outcome, err)
 	}
 }
