@@ -43,7 +43,7 @@ func (s *Store) payOwed(ctx context.Context) bool {
 	defer slot.Close()
 	// The size file's lock is tried briefly, as by every write: a holder
 	// stopped with it must not stop this Put for the lock timeout.
-	t, err := s.updateTotalsWait(ctx, sizeLockWait, func(*shardTotals) bool { return false })
+	t, err := s.updateTotalsWait(ctx, s.sizeLockWait, func(*shardTotals) bool { return false })
 	if err != nil {
 		return false
 	}

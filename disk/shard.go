@@ -398,7 +398,7 @@ func (s *Store) updateTotalsPatient(ctx context.Context, update func(*shardTotal
 	deadline := time.Now().Add(s.opts.LockTimeout)
 	for {
 		before, _ := os.Stat(path)
-		t, err := s.updateTotalsWait(ctx, sizeLockWait, update)
+		t, err := s.updateTotalsWait(ctx, s.sizeLockWait, update)
 		if !errors.Is(err, ErrLockTimeout) || time.Now().After(deadline) {
 			return t, err
 		}

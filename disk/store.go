@@ -129,6 +129,11 @@ type Store struct {
 	// flock is flock(2); tests replace it to play a file system that
 	// refuses locks.
 	flock func(fd, how int) error
+	// sizeLockWait is how long a write waits for the size file's lock
+	// without seeing the file change (sizeLockWait, the constant). Tests
+	// that stop their writers lengthen it: a write waiting across such a
+	// stop would take it for a stopped holder's.
+	sizeLockWait time.Duration
 	// noFlock makes the warning about a file system without locks once.
 	noFlock sync.Once
 	// bg runs eviction and maintenance off the callers' path (background.go).
@@ -169,15 +174,16 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		root:    opts.Dir,
-		dir:     versionDir(opts.Dir),
-		opts:    opts,
-		now:     opts.Now,
-		log:     opts.Logger,
-		sync:    true,
-		digests: (*kcache.Key).Digests,
-		flock:   unix.Flock,
-		modes:   modesFor(opts.Shared),
+		root:         opts.Dir,
+		dir:          versionDir(opts.Dir),
+		opts:         opts,
+		now:          opts.Now,
+		log:          opts.Logger,
+		sync:         true,
+		digests:      (*kcache.Key).Digests,
+		flock:        unix.Flock,
+		sizeLockWait: sizeLockWait,
+		modes:        modesFor(opts.Shared),
 	}
 	if err := prepareDir(s.root, s.dir, s.modes); err != nil {
 		return nil, err
