@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -189,6 +190,11 @@ func TestRecordAcrossProcesses(t *testing.T) {
 	if os.Getenv(childEnv) != "" {
 		t.Skip("in a child")
 	}
+	// The tree expands __DATE__, and each subtest compares keys made in
+	// several processes over seconds: run at midnight, a key made before
+	// it differs from one made after (CI, 00:00 UTC). Midday in the zone
+	// of __DATE__ keeps every key of the run on one day.
+	middayZone(t)
 	setup := func(t *testing.T) (string, childJob) {
 		root, in := recordTree(t)
 		settle(t, root)
@@ -330,4 +336,23 @@ func damageFiles(t *testing.T, dir, how string) int {
 		return nil
 	})
 	return n
+}
+
+// middayZone sets TZ, for this process and the children it starts, to the
+// whole-hour zone in which it is now nearest midday, where the system has
+// the zone's file; __DATE__ is then the same day for the next hours.
+func middayZone(t *testing.T) {
+	offset := 12 - time.Now().UTC().Hour() // hours east of UTC
+	name := "Etc/GMT"
+	switch {
+	case offset > 0:
+		name += fmt.Sprintf("-%d", offset) // Etc/GMT-N lies east of UTC
+	case offset < 0:
+		name += fmt.Sprintf("+%d", -offset)
+	}
+	if _, err := os.Stat(filepath.Join("/usr/share/zoneinfo", name)); err != nil {
+		t.Logf("no zone file %s (tzdata): TZ left as it is", name)
+		return
+	}
+	t.Setenv("TZ", name)
 }
