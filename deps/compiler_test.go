@@ -89,9 +89,17 @@ func TestCompilerMacros(t *testing.T) {
 		t.Errorf("trace %q", got)
 	}
 	// Unless a _Pragma no text names may pop it back to the compiler's:
-	// CAT can paste the word and XS stringize the pragma's string.
-	in.Source = []byte("#define CAT(a, b) a##b\n" + string(in.Source))
+	// CAT can paste the word from a piece the text spells (_Pra), and XS
+	// stringize the pragma's string.
+	defined := string(in.Source)
+	in.Source = []byte("#define CAT(a, b) a##b\nint _Pra;\n" + defined)
 	if _, _, err := NewScanner(nil).Scan(context.Background(), in); !errors.Is(err, ErrUncacheable) {
 		t.Errorf("with a macro that may paste _Pragma: err = %v, want ErrUncacheable", err)
+	}
+	// Without a piece to begin it with, no paste makes the word.
+	in.Source = []byte("#define CAT(a, b) a##b\n" + defined)
+	_, tr = mustScan(t, NewScanner(nil), in)
+	if got := found(root, tr); !slices.Contains(got, "computed-include inc/12/x.h inc/12/x.h") {
+		t.Errorf("with a pasting macro and no piece of _Pragma: trace %q", got)
 	}
 }

@@ -50,6 +50,46 @@ func (m *macro) restoreOperators() (pastes, stringizes bool) {
 	return pastes, stringizes
 }
 
+// spellsPragmaPiece reports whether m's body spells a piece that a paste
+// can begin the name _Pragma with (holdsPragmaPiece), for a definition no
+// file holds (an option's): a file's text is searched whole.
+func (m *macro) spellsPragmaPiece() bool {
+	return slices.ContainsFunc(m.body, func(t token) bool { return holdsPragmaPiece(t.text) })
+}
+
+// holdsPragmaPiece reports whether text spells, as an identifier of its
+// own, a piece that a paste can begin the name _Pragma with: "_", "_P",
+// "_Pr", "_Pra", "_Prag" or "_Pragm" (or the name itself). A paste makes
+// one token of its operands' spellings, so the leftmost operand of a
+// paste that makes _Pragma is such a piece, spelled in some text or made
+// by an earlier paste from a shorter one: a program that spells none
+// pastes no _Pragma. The text is searched, not its tokens, and only a
+// letter, a digit or an underscore is taken to continue an identifier,
+// so a piece in a comment or a literal, or beside a character clang may
+// read as part of an identifier ($, a UTF-8 letter), costs a needless
+// refusal at most, never a paste missed.
+func holdsPragmaPiece[T string | []byte](text T) bool {
+	for i := 0; i < len(text); i++ {
+		if text[i] != '_' || (i > 0 && continuesWord(text[i-1])) {
+			continue
+		}
+		n := 1
+		for n < len(pragmaOperator) && i+n < len(text) && text[i+n] == pragmaOperator[n] {
+			n++
+		}
+		if i+n == len(text) || !continuesWord(text[i+n]) {
+			return true
+		}
+	}
+	return false
+}
+
+// continuesWord reports whether c, beside an identifier, is surely part
+// of it in every lexing of C: a letter, a digit or an underscore.
+func continuesWord(c byte) bool {
+	return c == '_' || isDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+}
+
 // pastesPragma reports whether the chain of ## around body[at] may spell
 // pragmaOperator: each of its operands a parameter or a piece of the word.
 func (m *macro) pastesPragma(at int) bool {
@@ -210,10 +250,11 @@ type macroTable struct {
 	// uncertain says a file read may restore a macro to an earlier state
 	// (#pragma pop_macro): no definition or #undef dominates any more.
 	uncertain bool
-	// pastesPragma and stringizes say the files of a built-in headers'
-	// table define the halves of a _Pragma no text names (parsedFile's,
-	// taken once when the table is made, which scans then share).
-	pastesPragma, stringizes bool
+	// pastesPragma, stringizes and pragmaPiece say the files of a
+	// built-in headers' table hold the parts of a _Pragma no text names
+	// (parsedFile's, taken once when the table is made, which scans then
+	// share).
+	pastesPragma, stringizes, pragmaPiece bool
 }
 
 // candidates are the definitions a name may have; undef says it may also

@@ -23,6 +23,10 @@ type parsedFile struct {
 	// parameter: the two halves of a _Pragma no text names, which the
 	// scan puts together across the files it reads (scan.operators).
 	pastesPragma, stringizes bool
+	// pragmaPiece says the text spells a piece that a paste can begin
+	// the name _Pragma with (holdsPragmaPiece): the third part of such a
+	// _Pragma, without which no paste of any text makes its name.
+	pragmaPiece bool
 	// unsure says why the scanner cannot model the text exactly ("" when
 	// it can): a source that reads it is uncacheable.
 	unsure string
@@ -73,6 +77,7 @@ func parseText(text []byte, cpp bool) parsedFile {
 	for _, m := range restoreMarks {
 		p.restores = p.restores || bytes.Contains(text, []byte(m))
 	}
+	p.pragmaPiece = holdsPragmaPiece(text)
 	for _, d := range p.directives {
 		if d.kind == dDefine {
 			pastes, stringizes := d.macro.restoreOperators()

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kcache/kcache"
@@ -20,8 +21,9 @@ func poclMain(wd string) string { return filepath.Join(wd, "pocl", "tempfile.cl"
 
 // clangAsPoCL writes src as PoCL's temporary file under wd and returns
 // what clang-15 -E makes of it, run as PoCL runs it on program text: OpenCL
-// C 1.2, the working directory searched first.
-func clangAsPoCL(t *testing.T, clang, wd, src string) ([]byte, error) {
+// C 1.2, the working directory searched first; options are the build's,
+// one argument each.
+func clangAsPoCL(t *testing.T, clang, wd, src string, options ...string) ([]byte, error) {
 	t.Helper()
 	main := poclMain(wd)
 	if err := os.MkdirAll(filepath.Dir(main), 0o755); err != nil {
@@ -30,7 +32,8 @@ func clangAsPoCL(t *testing.T, clang, wd, src string) ([]byte, error) {
 	if err := os.WriteFile(main, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(clang, "-x", "cl", "-cl-std=CL1.2", "-I.", "-E", "-Wno-everything", main)
+	args := append([]string{"-x", "cl", "-cl-std=CL1.2", "-I."}, options...)
+	cmd := exec.Command(clang, append(args, "-E", "-Wno-everything", main)...)
 	cmd.Dir = wd
 	return cmd.Output()
 }
@@ -38,16 +41,16 @@ func clangAsPoCL(t *testing.T, clang, wd, src string) ([]byte, error) {
 // scanAsPoCL returns the scan's trace of src built on PoCL in wd, its
 // temporary file as clangAsPoCL writes it; uncacheable says the scan
 // refused the source.
-func scanAsPoCL(t *testing.T, wd, src string) (trace []deps.Dependency, uncacheable bool) {
+func scanAsPoCL(t *testing.T, wd, src string, options ...string) (trace []deps.Dependency, uncacheable bool) {
 	t.Helper()
-	_, trace, uncacheable = keyAsPoCL(t, wd, src)
+	_, trace, uncacheable = keyAsPoCL(t, wd, src, options...)
 	return trace, uncacheable
 }
 
 // keyAsPoCL is scanAsPoCL with the key's headers.
-func keyAsPoCL(t *testing.T, wd, src string) (headers []kcache.Header, trace []deps.Dependency, uncacheable bool) {
+func keyAsPoCL(t *testing.T, wd, src string, options ...string) (headers []kcache.Header, trace []deps.Dependency, uncacheable bool) {
 	t.Helper()
-	in, err := keyparts.OpenCLScan([]byte(src), "", keyparts.PoCL)
+	in, err := keyparts.OpenCLScan([]byte(src), strings.Join(options, " "), keyparts.PoCL)
 	if err != nil {
 		t.Fatal(err)
 	}

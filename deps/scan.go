@@ -53,8 +53,9 @@ type scan struct {
 	namesFiles bool
 	// pastesPragma and stringizes say a file read, an option or (once
 	// looked at) a built-in header defines a macro that may paste the
-	// name _Pragma, or stringize a parameter (operators).
-	pastesPragma, stringizes bool
+	// name _Pragma, or stringize a parameter; pragmaPiece that one spells
+	// a piece such a paste can begin with (operators).
+	pastesPragma, stringizes, pragmaPiece bool
 	// builtinOperators says the built-in headers' macros were counted.
 	builtinOperators bool
 	// roots are the declared directories (Input.Depends) whose every
@@ -101,13 +102,10 @@ func (sc *scan) run() error {
 		overridden = sc.predefinable
 	}
 	decided, skipped := sc.table.applyOptions(sc.inv.macros, overridden)
-	for _, m := range skipped {
-		sc.operators(m.restoreOperators())
-	}
 	if sc.in.VerifiesPredefines {
 		sc.optionAssumptions(decided)
 	}
-	sc.optionOperators()
+	sc.optionOperators(skipped)
 	sc.table.consulted = sc.consult
 	mainDir := ""
 	switch {
@@ -204,7 +202,7 @@ func (sc *scan) facts(path string, p *parsedFile) {
 		// may undo it.
 		sc.table.uncertain = true
 	}
-	sc.operators(p.pastesPragma, p.stringizes)
+	sc.operators(p.pastesPragma, p.stringizes, p.pragmaPiece)
 	switch {
 	case p.unsure != "":
 		sc.refuse(path + ": " + p.unsure)
@@ -216,25 +214,37 @@ func (sc *scan) facts(path string, p *parsedFile) {
 }
 
 // operators counts what a definition lends to a _Pragma that no text
-// names: a macro that may paste its name from pieces (CAT(_Pra, gma)) and
-// one that stringizes its string from pieces (through a macro that
-// expands them first). Once the scan has seen both, in any files, no
+// names: a macro that may paste its name from pieces (CAT(_Pra, gma)),
+// a piece to begin that paste with (_Pra: holdsPragmaPiece), and a macro
+// that stringizes its string from pieces (through a macro that expands
+// them first). Once the scan has seen all three, in any files, no
 // definition or #undef is certain, as after a _Pragma the text names:
 // clang runs such a pragma, pop_macro included, and the scan cannot
-// follow the pieces through every expansion.
-func (sc *scan) operators(pastes, stringizes bool) {
+// follow the pieces through every expansion. Without the piece no paste
+// makes the name, however generic the pasting macro (libclc's
+// __CLC_XCONCAT(x, y) x ## y, beside PoCL's stringizing _kernel.h).
+func (sc *scan) operators(pastes, stringizes, piece bool) {
 	sc.pastesPragma = sc.pastesPragma || pastes
 	sc.stringizes = sc.stringizes || stringizes
-	if sc.pastesPragma && sc.stringizes {
+	sc.pragmaPiece = sc.pragmaPiece || piece
+	if sc.pastesPragma && sc.stringizes && sc.pragmaPiece {
 		sc.table.uncertain = true
 	}
 }
 
-// optionOperators counts the macros of -D options (operators).
-func (sc *scan) optionOperators() {
+// optionOperators counts the macros of -D options (operators): those the
+// table holds, and skipped, those it left to the compiler.
+func (sc *scan) optionOperators(skipped []*macro) {
+	count := func(m *macro) {
+		pastes, stringizes := m.restoreOperators()
+		sc.operators(pastes, stringizes, m.spellsPragmaPiece())
+	}
+	for _, m := range skipped {
+		count(m)
+	}
 	for _, c := range sc.table.defs {
 		for _, m := range c.defs {
-			sc.operators(m.restoreOperators())
+			count(m)
 		}
 	}
 }
@@ -250,7 +260,7 @@ func (sc *scan) settleOperators() {
 	}
 	sc.builtinOperators = true
 	b := sc.builtinMacros()
-	sc.operators(b.pastesPragma, b.stringizes)
+	sc.operators(b.pastesPragma, b.stringizes, b.pragmaPiece)
 }
 
 // mode is how the compiler lexes the source and its headers.
@@ -535,6 +545,7 @@ func (sc *scan) builtinMacros() *macroTable {
 			}
 			t.pastesPragma = t.pastesPragma || e.pastesPragma
 			t.stringizes = t.stringizes || e.stringizes
+			t.pragmaPiece = t.pragmaPiece || e.pragmaPiece
 		}
 		return t, true
 	})
