@@ -25,19 +25,35 @@ var piglitDirs = []string{"/usr/local/share/kcache-test/piglit", "/usr/lib/x86_6
 // programs.
 var piglitTrees = []string{"tests/cl", "generated_tests/cl"}
 
-// requirePiglit returns piglit's root (KCACHE_PIGLIT, else the first of
-// piglitDirs that holds its OpenCL tests), or skips (fails under
-// KCACHE_REQUIRE_REAL=1).
-func requirePiglit(t *testing.T) string {
-	t.Helper()
-	dirs := piglitDirs
+// piglitSearch returns the places piglit's root may be: KCACHE_PIGLIT,
+// else piglitDirs.
+func piglitSearch() []string {
 	if d := os.Getenv("KCACHE_PIGLIT"); d != "" {
-		dirs = []string{d}
+		return []string{d}
 	}
+	return piglitDirs
+}
+
+// piglitRoot returns the first place of piglitSearch that holds piglit's
+// OpenCL tests, else the first place.
+func piglitRoot() string {
+	dirs := piglitSearch()
 	for _, d := range dirs {
 		if _, err := os.Stat(filepath.Join(d, "tests", "cl", "program")); err == nil {
 			return d
 		}
+	}
+	return dirs[0]
+}
+
+// requirePiglit returns piglitRoot, or skips (fails under
+// KCACHE_REQUIRE_REAL=1) when it holds no OpenCL tests.
+func requirePiglit(t *testing.T) string {
+	t.Helper()
+	dirs := piglitSearch()
+	d := piglitRoot()
+	if _, err := os.Stat(filepath.Join(d, "tests", "cl", "program")); err == nil {
+		return d
 	}
 	if os.Getenv("KCACHE_REQUIRE_REAL") == "1" {
 		t.Fatalf("KCACHE_REQUIRE_REAL=1 but piglit's OpenCL tests are in none of %v (scripts/setup extracts them)", dirs)
