@@ -26,9 +26,17 @@ type realKernel struct {
 	options string // the build options string the application passes
 }
 
+// realSummary is what checkReal found over its kernels: the count of each
+// verdict, and the files under the tree the keys held and clang -M
+// listed, summed over the kernels checked (exact or widened).
+type realSummary struct {
+	counts        [numVerdicts]int
+	keyed, listed int
+}
+
 // checkReal runs the differential check on kernels, in parallel, and
 // reports failures; within is the tree whose files count.
-func checkReal(t *testing.T, clang string, kernels []realKernel, within string) {
+func checkReal(t *testing.T, clang string, kernels []realKernel, within string) realSummary {
 	tmp := t.TempDir()
 	strace, _ := exec.LookPath("strace") // the places clang probes in vain, too
 	var (
@@ -84,6 +92,7 @@ func checkReal(t *testing.T, clang string, kernels []realKernel, within string) 
 		t.Logf("files under %s: %d keyed, %d listed by clang -M over %d kernels (%.1f and %.1f per kernel; most: %d keyed, %d listed)",
 			within, keyed, listed, checked, float64(keyed)/float64(checked), float64(listed)/float64(checked), maxKeyed, maxListed)
 	}
+	return realSummary{counts: counts, keyed: keyed, listed: listed}
 }
 
 // checkKernel copies k's text to PoCL's temporary file under dir and

@@ -172,6 +172,27 @@ func mutTrees(all bool) []mutTree {
 				}
 				return progs
 			}},
+		{name: "piglit", dir: piglitRoot(), pkg: "piglit (scripts/setup extracts its OpenCL tests)",
+			keep: func(rel string) bool {
+				return slices.ContainsFunc(piglitTrees, func(tr string) bool { return strings.HasPrefix(rel, tr+"/") })
+			},
+			programs: func(root, wd string) []mutProgram {
+				// include-directories.cl first: its relative -I finds
+				// include_test.h (which the copy needs, as for
+				// TestDifferentialPiglit) from piglit's root.
+				if err := os.WriteFile(filepath.Join(root, piglitIncludeTest), []byte("#define BUILD_OPT 1\n"), 0o644); err != nil {
+					return nil
+				}
+				var progs []mutProgram
+				for _, k := range piglitMutPrograms[:min(len(piglitMutPrograms), sample(2))] {
+					text, err := os.ReadFile(filepath.Join(root, k.file))
+					if err != nil {
+						continue
+					}
+					progs = append(progs, mutProgram{filepath.Base(k.file), string(text), root, k.options})
+				}
+				return progs
+			}},
 		{name: "darktable", dir: darktableKernels, pkg: "darktable", optional: true, programs: func(root, wd string) []mutProgram {
 			var progs []mutProgram
 			for _, k := range []string{"basic.cl", "demosaic_markesteijn.cl", "bilateral.cl", "colorspace.cl"}[:min(4, sample(1))] {
@@ -184,6 +205,15 @@ func mutTrees(all bool) []mutTree {
 			return progs
 		}},
 	}
+}
+
+// piglitMutPrograms are the piglit programs mutated, with the options
+// piglit builds them with on PoCL (piglitOptions).
+var piglitMutPrograms = []struct{ file, options string }{
+	{"tests/cl/program/build/include-directories.cl", "-I . -I tests/cl/program/build -cl-std=CL1.2"},
+	{"tests/cl/program/execute/scalar-load.inc", "-D SCALAR_TYPE=int -D OUT_TYPE=int -cl-std=CL1.2"},
+	{"tests/cl/program/build/version-declaration.cl", "-cl-std=CL1.1"},
+	{"tests/cl/program/build/mixed-macro-definitions.cl", "-D BUILD_OPT1 -D BUILD_OPT2=2 -cl-std=CL1.2"},
 }
 
 // hashcatMutKernels are the hashcat kernels mutated: one of the optimized

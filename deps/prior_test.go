@@ -227,3 +227,27 @@ func TestOptionDecidesListed(t *testing.T) {
 		t.Errorf("with the compiler's definitions after the options: listed %q", got)
 	}
 }
+
+// TestPriorValueOfClangExtensionMacro: clang predefines the macro of each
+// OpenCL extension its target supports, and one of them is not named
+// cl_: cles_khr_int64 (1 from OpenCL C 1.1 on), so that
+// #include XS(cles_khr_int64.h) opens 1.h on a driver built on clang (as
+// Mesa's are) where a scan that took the name for undefined keyed
+// cles_khr_int64.h. (PoCL 3.1 gives clang -cl-ext=-all,+its own list,
+// which leaves it undefined: there the source is refused for nothing.)
+func TestPriorValueOfClangExtensionMacro(t *testing.T) {
+	root := tree(t, map[string]string{"1.h": "", "cles_khr_int64.h": ""})
+	src := strMacros + "#include XS(cles_khr_int64.h)\n"
+	// clang's driver lists its opencl-c-base.h too.
+	if got := clangReads(t, root, src, "-x", "cl", "-cl-std=CL1.2"); !slices.Contains(got, "1.h") || slices.Contains(got, "cles_khr_int64.h") {
+		t.Fatalf("clang reads %q, want 1.h: the case shows nothing", got)
+	}
+	in := Input{Source: []byte(src), WorkDir: root, SearchWorkDir: true, Trigraphs: TrigraphsOn}
+	_, _, err := NewScanner(nil).Scan(context.Background(), in)
+	if errors.Is(err, ErrUncacheable) {
+		return
+	}
+	if keyed := keyedNames(t, in); !slices.Contains(keyed, "1.h") {
+		t.Errorf("clang reads 1.h, the key holds %q (err %v)", keyed, err)
+	}
+}

@@ -511,8 +511,9 @@ func (sc *scan) compilerMayDefine(name string) bool {
 }
 
 // predefinedPrefixes start the unreserved names OpenCL compilers define on
-// their own.
-var predefinedPrefixes = []string{"CL_", "cl_", "FP_FAST_FMA", "POCL_"}
+// their own: clang's extension macros include cles_khr_int64, which is
+// not named cl_.
+var predefinedPrefixes = []string{"CL_", "cl_", "cles_", "FP_FAST_FMA", "POCL_"}
 
 // builtinMacros learns the macros of Input.Builtins when a computed
 // include first needs them. The table is kept by the Scanner under the

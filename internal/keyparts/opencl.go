@@ -224,7 +224,15 @@ func OpenCLScan(src []byte, options, platform string) (deps.Input, error) {
 	if platform == PoCL {
 		in.MainDir = PoCLTempDir(os.LookupEnv)
 		in.Trigraphs = deps.TrigraphsOn
-		in.LexesC = true // PoCL rejects -cl-std=CLC++: OpenCL C only
+		in.LexesC = true // OpenCL C only: PoCL refuses -cl-std=CLC++
+		if cplusplusStandard(args) {
+			// ... as a token of its own, not behind a tab
+			// ("-DA\t-cl-std=CLC++"), where it reaches clang, which
+			// then replaces no trigraphs: PoCL 3.1 reads the include
+			// after "// ??/". How it lexes is left open, both ways
+			// checked (a file whose directives differ is uncacheable).
+			in.Trigraphs, in.LexesC = deps.TrigraphsUnknown, false
+		}
 		// PoCL gives clang its device's macros after the options
 		// (-D__OPENCL_VERSION__=300 -Dcl_khr_fp64=1 ...), which
 		// replace an option's -D of the same name.
@@ -257,6 +265,16 @@ func unfollowedOption(args []string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// cplusplusStandard reports whether args ask for C++ for OpenCL
+// (-cl-std=CLC++, clc++1.0, CLC++2021, ...; clang takes the value in
+// either case).
+func cplusplusStandard(args []string) bool {
+	return slices.ContainsFunc(args, func(a string) bool {
+		v, ok := strings.CutPrefix(a, "-cl-std=")
+		return ok && strings.HasPrefix(strings.ToLower(v), "clc++")
+	})
 }
 
 // includePathVariable returns the first variable set in getenv's
