@@ -93,26 +93,37 @@ func runExport(ctx context.Context, ios *streams, file string, o *lsOptions, asJ
 
 // writeAtomically runs write on file ("-": stdout), through a temporary
 // file renamed into place on success, so that a failed export leaves no
-// partial bundle behind.
+// partial bundle behind. The temporary file has no name while it is
+// written (createUnnamed), where the system allows: a killed export then
+// leaves nothing either.
 func writeAtomically[R any](file string, stdout io.Writer, write func(io.Writer) (R, error)) (R, error) {
 	if file == "-" {
 		return write(stdout)
 	}
 	var zero R
-	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".tmp-*")
+	dir := filepath.Dir(file)
+	tmp, err := createUnnamed(dir)
+	unnamed := err == nil
+	if !unnamed {
+		tmp, err = os.CreateTemp(dir, "."+filepath.Base(file)+".tmp-*")
+	}
 	if err != nil {
 		return zero, fmt.Errorf("%w; choose a FILE in a directory you can write", err)
 	}
-	defer os.Remove(tmp.Name())
+	if !unnamed {
+		defer os.Remove(tmp.Name())
+	}
 	r, err := write(tmp)
-	if err == nil {
-		err = tmp.Close()
-	} else {
-		tmp.Close()
+	switch {
+	case err != nil:
+	case unnamed:
+		err = publish(tmp, file)
+	default:
+		if err = tmp.Close(); err == nil {
+			err = os.Rename(tmp.Name(), file)
+		}
 	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), file)
-	}
+	tmp.Close()
 	if err != nil {
 		return zero, fmt.Errorf("writing %s: %w", file, err)
 	}

@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	if file := os.Getenv(stuckWriterEnv); file != "" {
+		stuckWriter(file)
+	}
 	os.Exit(m.Run())
 }
 
