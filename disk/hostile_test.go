@@ -1,7 +1,6 @@
 package disk
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kcache/kcache"
+	"github.com/kcache/kcache/internal/killtest"
 )
 
 // hangLimit is how long returns waits before it calls an operation hung.
@@ -261,7 +261,7 @@ func TestKilledAtEveryStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd := helper(os.Args[0], "killat", "KCACHE_DISK_DIR="+cache, "KCACHE_DISK_AT="+point, noExitSleep)
-			line, err := killAfterLine(t, cmd)
+			line, err := killtest.AfterLine(t, cmd)
 			if line != "at "+point+"\n" {
 				t.Fatalf("the writer never reached %s: %q, %v", point, line, err)
 			}
@@ -498,7 +498,7 @@ func TestKilledImportLeavesNothing(t *testing.T) {
 	f.Close()
 	dst := openTest(t, Options{})
 	cmd := helper(os.Args[0], "import", "KCACHE_DISK_DIR="+dst.root, "KCACHE_DISK_BUNDLE="+bundle, noExitSleep)
-	line, err := killAfterLine(t, cmd)
+	line, err := killtest.AfterLine(t, cmd)
 	if line != "storing\n" {
 		t.Fatalf("the import never stored: %q, %v", line, err)
 	}
@@ -704,7 +704,7 @@ func TestKilledClearLeftoversGo(t *testing.T) {
 	}
 	settle(t, s)
 	cmd := helper(os.Args[0], "clear", "KCACHE_DISK_DIR="+s.root, noExitSleep)
-	line, err := killAfterLine(t, cmd)
+	line, err := killtest.AfterLine(t, cmd)
 	if line != "renamed\n" {
 		t.Fatalf("the Clear never renamed: %q, %v", line, err)
 	}
@@ -768,22 +768,4 @@ func TestExtendedEntryOfLargeSource(t *testing.T) {
 	if n := after.TotalAlloc - before.TotalAlloc; n > huge/16 {
 		t.Errorf("Verify allocated %d bytes for an entry of 400 KB", n)
 	}
-}
-
-// killAfterLine starts cmd, a helper process that prints a line where it
-// stops to be killed, reads that line, and SIGKILLs it there. err is the
-// read's: a helper that exits without the line returns what it printed.
-func killAfterLine(t *testing.T, cmd *exec.Cmd) (string, error) {
-	t.Helper()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	return line, err
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -9,8 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
+
+	"github.com/kcache/kcache/internal/killtest"
 )
 
 // stuckWriterEnv makes the test binary a process that writes a bundle
@@ -40,20 +40,9 @@ func TestKilledExportLeavesNothing(t *testing.T) {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), stuckWriterEnv+"="+file)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || line != "writing\n" {
-		cmd.Process.Kill()
+	if line, err := killtest.AfterLine(t, cmd); err != nil || line != "writing\n" {
 		t.Fatalf("child said %q (%v)", line, err)
 	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
 	if got := dirNames(t, dir); !slices.Equal(got, []string{"cache.kcb"}) {
 		t.Errorf("after the kill the directory holds %q, want only the earlier bundle", got)
 	}
