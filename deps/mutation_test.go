@@ -193,6 +193,21 @@ func mutTrees(all bool) []mutTree {
 				}
 				return progs
 			}},
+		// Cacheable since a pasting macro needs a piece of _Pragma to
+		// make definitions uncertain (TestDifferentialLibclc): each
+		// header defines __CLC_BODY and includes gentype.inc, which
+		// includes __CLC_BODY once per type. (clc.h whole, 277 files, takes
+		// over 20 minutes here: TestDifferentialLibclc checks it.)
+		{name: "libclc", dir: libclcDir, pkg: "libclc-15-dev", programs: func(root, wd string) []mutProgram {
+			inc := "-I " + filepath.Dir(root) + " -Dcl_clang_storage_class_specifiers"
+			const kern = "\n__kernel void k(__global float *o) { o[0] = 1.0f; }\n"
+			progs := []mutProgram{
+				{"fabs", "#include <clc/clcfunc.h>\n#include <clc/clctypes.h>\n#include <clc/math/fabs.h>\n" + kern, wd, inc},
+				{"dot", "#include <clc/clcfunc.h>\n#include <clc/clctypes.h>\n#include <clc/geometric/dot.h>\n" + kern, wd, inc},
+				{"isequal", "#include <clc/clcfunc.h>\n#include <clc/clctypes.h>\n#include <clc/relational/isequal.h>\n" + kern, wd, inc},
+			}
+			return progs[:min(len(progs), sample(1))]
+		}},
 		{name: "darktable", dir: darktableKernels, pkg: "darktable", optional: true, programs: func(root, wd string) []mutProgram {
 			var progs []mutProgram
 			for _, k := range []string{"basic.cl", "demosaic_markesteijn.cl", "bilateral.cl", "colorspace.cl"}[:min(4, sample(1))] {
