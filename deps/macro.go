@@ -255,6 +255,9 @@ type macroTable struct {
 	// (parsedFile's, taken once when the table is made, which scans then
 	// share).
 	pastesPragma, stringizes, pragmaPiece bool
+	// restores says those files hold a restoreMark: a macro of theirs
+	// that the text expands may run a pop_macro no text names.
+	restores bool
 }
 
 // candidates are the definitions a name may have; undef says it may also

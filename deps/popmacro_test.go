@@ -44,6 +44,10 @@ func TestPopMacroAsClang(t *testing.T) {
 		{"piece in an option", xs + cat + xcat + "#pragma push_macro(\"H\")\n#define H b\nXCAT(P, gma)(XS(CAT(pop_, macro)(\"H\")))\n#include XS(H.h)\n", []string{"-DP=_Pra"}, false},
 		// The piece pasted from a shorter one.
 		{"piece pasted", xs + cat + xcat + "#pragma push_macro(\"H\")\n#define H b\nXCAT(CAT(_, Pra), gma)(XS(CAT(pop_, macro)(\"H\")))\n#include XS(H.h)\n", nil, false},
+		// The whole _Pragma in options, which PoCL passes without a
+		// double quote (it makes each a blank): no text names it, and
+		// nothing pastes.
+		{"_Pragma in an option", "#pragma push_macro(\"H\")\n#define H b\nP\n#include XS(H.h)\n", []string{"-DS(x)=#x", "-DXS(x)=S(x)", "-DP=_Pragma(XS(pop_macro(S(H))))"}, false},
 		// Both halves, no piece: libclc's __CLC_BODY, under PoCL's
 		// stringizing headers.
 		{"no piece", xs + cat + "#define __H b\n#include XS(__H.h)\n#undef __H\n", nil, true},

@@ -233,8 +233,17 @@ func (sc *scan) operators(pastes, stringizes, piece bool) {
 }
 
 // optionOperators counts the macros of -D options (operators): those the
-// table holds, and skipped, those it left to the compiler.
+// table holds, and skipped, those it left to the compiler. An option that
+// spells a restoreMark makes definitions uncertain, as a file's text
+// does: -DP=_Pragma(XS(pop_macro(S(H)))), with -DS(x)=#x and
+// -DXS(x)=S(x), pops H wherever the text expands P, and no text names
+// the pragma.
 func (sc *scan) optionOperators(skipped []*macro) {
+	for _, o := range sc.inv.macros {
+		if o.define && restoreMarked(o.text) {
+			sc.table.uncertain = true
+		}
+	}
 	count := func(m *macro) {
 		pastes, stringizes := m.restoreOperators()
 		sc.operators(pastes, stringizes, m.spellsPragmaPiece())
@@ -249,7 +258,8 @@ func (sc *scan) optionOperators(skipped []*macro) {
 	}
 }
 
-// settleOperators counts the built-in headers' macros (operators) before
+// settleOperators counts the built-in headers' macros (operators), and
+// their restoreMarks (a macro of theirs may hold a whole _Pragma), before
 // the table's certainty is first asked: the compiler includes those
 // headers before the source, and either half of a hidden _Pragma may be
 // theirs (PoCL's _kernel.h stringizes). They are read only then, since a
@@ -260,6 +270,9 @@ func (sc *scan) settleOperators() {
 	}
 	sc.builtinOperators = true
 	b := sc.builtinMacros()
+	if b.restores {
+		sc.table.uncertain = true
+	}
 	sc.operators(b.pastesPragma, b.stringizes, b.pragmaPiece)
 }
 
@@ -547,6 +560,7 @@ func (sc *scan) builtinMacros() *macroTable {
 			t.pastesPragma = t.pastesPragma || e.pastesPragma
 			t.stringizes = t.stringizes || e.stringizes
 			t.pragmaPiece = t.pragmaPiece || e.pragmaPiece
+			t.restores = t.restores || e.restores
 		}
 		return t, true
 	})
