@@ -64,7 +64,10 @@ func WithRecords(rs RecordStore) Option {
 // apart from one that found nothing. Version 6: an option, or a built-in
 // header, that spells a _Pragma makes definitions uncertain too (a record
 // of version 5 could hold the one certain name of a computed include that
-// clang popped to another).
+// clang popped to another); options that clang's predefines buffer reads
+// otherwise (a comment, a trigraph) are refused, a -U undefines its first
+// token, -imacros files come before -include files, and the built-in
+// headers' definitions after both.
 const recordVersion = 6
 
 // recordCRC is the table of a record's checksum. A checksum, not a

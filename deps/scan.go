@@ -101,6 +101,9 @@ func (sc *scan) run() error {
 	if sc.in.PredefinesAfterOptions {
 		overridden = sc.predefinable
 	}
+	if why := predefinesUnsure(sc.inv, sc.in.Trigraphs); why != "" {
+		sc.refuse(why)
+	}
 	decided, skipped := sc.table.applyOptions(sc.inv.macros, overridden)
 	if sc.in.VerifiesPredefines {
 		sc.optionAssumptions(decided)
@@ -124,12 +127,15 @@ func (sc *scan) run() error {
 	}
 	sc.searchDirsAreDirs()
 	// A -include file is searched first in the working directory, then
-	// as a quoted include of the main source.
+	// as a quoted include of the main source. What these files define
+	// comes before the built-in headers, which may replace it (early).
+	sc.table.early = true
 	for _, f := range sc.inv.forced {
 		if err := sc.include(f, false, sc.wd, RuleForcedInclude, dInclude, 0); err != nil {
 			return err
 		}
 	}
+	sc.table.early = false
 	main := parseFile(sc.in.Source, sc.mode())
 	sc.facts(sc.sourceName(), &main)
 	if err := sc.process(main.directives, mainDir, 0); err != nil {
