@@ -511,6 +511,9 @@ func (t *macroTable) options(name string) (opts []*macro, known, prior bool) {
 	case dominated:
 		if (c.option || c.early) && builtin != nil {
 			opts = append(slices.Clip(opts), builtin.defs...)
+			if builtin.undef {
+				opts = append(opts, nil)
+			}
 		}
 		if c.undef {
 			opts = append(slices.Clip(opts), nil)

@@ -15,7 +15,8 @@ import (
 // clang-15 makes of them as PoCL 3.1 runs it (clangAsPoCL): clang writes
 // each -D, -U, -include and -imacros as a line of its predefines buffer and
 // lexes the lines as one text, then reads every -imacros file before the
-// first -include file, and PoCL includes its own headers after both. Each
+// first -include file, and PoCL includes its own headers after both (which
+// define and undefine names of their own). Each
 // header clang reads must be keyed, or the source refused. Options behind
 // a tab reach clang as options of their own (PoCL checks only its split at
 // blanks).
@@ -44,11 +45,16 @@ func TestOptionLinesAsClang(t *testing.T) {
 		// opencl-c-base.h, included by PoCL after u.h, defines M_PI_F
 		// again.
 		{"built-in headers after -include", xs + "#include XS(M_PI_F.h)\n", []string{"-DA\t-include\tu.h"}},
+		// Without read-write images (OpenCL C 1.2), _kernel.h undefines
+		// CLANG_HAS_RW_IMAGES, whatever an option or a -include made it.
+		{"built-in #undef of an option", xs + "#include XS(CLANG_HAS_RW_IMAGES.h)\n", []string{"-cl-std=CL1.2", "-DCLANG_HAS_RW_IMAGES=b"}},
+		{"built-in #undef of a -include", xs + "#include XS(CLANG_HAS_RW_IMAGES.h)\n", []string{"-cl-std=CL1.2", "-DA\t-include\trw.h"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wd := t.TempDir()
 			files := map[string]string{"a.h": "", "b.h": "", "H.h": "", "x#.h": "", pi: "",
-				"ia.h": "#ifndef G\n#define G\n#define H a\n#endif\n", "ib.h": "#define G\n", "u.h": "#define M_PI_F b\n"}
+				"ia.h": "#ifndef G\n#define G\n#define H a\n#endif\n", "ib.h": "#define G\n", "u.h": "#define M_PI_F b\n",
+				"CLANG_HAS_RW_IMAGES.h": "", "rw.h": "#define CLANG_HAS_RW_IMAGES b\n"}
 			marker := map[string]string{}
 			for name, text := range files {
 				marker[name] = fmt.Sprintf("int marker_%d;", len(marker))

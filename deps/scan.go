@@ -559,8 +559,14 @@ func (sc *scan) builtinMacros() *macroTable {
 		t := newMacroTable()
 		for _, e := range files {
 			for _, d := range e.directives {
-				if d.kind == dDefine {
+				switch d.kind {
+				case dDefine:
 					t.define(d.macro)
+				case dUndef:
+					// _kernel.h's #undef CLANG_HAS_RW_IMAGES, where
+					// the language has no read-write images,
+					// undefines what an option or a -include set.
+					t.undef(d.name)
 				}
 			}
 			t.pastesPragma = t.pastesPragma || e.pastesPragma
