@@ -49,15 +49,22 @@ func TestOptionLinesAsClang(t *testing.T) {
 		// CLANG_HAS_RW_IMAGES, whatever an option or a -include made it.
 		{"built-in #undef of an option", xs + "#include XS(CLANG_HAS_RW_IMAGES.h)\n", []string{"-cl-std=CL1.2", "-DCLANG_HAS_RW_IMAGES=b"}},
 		{"built-in #undef of a -include", xs + "#include XS(CLANG_HAS_RW_IMAGES.h)\n", []string{"-cl-std=CL1.2", "-DA\t-include\trw.h"}},
+		// PoCL's pocl_types.h includes <stdint.h>, from the build's
+		// search path, without __USE_CLANG_OPENCL_C_H and with
+		// __CBUILD__ (real PoCL builds so, reading inc/stdint.h).
+		{"a built-in header's include", "int k;\n", []string{"-DA\t-U__USE_CLANG_OPENCL_C_H -D__CBUILD__ -I inc"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wd := t.TempDir()
 			files := map[string]string{"a.h": "", "b.h": "", "H.h": "", "x#.h": "", pi: "",
 				"ia.h": "#ifndef G\n#define G\n#define H a\n#endif\n", "ib.h": "#define G\n", "u.h": "#define M_PI_F b\n",
-				"CLANG_HAS_RW_IMAGES.h": "", "rw.h": "#define CLANG_HAS_RW_IMAGES b\n"}
+				"CLANG_HAS_RW_IMAGES.h": "", "rw.h": "#define CLANG_HAS_RW_IMAGES b\n", "inc/stdint.h": ""}
 			marker := map[string]string{}
 			for name, text := range files {
 				marker[name] = fmt.Sprintf("int marker_%d;", len(marker))
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(wd, name)), 0o755); err != nil {
+					t.Fatal(err)
+				}
 				if err := os.WriteFile(filepath.Join(wd, name), []byte(text+marker[name]+"\n"), 0o644); err != nil {
 					t.Fatal(err)
 				}

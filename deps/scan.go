@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -56,6 +57,9 @@ type scan struct {
 	// name _Pragma, or stringize a parameter; pragmaPiece that one spells
 	// a piece such a paste can begin with (operators).
 	pastesPragma, stringizes, pragmaPiece bool
+	// builtinInclude says the scan follows a built-in header's include
+	// (builtinIncludes).
+	builtinInclude bool
 	// builtinOperators says the built-in headers' macros were counted.
 	builtinOperators bool
 	// roots are the declared directories (Input.Depends) whose every
@@ -136,6 +140,9 @@ func (sc *scan) run() error {
 		}
 	}
 	sc.table.early = false
+	if err := sc.builtinIncludes(); err != nil {
+		return err
+	}
 	main := parseFile(sc.in.Source, sc.mode())
 	sc.facts(sc.sourceName(), &main)
 	if err := sc.process(main.directives, mainDir, 0); err != nil {
@@ -631,7 +638,13 @@ func (sc *scan) builtinsMention(name string) bool {
 // asks about its guard, and each search reads 2 MB.
 type builtinTexts struct {
 	texts  [][]byte // one per file, never written once read
+	paths  []string // the files' paths, one per text
 	unread bool     // a file could not be read: every name may be there
+
+	// incs are the includes of the texts (builtinIncludes), found once.
+	incsOnce sync.Once
+	incs     []builtinInclude
+	computed bool // a text holds an include whose operand is no header name
 
 	mu      sync.Mutex
 	answers map[string]bool // guarded by mu
@@ -666,6 +679,81 @@ func (b *builtinTexts) mention(name string) bool {
 	return found
 }
 
+// builtinInclude is an include directive of a built-in header: the
+// header's directory, and the name it includes.
+type builtinInclude struct {
+	dir, name string
+	angle     bool
+}
+
+// includeLine matches an include directive's line, a comment or blanks
+// between its parts; its operand is the rest of the line.
+var includeLine = regexp.MustCompile(`(?m)^(?:[ \t]|/\*.*?\*/)*(?:#|%:|\?\?=)(?:[ \t]|/\*.*?\*/)*(?:include|include_next|import)\b(?:[ \t]|/\*.*?\*/)*(.*)$`)
+
+// includes returns the include directives of the texts, found by a
+// search of their bytes (a directive in a comment or a dead branch is
+// one too), and whether one of them is computed (its operand no <name>
+// or "name").
+func (b *builtinTexts) includes() ([]builtinInclude, bool) {
+	b.incsOnce.Do(func() {
+		for i, text := range b.texts {
+			for _, m := range includeLine.FindAllSubmatch(text, -1) {
+				op := bytes.TrimSpace(m[1])
+				end := map[byte]byte{'<': '>', '"': '"'}
+				if len(op) < 2 || end[op[0]] == 0 || bytes.IndexByte(op[1:], end[op[0]]) < 0 {
+					b.computed = true
+					continue
+				}
+				name := string(op[1 : 1+bytes.IndexByte(op[1:], end[op[0]])])
+				inc := builtinInclude{dir: includerDir(b.paths[i]), name: name, angle: op[0] == '<'}
+				if !slices.Contains(b.incs, inc) {
+					b.incs = append(b.incs, inc)
+				}
+			}
+		}
+	})
+	return b.incs, b.computed
+}
+
+// builtinIncludes follows the includes of the built-in headers that may
+// leave the headers' directory: every angled one, and a quoted one whose
+// file is not beside its header. The compiler reads the built-in headers
+// before the source, and some select such an include by macros the build
+// may set (PoCL 3.1's pocl_types.h includes <stdint.h> from the build's
+// search path under -U__USE_CLANG_OPENCL_C_H -D__CBUILD__, and builds):
+// each is taken as an include in a branch that may not be taken, before
+// the source, so that what it finds, or the places where it finds
+// nothing, enter the key, and what it defines is a candidate.
+func (sc *scan) builtinIncludes() error {
+	if len(sc.in.Builtins) == 0 {
+		return nil
+	}
+	t, ok := sc.readBuiltinText()
+	if !ok {
+		sc.refuse("a built-in header cannot be read: its includes are not known")
+		return nil
+	}
+	incs, computed := t.includes()
+	if computed {
+		sc.refuse("a built-in header has a computed include")
+	}
+	base := len(sc.table.open)
+	sc.table.enter(false)
+	sc.builtinInclude = true
+	defer func() { sc.table.leave(base); sc.builtinInclude = false }()
+	for _, inc := range incs {
+		if !inc.angle && !filepath.IsAbs(inc.name) {
+			if fi, err := sc.stat(inc.dir + "/" + inc.name); err == nil && fi.Mode().IsRegular() {
+				continue // the compiler's own, beside its includer
+			}
+		}
+		if err := sc.include(inc.name, inc.angle, "", RuleInclude, dInclude, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // readBuiltinText returns the text of each built-in header without line
 // splices, kept by the Scanner under the files' identities as their macro
 // table is; false when one cannot be read. No name spans two files, so
@@ -682,14 +770,16 @@ func (sc *scan) readBuiltinText() (*builtinTexts, bool) {
 	}
 	return sc.s.builtinText.get(ids.String(), trusted, func() (*builtinTexts, bool) {
 		texts := make([][]byte, 0, len(files))
+		paths := make([]string, 0, len(files))
 		for _, f := range files {
 			b, err := sc.s.fs.readFile(f.path)
 			if err != nil {
 				return nil, false
 			}
 			texts = append(texts, appendUnspliced(b[:0], b))
+			paths = append(paths, f.path)
 		}
-		return &builtinTexts{texts: texts}, true
+		return &builtinTexts{texts: texts, paths: paths}, true
 	})
 }
 
@@ -778,7 +868,9 @@ func (sc *scan) include(name string, angle bool, includerDir, rule string, kind 
 		}
 	}
 	switch {
-	case found || (kind != dInclude && kind != dIncludeNext):
+	case found || (kind != dInclude && kind != dIncludeNext) || sc.builtinInclude:
+		// A built-in header's include found nowhere on the build's
+		// path is the compiler's to find, or dead (builtinIncludes).
 	case sc.in.CompleteSearchPath:
 		sc.missing = append(sc.missing, name)
 		sc.s.report(sc.sourceName(), "include found nowhere: keyed by its absence (the build fails if it is live)", "name", name)
