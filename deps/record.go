@@ -66,8 +66,9 @@ func WithRecords(rs RecordStore) Option {
 // of version 5 could hold the one certain name of a computed include that
 // clang popped to another); options that clang's predefines buffer reads
 // otherwise (a comment, a trigraph) are refused, a -U undefines its first
-// token, -imacros files come before -include files, and the built-in
-// headers' definitions after both.
+// token, -imacros files come before -include files, the built-in
+// headers' definitions and #undefs after both, and their includes that
+// may leave their directory are followed.
 const recordVersion = 6
 
 // recordCRC is the table of a record's checksum. A checksum, not a
