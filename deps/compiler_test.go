@@ -103,3 +103,20 @@ func TestCompilerMacros(t *testing.T) {
 		t.Errorf("with a pasting macro and no piece of _Pragma: trace %q", got)
 	}
 }
+
+// A built-in header's macro may hold a whole _Pragma: the text that
+// expands it names neither the operator nor the pragma, and clang pops H
+// back to its pushed value (undefined) all the same.
+func TestBuiltinPragmaRestores(t *testing.T) {
+	root := tree(t, map[string]string{
+		"b.h": "", "H.h": "",
+		"builtin/k.h": "#define POP_H _Pragma(\"pop_macro(\\\"H\\\")\")\n",
+	})
+	src := strMacros + "#pragma push_macro(\"H\")\n#define H b\nPOP_H\n#include XS(H.h)\n"
+	in := Input{Source: []byte(src), WorkDir: root, SearchWorkDir: true, CompleteSearchPath: true, Trigraphs: TrigraphsOn,
+		Builtins: []string{filepath.Join(root, "builtin/k.h")}}
+	_, tr := mustScan(t, NewScanner(nil), in)
+	if got := found(root, tr); !slices.Contains(got, "computed-include H.h H.h") {
+		t.Errorf("trace %q lacks H.h, which clang reads", got)
+	}
+}

@@ -109,7 +109,7 @@ func checkKernel(s *deps.Scanner, clang, strace string, k realKernel, dir, withi
 	if err := os.WriteFile(main, src, 0o644); err != nil {
 		return outcome{v: scanErr, detail: err.Error()}
 	}
-	run := clangRun{clang: clang, wd: k.wd, args: deps.SplitOptions(k.options), main: main, strace: strace}
+	run := clangRun{clang: clang, wd: k.wd, options: k.options, main: main, strace: strace}
 	return compare(s, run, src, k.options, within, dir)
 }
 

@@ -123,28 +123,21 @@ type outcome struct {
 
 // clangRun is one compile as PoCL runs it.
 type clangRun struct {
-	clang string
-	wd    string   // the application's working directory
-	args  []string // the application's options, split
-	main  string   // PoCL's temporary file holding the program text
+	clang   string
+	wd      string // the application's working directory
+	options string // the application's build options, as it passes them
+	main    string // PoCL's temporary file holding the program text
 	// strace, when set, runs clang under it to record the places clang
 	// looked for a file and found none (see probes).
 	strace string
 }
 
-// command returns the clang command line that writes depfile.
+// command returns the clang command line that writes depfile: PoCL 3.1's
+// front end (deps.PoCLFrontEnd), which lists every file it reads, system
+// headers (-isystem) included, and writes the preprocessed text nowhere.
 func (c clangRun) command(depfile string) []string {
-	// PoCL 3.1 puts -Dinline= and -I. ahead of the options, and its
-	// device's macros after them (pocl_llvm_build.cc); the scan models
-	// all three.
-	args := []string{c.clang, "-x", "cl", "-cl-std=CL1.2", "-Dinline=", "-I."}
-	args = append(args, c.args...)
-	for _, a := range poclAfter {
-		if strings.HasPrefix(a, "-D") {
-			args = append(args, a)
-		}
-	}
-	return append(args, "-M", "-MF", depfile, "-Wno-everything", c.main)
+	args := append([]string{c.clang}, deps.PoCLFrontEndMust(c.options)...)
+	return append(args, "-E", "-o", os.DevNull, "-dependency-file", depfile, "-MT", "k", "-sys-header-deps", "-Wno-everything", c.main)
 }
 
 // deps runs clang -M and returns the files it lists, absolute, and
@@ -434,7 +427,7 @@ func checkProgram(clang, strace string, p *gentree.Program, off gentree.Set, dir
 	if err != nil {
 		return outcome{v: scanErr, detail: err.Error()}
 	}
-	run := clangRun{clang: clang, wd: root, args: p.Args(root), main: filepath.Join(root, p.Main), strace: strace}
+	run := clangRun{clang: clang, wd: root, options: p.OptionString(root), main: filepath.Join(root, p.Main), strace: strace}
 	// A scanner per program: a failure must not depend on what an
 	// earlier program left in the caches.
 	return compare(deps.NewScanner(nil), run, src, p.OptionString(root), root, dir)
@@ -775,7 +768,7 @@ func minimizeAndWrite(t *testing.T, clang string, f finding, out, modeName strin
 	if o2 := checkProgram(clang, f.strace, p, off, dir); o2.v != rejected && o2.v != scanErr {
 		o = o2
 	}
-	run := clangRun{clang: "clang-15", wd: root, args: p.Args(root), main: filepath.Join(root, p.Main)}
+	run := clangRun{clang: "clang-15", wd: root, options: p.OptionString(root), main: filepath.Join(root, p.Main)}
 	var b strings.Builder
 	fmt.Fprintf(&b, "A file clang reads that the kcache scanner misses (issue 17, differential test).\n\n")
 	fmt.Fprintf(&b, "%s", p.Describe())

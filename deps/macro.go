@@ -247,6 +247,10 @@ type macroTable struct {
 	open   []int
 	chains []chain // one per open branch
 	last   int     // the last branch id given out; 0 is outside every conditional
+	// early says the scan is in a -include or -imacros file: clang reads
+	// them before the built-in headers (PoCL includes its own after the
+	// build's), so a built-in definition may replace one made there.
+	early bool
 	// uncertain says a file read may restore a macro to an earlier state
 	// (#pragma pop_macro): no definition or #undef dominates any more.
 	uncertain bool
@@ -255,6 +259,9 @@ type macroTable struct {
 	// (parsedFile's, taken once when the table is made, which scans then
 	// share).
 	pastesPragma, stringizes, pragmaPiece bool
+	// restores says those files hold a restoreMark: a macro of theirs
+	// that the text expands may run a pop_macro no text names.
+	restores bool
 }
 
 // candidates are the definitions a name may have; undef says it may also
@@ -268,6 +275,9 @@ type candidates struct {
 	// option says a -D or -U option set the name: before any text, and
 	// so before any push_macro a pop could return to.
 	option bool
+	// early says an option or a -include file set the name: before the
+	// built-in headers, whose definitions may replace it.
+	early bool
 }
 
 func newMacroTable() *macroTable { return &macroTable{defs: map[string]*candidates{}} }
@@ -363,6 +373,7 @@ func (t *macroTable) entry(name string) *candidates {
 	if b := t.branch(); !slices.Contains(c.at, b) {
 		c.at = append(c.at, b)
 	}
+	c.early = c.early || t.early
 	if n := len(t.chains); n > 0 && !slices.Contains(t.chains[n-1].names, name) {
 		t.chains[n-1].names = append(t.chains[n-1].names, name)
 	}
@@ -420,6 +431,10 @@ func (t *macroTable) version(name string) int {
 	if !t.dominated(c) {
 		v++
 	}
+	v *= 2
+	if c.early {
+		v++ // the built-in headers' definitions join its candidates
+	}
 	return v
 }
 
@@ -431,9 +446,14 @@ func (t *macroTable) version(name string) int {
 // lists, in the options' order, the names an option did decide.
 func (t *macroTable) applyOptions(opts []optMacro, overridden func(name string) bool) (decided []string, skipped []*macro) {
 	for _, o := range opts {
-		name, value, hasValue := strings.Cut(o.text, "=")
 		if !o.define {
-			name = strings.TrimSpace(name)
+			// clang writes "#undef TEXT", which undefines TEXT's
+			// first token: -U"H junk" undefines H.
+			ts := tokenize(o.text)
+			if len(ts) == 0 || ts[0].kind != tIdent {
+				continue // the compiler rejects it too
+			}
+			name := ts[0].text
 			if overridden != nil && overridden(name) {
 				delete(t.defs, name)
 				continue
@@ -442,6 +462,7 @@ func (t *macroTable) applyOptions(opts []optMacro, overridden func(name string) 
 			decided = append(decided, name)
 			continue
 		}
+		name, value, hasValue := strings.Cut(o.text, "=")
 		if !hasValue {
 			value = "1"
 		}
@@ -474,9 +495,9 @@ func (t *macroTable) options(name string) (opts []*macro, known, prior bool) {
 	c := t.defs[name]
 	dominated := c != nil && t.dominated(c)
 	var builtin *candidates
-	if t.fallback != nil && (!dominated || c.option) {
-		// The built-in headers come after the options: a definition of
-		// theirs replaces an option's.
+	if t.fallback != nil && (!dominated || c.option || c.early) {
+		// The built-in headers come after the options and the -include
+		// files: a definition of theirs replaces one made there.
 		builtin = t.fallback().defs[name]
 	}
 	switch {
@@ -488,8 +509,11 @@ func (t *macroTable) options(name string) (opts []*macro, known, prior bool) {
 	opts = c.defs
 	switch {
 	case dominated:
-		if c.option && builtin != nil {
+		if (c.option || c.early) && builtin != nil {
 			opts = append(slices.Clip(opts), builtin.defs...)
+			if builtin.undef {
+				opts = append(opts, nil)
+			}
 		}
 		if c.undef {
 			opts = append(slices.Clip(opts), nil)

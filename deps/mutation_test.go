@@ -256,23 +256,6 @@ func copyTree(src, dst string, keep func(rel string) bool) error {
 	})
 }
 
-// poclBefore and poclAfter are the arguments PoCL 3.1 gives clang's front
-// end around a program's options on its CPU device (POCL_DEBUG=llvm logs
-// them): not clang's driver, which would add its own and the system's
-// include directories (where a kernel under PoCL finds neither <stddef.h>
-// nor <immintrin.h>) and include opencl-c-base.h through the search path;
-// and the device's macros after the options, where they replace an
-// option's -D of the same name.
-var (
-	poclBefore = []string{"-cc1", "-Dcl_khr_int64", "-DPOCL_DEVICE_ADDRESS_BITS=64", "-D__USE_CLANG_OPENCL_C_H", "-xcl", "-Dinline=", "-I."}
-	poclAfter  = []string{"-D__ENDIAN_LITTLE__=1", "-D__IMAGE_SUPPORT__=1", "-DCL_DEVICE_MAX_GLOBAL_VARIABLE_SIZE=0", "-D__OPENCL_VERSION__=300",
-		"-cl-std=CL3.0", "-D__OPENCL_C_VERSION__=300", "-Dcl_khr_byte_addressable_store=1", "-Dcl_khr_global_int32_base_atomics=1",
-		"-Dcl_khr_global_int32_extended_atomics=1", "-Dcl_khr_local_int32_base_atomics=1", "-Dcl_khr_local_int32_extended_atomics=1",
-		"-Dcl_khr_3d_image_writes=1", "-Dcl_khr_int64_base_atomics=1", "-Dcl_khr_int64_extended_atomics=1", "-Dcl_khr_fp64=1",
-		"-D__opencl_c_3d_image_writes=1", "-D__opencl_c_images=1", "-D__opencl_c_int64=1", "-D__opencl_c_fp64=1",
-		"-fno-builtin", "-triple=x86_64-pc-linux-gnu", "-target-cpu", "skylake-avx512"}
-)
-
 // mutRun is one program set up for mutation.
 type mutRun struct {
 	t     *testing.T
@@ -331,8 +314,7 @@ func (m *mutRun) record() {
 // preprocess returns clang's preprocessed output as PoCL compiles, and
 // false where clang fails.
 func (m *mutRun) preprocess() ([]byte, bool) {
-	args := append(append(slices.Clone(poclBefore), m.run.args...), poclAfter...)
-	args = append(args, "-E", "-w", m.run.main)
+	args := append(deps.PoCLFrontEndMust(m.run.options), "-E", "-w", m.run.main)
 	cmd := exec.Command(m.clang, args...)
 	cmd.Dir = m.run.wd
 	var out bytes.Buffer
@@ -396,7 +378,7 @@ func mutateProgram(t *testing.T, clang, strace string, p mutProgram, root, tmp s
 	if err := os.WriteFile(main, []byte(p.text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := clangRun{clang: clang, wd: p.wd, args: deps.SplitOptions(p.options), main: main, strace: strace}
+	run := clangRun{clang: clang, wd: p.wd, options: p.options, main: main, strace: strace}
 	files, absent, seen, err := poclDeps(run, tmp)
 	if err != nil {
 		t.Fatalf("%s: clang: %v", p.name, err)
@@ -494,15 +476,13 @@ func mutateProgram(t *testing.T, clang, strace string, p mutProgram, root, tmp s
 	return c
 }
 
-// poclDeps is clangRun.deps with PoCL's arguments to the front end: the
-// files clang reads, the places it probed in vain, and those where it
-// found something, absolute.
+// poclDeps is clangRun.deps with strace always: the files clang reads,
+// the places it probed in vain, and those where it found something,
+// absolute.
 func poclDeps(c clangRun, tmp string) (files, absent, seen []string, err error) {
 	depfile := filepath.Join(tmp, "clang.d")
 	trace := filepath.Join(tmp, "strace.txt")
-	argv := []string{c.strace, "-f", "-qq", "-e", "trace=open,openat,stat,lstat,newfstatat,statx,access,faccessat", "-o", trace, c.clang}
-	argv = append(append(append(argv, poclBefore...), c.args...), poclAfter...)
-	argv = append(argv, "-E", "-o", os.DevNull, "-dependency-file", depfile, "-MT", "k", "-w", c.main)
+	argv := append([]string{c.strace, "-f", "-qq", "-e", "trace=open,openat,stat,lstat,newfstatat,statx,access,faccessat", "-o", trace}, c.command(depfile)...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = c.wd
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -3,6 +3,7 @@ package deps
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -183,7 +184,36 @@ type invocation struct {
 	quoteDirs  []string // -iquote: quoted includes only, after the includer's directory
 	angledDirs []string // -I, -isystem, then -idirafter: every include
 	macros     []optMacro
-	forced     []string // -include and -imacros FILEs, in order
+	// forced are the -imacros FILEs, then the -include FILEs, each in
+	// order: clang reads every -imacros file before the first -include
+	// (InitializePreprocessor), wherever the options put them.
+	forced []string
+}
+
+// predefinesUnsure says why clang may read the options' lines of its
+// predefines buffer otherwise than the scan reads each option ("" where
+// it reads them alike). clang writes each -D, -U, -include and -imacros
+// as a line of its own (#define NAME BODY, #undef NAME, #include "FILE")
+// and lexes the lines as one text, in the source's language: a block
+// comment that an option opens runs on over the options after it
+// (-DX=/* -DH=b -DY=*/ leaves H undefined), and where trigraphs are
+// replaced an option that ends in ??/ takes the next line into its own,
+// ??= in a body is a # (-DS(x)=??=x stringizes) and -include x??=.h
+// opens x#.h. The scan reads each option apart, as written.
+func predefinesUnsure(inv invocation, tri Trigraphs) string {
+	texts := slices.Clone(inv.forced)
+	for _, o := range inv.macros {
+		texts = append(texts, o.text)
+	}
+	for _, text := range texts {
+		switch {
+		case strings.Contains(text, "/*"):
+			return fmt.Sprintf("option %q may open a comment that runs on over the options after it", text)
+		case tri != TrigraphsOff && hasTrigraph([]byte(text)):
+			return fmt.Sprintf("option %q holds a trigraph, which the compiler may replace in its predefines", text)
+		}
+	}
+	return ""
 }
 
 // optMacro is one -D or -U option.
@@ -196,7 +226,7 @@ type optMacro struct {
 // are resolved against wd, as the compiler resolves them.
 func parseArgs(args []string, wd string, searchWorkDir bool, systemDirs ...string) invocation {
 	var inv invocation
-	var sys, after []string
+	var sys, after, includes []string
 	if searchWorkDir {
 		inv.angledDirs = append(inv.angledDirs, wd)
 	}
@@ -230,10 +260,13 @@ func parseArgs(args []string, wd string, searchWorkDir bool, systemDirs ...strin
 			inv.macros = append(inv.macros, optMacro{define: true, text: val})
 		case "-U":
 			inv.macros = append(inv.macros, optMacro{text: val})
-		case "-include", "-imacros":
+		case "-imacros":
 			inv.forced = append(inv.forced, val)
+		case "-include":
+			includes = append(includes, val)
 		}
 	}
+	inv.forced = append(inv.forced, includes...)
 	for _, d := range systemDirs {
 		after = append(after, abs(d))
 	}

@@ -3,6 +3,7 @@ package deps
 import (
 	"bytes"
 	"reflect"
+	"strings"
 )
 
 // parsedFile is what the scanner keeps of one file's text: its directives
@@ -45,6 +46,23 @@ var clockMacros = []string{"__TIME__", "__TIMESTAMP__", "__DATE__"}
 // (with -fms-extensions), whose operand is tokens, not a string.
 var restoreMarks = []string{"pop_macro", "_Pragma", "__pragma"}
 
+// restoreMarked reports whether text holds one of the restoreMarks.
+func restoreMarked[T string | []byte](text T) bool {
+	for _, m := range restoreMarks {
+		var in bool
+		switch t := any(text).(type) {
+		case string:
+			in = strings.Contains(t, m)
+		case []byte:
+			in = bytes.Contains(t, []byte(m))
+		}
+		if in {
+			return true
+		}
+	}
+	return false
+}
+
 // parseFile parses src as the compiler's translation phases 1 to 4 see
 // it, lexed as mode says. Where mode leaves the trigraphs or the language
 // unknown, src is parsed without trigraphs and as C, and again the other
@@ -74,9 +92,7 @@ func parseText(text []byte, cpp bool) parsedFile {
 	for _, m := range fileMacros {
 		p.namesFiles = p.namesFiles || bytes.Contains(text, []byte(m))
 	}
-	for _, m := range restoreMarks {
-		p.restores = p.restores || bytes.Contains(text, []byte(m))
-	}
+	p.restores = restoreMarked(text)
 	p.pragmaPiece = holdsPragmaPiece(text)
 	for _, d := range p.directives {
 		if d.kind == dDefine {

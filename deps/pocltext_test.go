@@ -20,9 +20,10 @@ import (
 func poclMain(wd string) string { return filepath.Join(wd, "pocl", "tempfile.cl") }
 
 // clangAsPoCL writes src as PoCL's temporary file under wd and returns
-// what clang-15 -E makes of it, run as PoCL runs it on program text: OpenCL
-// C 1.2, the working directory searched first; options are the build's,
-// one argument each.
+// what clang-15 -E makes of it, run as PoCL 3.1 runs it on program text
+// (deps.PoCLFrontEnd): the working directory searched first; options are
+// the build's, joined by blanks into its options string, as keyAsPoCL
+// joins them.
 func clangAsPoCL(t *testing.T, clang, wd, src string, options ...string) ([]byte, error) {
 	t.Helper()
 	main := poclMain(wd)
@@ -32,7 +33,10 @@ func clangAsPoCL(t *testing.T, clang, wd, src string, options ...string) ([]byte
 	if err := os.WriteFile(main, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"-x", "cl", "-cl-std=CL1.2", "-I."}, options...)
+	args, err := deps.PoCLFrontEnd(strings.Join(options, " "))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(clang, append(args, "-E", "-Wno-everything", main)...)
 	cmd.Dir = wd
 	return cmd.Output()

@@ -1,7 +1,6 @@
 package deps_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +21,7 @@ import (
 // source whose computed include names a reserved name, which the compiler
 // could predefine, is then keyed as clang reads it (cacheable), not refused.
 func TestPopMacroAsClang(t *testing.T) {
+	marker := func(name string) string { return "int marker_" + strings.ReplaceAll(name, ".", "_") + ";" }
 	clang := requireClang(t)
 	const xs = "#define S(x) #x\n#define XS(x) S(x)\n"
 	const cat = "#define CAT(a, b) a ## b\n"
@@ -44,6 +44,19 @@ func TestPopMacroAsClang(t *testing.T) {
 		{"piece in an option", xs + cat + xcat + "#pragma push_macro(\"H\")\n#define H b\nXCAT(P, gma)(XS(CAT(pop_, macro)(\"H\")))\n#include XS(H.h)\n", []string{"-DP=_Pra"}, false},
 		// The piece pasted from a shorter one.
 		{"piece pasted", xs + cat + xcat + "#pragma push_macro(\"H\")\n#define H b\nXCAT(CAT(_, Pra), gma)(XS(CAT(pop_, macro)(\"H\")))\n#include XS(H.h)\n", nil, false},
+		// The whole _Pragma in options, which PoCL passes without a
+		// double quote (it makes each a blank): no text names it, and
+		// nothing pastes.
+		{"_Pragma in an option", "#pragma push_macro(\"H\")\n#define H b\nP\n#include XS(H.h)\n", []string{"-DS(x)=#x", "-DXS(x)=S(x)", "-DP=_Pragma(XS(pop_macro(S(H))))"}, false},
+		// Pieces spelled only through the lexer's translation phases: a
+		// line splice and a trigraph's (clang reads _Pra), a piece in a
+		// -include file, a variadic paste (a ## __VA_ARGS__). (A universal
+		// character name makes no piece: clang rejects \u005F.)
+		{"piece spliced", xs + cat + "#pragma push_macro(\"H\")\n#define H b\nCAT(_P\\\nra, gma)(XS(CAT(pop_, macro)(\"H\")))\n#include XS(H.h)\n", nil, false},
+		{"piece through a trigraph", xs + cat + "#pragma push_macro(\"H\")\n#define H b\nCAT(_??/\nPra, gma)(XS(CAT(pop_, macro)(\"H\")))\n#include XS(H.h)\n", nil, false},
+		{"trigraph piece, C++ behind a tab", xs + cat + "#pragma push_macro(\"H\")\n#define H b\nCAT(_??/\nPra, gma)(XS(CAT(pop_, macro)(\"H\")))\n#include XS(H.h)\n", []string{"-DA\t-cl-std=CLC++"}, false},
+		{"piece in a -include file", xs + cat + xcat + "#pragma push_macro(\"H\")\n#define H b\nXCAT(P, gma)(XS(CAT(pop_, macro)(\"H\")))\n#include XS(H.h)\n", []string{"-DA\t-include\tpiece.h"}, false},
+		{"variadic paste", xs + "#define G(a, ...) a ## __VA_ARGS__\n#pragma push_macro(\"H\")\n#define H b\nG(_Pra, gma)(XS(G(pop_, macro)(\"H\")))\n#include XS(H.h)\n", nil, false},
 		// Both halves, no piece: libclc's __CLC_BODY, under PoCL's
 		// stringizing headers.
 		{"no piece", xs + cat + "#define __H b\n#include XS(__H.h)\n#undef __H\n", nil, true},
@@ -52,9 +65,10 @@ func TestPopMacroAsClang(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			wd := t.TempDir()
 			files := map[string]string{"a.h": "", "b.h": "", "H.h": "", "__H.h": "", "pop.h": "#pragma pop_macro(\"H\")\n",
-				"cat.h": cat + "#define PRAGMA(x) CAT(_Pr, agma)(XS(x))\n", "xs.h": xs, "join.h": cat}
+				"cat.h": cat + "#define PRAGMA(x) CAT(_Pr, agma)(XS(x))\n", "xs.h": xs, "join.h": cat,
+				"piece.h": "#define P _Pra\n"}
 			for name, text := range files {
-				if err := os.WriteFile(filepath.Join(wd, name), []byte(text+fmt.Sprintf("int marker_%c;\n", name[0])), 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(wd, name), []byte(text+marker(name)+"\n"), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -71,7 +85,7 @@ func TestPopMacroAsClang(t *testing.T) {
 				return
 			}
 			for name := range files {
-				if !strings.Contains(string(out), fmt.Sprintf("int marker_%c;", name[0])) {
+				if !strings.Contains(string(out), marker(name)) {
 					continue
 				}
 				if !slices.ContainsFunc(trace, func(d deps.Dependency) bool { return d.Rule != deps.RuleAbsent && d.Name == name }) {

@@ -61,8 +61,15 @@ func WithRecords(rs RecordStore) Option {
 // the text names does (a record of version 4 could hold a computed
 // include's one certain name where clang read another), and a probe
 // that met a file where a directory was looked for (ENOTDIR) observed
-// apart from one that found nothing.
-const recordVersion = 5
+// apart from one that found nothing. Version 6: an option, or a built-in
+// header, that spells a _Pragma makes definitions uncertain too (a record
+// of version 5 could hold the one certain name of a computed include that
+// clang popped to another); options that clang's predefines buffer reads
+// otherwise (a comment, a trigraph) are refused, a -U undefines its first
+// token, -imacros files come before -include files, the built-in
+// headers' definitions and #undefs after both, and their includes that
+// may leave their directory are followed.
+const recordVersion = 6
 
 // recordCRC is the table of a record's checksum. A checksum, not a
 // digest, is what a record needs: it guards against damage on disk (a

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -56,6 +57,9 @@ type scan struct {
 	// name _Pragma, or stringize a parameter; pragmaPiece that one spells
 	// a piece such a paste can begin with (operators).
 	pastesPragma, stringizes, pragmaPiece bool
+	// builtinInclude says the scan follows a built-in header's include
+	// (builtinIncludes).
+	builtinInclude bool
 	// builtinOperators says the built-in headers' macros were counted.
 	builtinOperators bool
 	// roots are the declared directories (Input.Depends) whose every
@@ -101,6 +105,9 @@ func (sc *scan) run() error {
 	if sc.in.PredefinesAfterOptions {
 		overridden = sc.predefinable
 	}
+	if why := predefinesUnsure(sc.inv, sc.in.Trigraphs); why != "" {
+		sc.refuse(why)
+	}
 	decided, skipped := sc.table.applyOptions(sc.inv.macros, overridden)
 	if sc.in.VerifiesPredefines {
 		sc.optionAssumptions(decided)
@@ -124,11 +131,17 @@ func (sc *scan) run() error {
 	}
 	sc.searchDirsAreDirs()
 	// A -include file is searched first in the working directory, then
-	// as a quoted include of the main source.
+	// as a quoted include of the main source. What these files define
+	// comes before the built-in headers, which may replace it (early).
+	sc.table.early = true
 	for _, f := range sc.inv.forced {
 		if err := sc.include(f, false, sc.wd, RuleForcedInclude, dInclude, 0); err != nil {
 			return err
 		}
+	}
+	sc.table.early = false
+	if err := sc.builtinIncludes(); err != nil {
+		return err
 	}
 	main := parseFile(sc.in.Source, sc.mode())
 	sc.facts(sc.sourceName(), &main)
@@ -233,8 +246,17 @@ func (sc *scan) operators(pastes, stringizes, piece bool) {
 }
 
 // optionOperators counts the macros of -D options (operators): those the
-// table holds, and skipped, those it left to the compiler.
+// table holds, and skipped, those it left to the compiler. An option that
+// spells a restoreMark makes definitions uncertain, as a file's text
+// does: -DP=_Pragma(XS(pop_macro(S(H)))), with -DS(x)=#x and
+// -DXS(x)=S(x), pops H wherever the text expands P, and no text names
+// the pragma.
 func (sc *scan) optionOperators(skipped []*macro) {
+	for _, o := range sc.inv.macros {
+		if o.define && restoreMarked(o.text) {
+			sc.table.uncertain = true
+		}
+	}
 	count := func(m *macro) {
 		pastes, stringizes := m.restoreOperators()
 		sc.operators(pastes, stringizes, m.spellsPragmaPiece())
@@ -249,7 +271,8 @@ func (sc *scan) optionOperators(skipped []*macro) {
 	}
 }
 
-// settleOperators counts the built-in headers' macros (operators) before
+// settleOperators counts the built-in headers' macros (operators), and
+// their restoreMarks (a macro of theirs may hold a whole _Pragma), before
 // the table's certainty is first asked: the compiler includes those
 // headers before the source, and either half of a hidden _Pragma may be
 // theirs (PoCL's _kernel.h stringizes). They are read only then, since a
@@ -260,6 +283,9 @@ func (sc *scan) settleOperators() {
 	}
 	sc.builtinOperators = true
 	b := sc.builtinMacros()
+	if b.restores {
+		sc.table.uncertain = true
+	}
 	sc.operators(b.pastesPragma, b.stringizes, b.pragmaPiece)
 }
 
@@ -540,13 +566,20 @@ func (sc *scan) builtinMacros() *macroTable {
 		t := newMacroTable()
 		for _, e := range files {
 			for _, d := range e.directives {
-				if d.kind == dDefine {
+				switch d.kind {
+				case dDefine:
 					t.define(d.macro)
+				case dUndef:
+					// _kernel.h's #undef CLANG_HAS_RW_IMAGES, where
+					// the language has no read-write images,
+					// undefines what an option or a -include set.
+					t.undef(d.name)
 				}
 			}
 			t.pastesPragma = t.pastesPragma || e.pastesPragma
 			t.stringizes = t.stringizes || e.stringizes
 			t.pragmaPiece = t.pragmaPiece || e.pragmaPiece
+			t.restores = t.restores || e.restores
 		}
 		return t, true
 	})
@@ -605,7 +638,13 @@ func (sc *scan) builtinsMention(name string) bool {
 // asks about its guard, and each search reads 2 MB.
 type builtinTexts struct {
 	texts  [][]byte // one per file, never written once read
+	paths  []string // the files' paths, one per text
 	unread bool     // a file could not be read: every name may be there
+
+	// incs are the includes of the texts (builtinIncludes), found once.
+	incsOnce sync.Once
+	incs     []builtinInclude
+	computed bool // a text holds an include whose operand is no header name
 
 	mu      sync.Mutex
 	answers map[string]bool // guarded by mu
@@ -640,6 +679,81 @@ func (b *builtinTexts) mention(name string) bool {
 	return found
 }
 
+// builtinInclude is an include directive of a built-in header: the
+// header's directory, and the name it includes.
+type builtinInclude struct {
+	dir, name string
+	angle     bool
+}
+
+// includeLine matches an include directive's line, a comment or blanks
+// between its parts; its operand is the rest of the line.
+var includeLine = regexp.MustCompile(`(?m)^(?:[ \t]|/\*.*?\*/)*(?:#|%:|\?\?=)(?:[ \t]|/\*.*?\*/)*(?:include|include_next|import)\b(?:[ \t]|/\*.*?\*/)*(.*)$`)
+
+// includes returns the include directives of the texts, found by a
+// search of their bytes (a directive in a comment or a dead branch is
+// one too), and whether one of them is computed (its operand no <name>
+// or "name").
+func (b *builtinTexts) includes() ([]builtinInclude, bool) {
+	b.incsOnce.Do(func() {
+		for i, text := range b.texts {
+			for _, m := range includeLine.FindAllSubmatch(text, -1) {
+				op := bytes.TrimSpace(m[1])
+				end := map[byte]byte{'<': '>', '"': '"'}
+				if len(op) < 2 || end[op[0]] == 0 || bytes.IndexByte(op[1:], end[op[0]]) < 0 {
+					b.computed = true
+					continue
+				}
+				name := string(op[1 : 1+bytes.IndexByte(op[1:], end[op[0]])])
+				inc := builtinInclude{dir: includerDir(b.paths[i]), name: name, angle: op[0] == '<'}
+				if !slices.Contains(b.incs, inc) {
+					b.incs = append(b.incs, inc)
+				}
+			}
+		}
+	})
+	return b.incs, b.computed
+}
+
+// builtinIncludes follows the includes of the built-in headers that may
+// leave the headers' directory: every angled one, and a quoted one whose
+// file is not beside its header. The compiler reads the built-in headers
+// before the source, and some select such an include by macros the build
+// may set (PoCL 3.1's pocl_types.h includes <stdint.h> from the build's
+// search path under -U__USE_CLANG_OPENCL_C_H -D__CBUILD__, and builds):
+// each is taken as an include in a branch that may not be taken, before
+// the source, so that what it finds, or the places where it finds
+// nothing, enter the key, and what it defines is a candidate.
+func (sc *scan) builtinIncludes() error {
+	if len(sc.in.Builtins) == 0 {
+		return nil
+	}
+	t, ok := sc.readBuiltinText()
+	if !ok {
+		sc.refuse("a built-in header cannot be read: its includes are not known")
+		return nil
+	}
+	incs, computed := t.includes()
+	if computed {
+		sc.refuse("a built-in header has a computed include")
+	}
+	base := len(sc.table.open)
+	sc.table.enter(false)
+	sc.builtinInclude = true
+	defer func() { sc.table.leave(base); sc.builtinInclude = false }()
+	for _, inc := range incs {
+		if !inc.angle && !filepath.IsAbs(inc.name) {
+			if fi, err := sc.stat(inc.dir + "/" + inc.name); err == nil && fi.Mode().IsRegular() {
+				continue // the compiler's own, beside its includer
+			}
+		}
+		if err := sc.include(inc.name, inc.angle, "", RuleInclude, dInclude, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // readBuiltinText returns the text of each built-in header without line
 // splices, kept by the Scanner under the files' identities as their macro
 // table is; false when one cannot be read. No name spans two files, so
@@ -656,14 +770,16 @@ func (sc *scan) readBuiltinText() (*builtinTexts, bool) {
 	}
 	return sc.s.builtinText.get(ids.String(), trusted, func() (*builtinTexts, bool) {
 		texts := make([][]byte, 0, len(files))
+		paths := make([]string, 0, len(files))
 		for _, f := range files {
 			b, err := sc.s.fs.readFile(f.path)
 			if err != nil {
 				return nil, false
 			}
 			texts = append(texts, appendUnspliced(b[:0], b))
+			paths = append(paths, f.path)
 		}
-		return &builtinTexts{texts: texts}, true
+		return &builtinTexts{texts: texts, paths: paths}, true
 	})
 }
 
@@ -752,7 +868,9 @@ func (sc *scan) include(name string, angle bool, includerDir, rule string, kind 
 		}
 	}
 	switch {
-	case found || (kind != dInclude && kind != dIncludeNext):
+	case found || (kind != dInclude && kind != dIncludeNext) || sc.builtinInclude:
+		// A built-in header's include found nowhere on the build's
+		// path is the compiler's to find, or dead (builtinIncludes).
 	case sc.in.CompleteSearchPath:
 		sc.missing = append(sc.missing, name)
 		sc.s.report(sc.sourceName(), "include found nowhere: keyed by its absence (the build fails if it is live)", "name", name)
