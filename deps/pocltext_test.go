@@ -3,9 +3,11 @@ package deps_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -66,4 +68,43 @@ func keyAsPoCL(t *testing.T, wd, src string, options ...string) (headers []kcach
 		t.Fatal(err)
 	}
 	return headers, trace, false
+}
+
+// keyHoldsWhatClangReads writes files (name to text, under a new working
+// directory), each ending in a marker of its own, builds src there as
+// clangAsPoCL and scanAsPoCL do, and reports each file whose marker clang's
+// output holds and the key does not. It returns how many files clang read,
+// and whether the scan refused the source, when nothing is checked.
+func keyHoldsWhatClangReads(t *testing.T, clang string, files map[string]string, src string, options ...string) (read int, uncacheable bool) {
+	t.Helper()
+	wd := t.TempDir()
+	marker := map[string]string{}
+	for name, text := range files {
+		marker[name] = fmt.Sprintf("int marker_%d;", len(marker))
+		path := filepath.Join(wd, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text+marker[name]+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := clangAsPoCL(t, clang, wd, src, options...)
+	if err != nil {
+		t.Fatalf("clang -E: %v", err)
+	}
+	trace, uncacheable := scanAsPoCL(t, wd, src, options...)
+	if uncacheable {
+		return 0, true
+	}
+	for name := range files {
+		if !strings.Contains(string(out), marker[name]) {
+			continue
+		}
+		read++
+		if !slices.ContainsFunc(trace, func(d deps.Dependency) bool { return d.Rule != deps.RuleAbsent && d.Name == name }) {
+			t.Errorf("clang reads %s; the key holds %v", name, trace)
+		}
+	}
+	return read, false
 }

@@ -1,13 +1,7 @@
 package deps_test
 
 import (
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
-
-	"github.com/kcache/kcache/deps"
 )
 
 // TestPopMacroAsClang: #pragma pop_macro (or _Pragma("pop_macro(...)"))
@@ -21,7 +15,6 @@ import (
 // source whose computed include names a reserved name, which the compiler
 // could predefine, is then keyed as clang reads it (cacheable), not refused.
 func TestPopMacroAsClang(t *testing.T) {
-	marker := func(name string) string { return "int marker_" + strings.ReplaceAll(name, ".", "_") + ";" }
 	clang := requireClang(t)
 	const xs = "#define S(x) #x\n#define XS(x) S(x)\n"
 	const cat = "#define CAT(a, b) a ## b\n"
@@ -63,34 +56,12 @@ func TestPopMacroAsClang(t *testing.T) {
 		{"no piece, in headers", "#include \"join.h\"\n#define __H b\n#include \"xs.h\"\n#include XS(__H.h)\n", nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wd := t.TempDir()
 			files := map[string]string{"a.h": "", "b.h": "", "H.h": "", "__H.h": "", "pop.h": "#pragma pop_macro(\"H\")\n",
 				"cat.h": cat + "#define PRAGMA(x) CAT(_Pr, agma)(XS(x))\n", "xs.h": xs, "join.h": cat,
 				"piece.h": "#define P _Pra\n"}
-			for name, text := range files {
-				if err := os.WriteFile(filepath.Join(wd, name), []byte(text+marker(name)+"\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
 			src := tc.src + "kernel void k(void) {}\n"
-			out, err := clangAsPoCL(t, clang, wd, src, tc.options...)
-			if err != nil {
-				t.Fatalf("clang -E: %v", err)
-			}
-			trace, uncacheable := scanAsPoCL(t, wd, src, tc.options...)
-			if uncacheable {
-				if tc.cacheable {
-					t.Errorf("refused; no paste can make _Pragma here")
-				}
-				return
-			}
-			for name := range files {
-				if !strings.Contains(string(out), marker(name)) {
-					continue
-				}
-				if !slices.ContainsFunc(trace, func(d deps.Dependency) bool { return d.Rule != deps.RuleAbsent && d.Name == name }) {
-					t.Errorf("clang reads %s; the key holds %v", name, trace)
-				}
+			if _, uncacheable := keyHoldsWhatClangReads(t, clang, files, src, tc.options...); uncacheable && tc.cacheable {
+				t.Errorf("refused; no paste can make _Pragma here")
 			}
 		})
 	}

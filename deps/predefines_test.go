@@ -1,14 +1,7 @@
 package deps_test
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
-
-	"github.com/kcache/kcache/deps"
 )
 
 // TestOptionLinesAsClang holds the scan of the build's options to what
@@ -55,40 +48,11 @@ func TestOptionLinesAsClang(t *testing.T) {
 		{"a built-in header's include", "int k;\n", []string{"-DA\t-U__USE_CLANG_OPENCL_C_H -D__CBUILD__ -I inc"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wd := t.TempDir()
 			files := map[string]string{"a.h": "", "b.h": "", "H.h": "", "x#.h": "", pi: "",
 				"ia.h": "#ifndef G\n#define G\n#define H a\n#endif\n", "ib.h": "#define G\n", "u.h": "#define M_PI_F b\n",
 				"CLANG_HAS_RW_IMAGES.h": "", "rw.h": "#define CLANG_HAS_RW_IMAGES b\n", "inc/stdint.h": ""}
-			marker := map[string]string{}
-			for name, text := range files {
-				marker[name] = fmt.Sprintf("int marker_%d;", len(marker))
-				if err := os.MkdirAll(filepath.Dir(filepath.Join(wd, name)), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(wd, name), []byte(text+marker[name]+"\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
 			src := tc.src + "kernel void k(void) {}\n"
-			out, err := clangAsPoCL(t, clang, wd, src, tc.options...)
-			if err != nil {
-				t.Fatalf("clang -E: %v", err)
-			}
-			trace, uncacheable := scanAsPoCL(t, wd, src, tc.options...)
-			if uncacheable {
-				return
-			}
-			read := 0
-			for name := range files {
-				if !strings.Contains(string(out), marker[name]) {
-					continue
-				}
-				read++
-				if !slices.ContainsFunc(trace, func(d deps.Dependency) bool { return d.Rule != deps.RuleAbsent && d.Name == name }) {
-					t.Errorf("clang reads %s; the key holds %v", name, trace)
-				}
-			}
-			if read == 0 {
+			if read, uncacheable := keyHoldsWhatClangReads(t, clang, files, src, tc.options...); !uncacheable && read == 0 {
 				t.Errorf("clang reads none of the headers: the case shows nothing")
 			}
 		})
