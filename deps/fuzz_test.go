@@ -1,6 +1,8 @@
 package deps
 
 import (
+	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -60,6 +62,32 @@ func FuzzDirectives(f *testing.F) {
 					headerName(v)
 				}
 			}
+		}
+	})
+}
+
+// FuzzIncludeOperands checks that includeOperands finds exactly what
+// includeLine finds over the whole text, in the same order: the search of
+// the built-in headers' includes tries the regexp on some lines alone.
+func FuzzIncludeOperands(f *testing.F) {
+	for _, s := range []string{
+		"#include <stdint.h>\n#  include_next \"a.h\"\n",
+		"/* c */ # /* d */ import <x>\nint include;\n#define importance 1\n",
+		"%:include \"p.h\"\r\n??=include <t.h>",
+		"#inclimport\n#imporinclude <y>\n#include",
+		"\n\n#include <last.h>",
+		"x include y\n#include \"z.h\" include <w.h>\n#import import\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		var want [][]byte
+		for _, m := range includeLine.FindAllSubmatch(text, -1) {
+			want = append(want, bytes.TrimSpace(m[1]))
+		}
+		got := includeOperands(text)
+		if !slices.EqualFunc(got, want, bytes.Equal) {
+			t.Fatalf("%q: the lines found %q, the whole text %q", text, got, want)
 		}
 	})
 }
