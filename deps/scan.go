@@ -691,34 +691,53 @@ type builtinInclude struct {
 var includeLine = regexp.MustCompile(`(?m)^(?:[ \t]|/\*.*?\*/)*(?:#|%:|\?\?=)(?:[ \t]|/\*.*?\*/)*(?:include|include_next|import)\b(?:[ \t]|/\*.*?\*/)*(.*)$`)
 
 // includeOperands returns the operands of text's include directives,
-// in their order. includeLine matches within one line, and every
-// directive's line holds "include" or "import": the regexp is tried on
-// those lines alone. Run over the whole of the built-in headers' 2 MB,
-// it took 50-80 ms, many times a first build's lookup on 2 cores.
+// in their order. includeLine matches within one line that holds an
+// introducer's first byte ('#', or '%' of %:, or '?' of ??=) and the
+// word "include" or "import": the regexp is tried on those lines alone,
+// found by a search for the three bytes, which are rare in headers where
+// the letters of the words are not. Run over the whole of the built-in
+// headers' 2 MB, it took 50-80 ms, many times a first build's lookup on
+// 2 cores; a search for the words themselves, 1.2 ms.
 func includeOperands(text []byte) [][]byte {
-	var starts []int
-	for _, w := range [][]byte{[]byte("include"), []byte("import")} {
-		for at := 0; ; {
-			i := bytes.Index(text[at:], w)
-			if i < 0 {
-				break
-			}
-			starts = append(starts, bytes.LastIndexByte(text[:at+i], '\n')+1)
-			at += i + len(w)
+	introducers := [...]byte{'#', '%', '?'}
+	var next [len(introducers)]int // where each is next, at or after at; -1 if nowhere
+	indexFrom := func(at int, c byte) int {
+		if i := bytes.IndexByte(text[at:], c); i >= 0 {
+			return at + i
 		}
+		return -1
 	}
-	slices.Sort(starts)
+	for k, c := range introducers {
+		next[k] = indexFrom(0, c)
+	}
 	var ops [][]byte
-	for _, start := range slices.Compact(starts) {
-		line := text[start:]
-		if end := bytes.IndexByte(line, '\n'); end >= 0 {
-			line = line[:end]
+	for {
+		i := -1
+		for _, n := range next {
+			if n >= 0 && (i < 0 || n < i) {
+				i = n
+			}
 		}
-		if m := includeLine.FindSubmatch(line); m != nil {
-			ops = append(ops, bytes.TrimSpace(m[1]))
+		if i < 0 {
+			return ops
+		}
+		start, end := bytes.LastIndexByte(text[:i], '\n')+1, len(text)
+		if j := bytes.IndexByte(text[i:], '\n'); j >= 0 {
+			end = i + j
+		}
+		line := text[start:end]
+		if bytes.Contains(line, []byte("include")) || bytes.Contains(line, []byte("import")) {
+			if m := includeLine.FindSubmatch(line); m != nil {
+				ops = append(ops, bytes.TrimSpace(m[1]))
+			}
+		}
+		at := min(end+1, len(text))
+		for k, c := range introducers {
+			if next[k] >= 0 && next[k] < at {
+				next[k] = indexFrom(at, c)
+			}
 		}
 	}
-	return ops
 }
 
 // includes returns the include directives of the texts, found by a
