@@ -298,28 +298,3 @@ func BenchmarkDecodeRecord(b *testing.B) {
 		}
 	}
 }
-
-// BenchmarkFirstScanPoCL is a process's first scan of an OpenCL source
-// under PoCL's built-in headers, as the layer's first build in each
-// application process makes it: a new Scanner each time, so the headers'
-// 2 MB are read and searched for their includes anew. It skips where
-// PoCL's headers are not installed.
-func BenchmarkFirstScanPoCL(b *testing.B) {
-	var builtins []string
-	for _, p := range []string{"/usr/share/pocl/include/*.h", "/usr/lib/llvm-*/lib/clang/*/include/opencl-c*.h"} {
-		m, _ := filepath.Glob(p)
-		builtins = append(builtins, m...)
-	}
-	if len(builtins) == 0 {
-		b.Skip("no PoCL headers installed")
-	}
-	root := tree(b, map[string]string{"common.h": "#ifndef COMMON_H\n#define COMMON_H\n#define N 4\n#endif\n"})
-	in := Input{Source: []byte("#include \"common.h\"\nkernel void k(global float *x) { x[0] = N; }\n"),
-		WorkDir: root, SearchWorkDir: true, Builtins: builtins}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, _, err := NewScanner(nil).Scan(context.Background(), in); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

@@ -108,3 +108,30 @@ func keyHoldsWhatClangReads(t *testing.T, clang string, files map[string]string,
 	}
 	return read, false
 }
+
+// BenchmarkFirstScanPoCL is a process's first scan of an OpenCL source
+// as the layer's first build in each application process makes it: the
+// input keyparts.OpenCLScan gives for PoCL, and a new Scanner each time,
+// so PoCL's built-in headers (2 MB) are read and searched for their
+// includes anew. It skips where PoCL's headers are not installed.
+func BenchmarkFirstScanPoCL(b *testing.B) {
+	src := []byte("#include \"common.h\"\nkernel void k(global float *x) { x[0] = N; }\n")
+	in, err := keyparts.OpenCLScan(src, "", keyparts.PoCL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(in.Builtins) == 0 {
+		b.Skip("no PoCL headers installed")
+	}
+	wd := b.TempDir()
+	if err := os.WriteFile(filepath.Join(wd, "common.h"), []byte("#ifndef COMMON_H\n#define COMMON_H\n#define N 4\n#endif\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	in.WorkDir, in.MainDir = wd, filepath.Dir(poclMain(wd))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := deps.NewScanner(nil).Scan(context.Background(), in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
