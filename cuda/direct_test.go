@@ -198,3 +198,50 @@ func normalize(rs [][]byte) []string {
 	}
 	return out
 }
+
+// TestPrepareFirstRequestConcurrent: the names of requests made while a
+// new cache prepares its first request on a goroutine of its own (as
+// NewCache starts it) are the names computed once it is done: the part
+// each name takes from the cache's identity is computed once, whoever
+// asks first. Run with -race.
+func TestPrepareFirstRequestConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "k.cu"), "__global__ void k() {}\n")
+	src := Source{Code: []byte("__global__ void k() {}\n"), Path: filepath.Join(dir, "k.cu"), NameExpressions: []string{"k"}}
+	want, _ := directName(t, fakeCache(t, nil), src)
+	for range 20 {
+		c := fakeCache(t, nil)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c.prepareFirstRequest()
+		}()
+		names := make(chan kcache.Digest, 4)
+		for range cap(names) {
+			go func() {
+				p, err := c.plan(src)
+				if err != nil {
+					t.Error(err)
+					names <- kcache.Digest{}
+					return
+				}
+				req, err := c.directRequestOf(src, p)
+				if err != nil {
+					t.Error(err)
+					names <- kcache.Digest{}
+					return
+				}
+				names <- req.id
+			}()
+		}
+		for range cap(names) {
+			if got := <-names; got != want {
+				t.Fatalf("a name computed during the preparation is %x, want %x", got[:6], want[:6])
+			}
+		}
+		<-done
+		if c.directBase() != fakeCache(t, nil).directBase() {
+			t.Fatal("the prepared identity part differs from one computed on request")
+		}
+	}
+}

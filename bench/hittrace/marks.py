@@ -9,8 +9,8 @@ cuda.Cache.Module, of the scanner's memoOf and loadRecord and of the CUDA
 demo's phases; with "fine", also the record key, the disk tier's read
 (leaf, open, read, parse, compare, CRC, close, access time) and the
 record's check. Made on main at 4d83ac0 (branch hit7), taught the disk
-tier's read of branch hit8; a step whose text moved makes it stop with the
-text it missed.
+tier's read of branch hit8, the direct path (cuda/direct.go, marks x.*)
+at 674702e; a step whose text moved makes it stop with the text it missed.
 """
 import os, re, sys
 
@@ -45,20 +45,38 @@ os.makedirs(os.path.join(root, 'internal/hittrace'), exist_ok=True)
 open(os.path.join(root, 'internal/hittrace/hittrace.go'), 'w').write(hittrace_source())
 edit('internal/demo/cuda_phase.go',[
  ('\tstart := time.Now()\n\tm, err := sess.Cache.Module(ctx, src)\n','\thittrace.Reset()\n\tstart := time.Now()\n\tm, err := sess.Cache.Module(ctx, src)\n\thittrace.Mark("module")\n'),
- ('\tr := cudaResult{Outcome: m.Outcome.String(), MS: msSince(start), Bytes: len(m.Image()), Format: m.Format()}\n','\tr := cudaResult{Outcome: m.Outcome.String(), MS: msSince(start), Bytes: len(m.Image()), Format: m.Format()}\n\thittrace.Mark("launch")\n\thittrace.Dump(os.Stderr, "cache "+c.Name)\n'),
+ ('\terr = run.Launch(m.Function)\n','\terr = run.Launch(m.Function)\n\thittrace.Mark("launch")\n\thittrace.Dump(os.Stderr, "cache "+c.Name)\n'),
  ('\tstart := time.Now()\n\timg, err := os.ReadFile(base + ext)\n','\thittrace.Reset()\n\tstart := time.Now()\n\timg, err := os.ReadFile(base + ext)\n\thittrace.Mark("read")\n'),
  ('\tm, err := ctx.LoadModule(img, nil)\n','\tm, err := ctx.LoadModule(img, nil)\n\thittrace.Mark("LoadModule")\n'),
- ('\tr := cudaResult{Outcome: mode, MS: msSince(start), Bytes: len(img), Format: ext[1:]}\n','\tr := cudaResult{Outcome: mode, MS: msSince(start), Bytes: len(img), Format: ext[1:]}\n\thittrace.Mark("launch")\n\thittrace.Dump(os.Stderr, mode+" "+c.Name)\n'),
+ ('\tr := cudaResult{Outcome: mode, MS: msSince(start), ModuleMS: moduleMS, Bytes: len(img), Format: ext[1:]}\n','\thittrace.Mark("launch")\n\thittrace.Dump(os.Stderr, mode+" "+c.Name)\n\tr := cudaResult{Outcome: mode, MS: msSince(start), ModuleMS: moduleMS, Bytes: len(img), Format: ext[1:]}\n'),
 ])
 edit('cuda/cache.go',[
  ('\tp, err := c.plan(src)\n\tif err != nil {\n\t\treturn nil, err\n\t}\n\t// A key that takes long','\tp, err := c.plan(src)\n\thittrace.Mark("plan")\n\tif err != nil {\n\t\treturn nil, err\n\t}\n\t// A key that takes long'),
  ('\tdefer endEarly()\n','\tdefer endEarly()\n\thittrace.Mark("early")\n'),
- ('\te, h := c.keys.lookup(src)\n\tscanned, confirm, err := c.scannedEarly(ctx, src, p, early)\n','\te, h := c.keys.lookup(src)\n\thittrace.Mark("keymemo")\n\tscanned, confirm, err := c.scannedEarly(ctx, src, p, early)\n\thittrace.Mark("scanned")\n'),
+ ('\tfound := c.keys.lookup(src)\n','\tfound := c.keys.lookup(src)\n\thittrace.Mark("keymemo")\n'),
  ('\tprep := c.keyWith(src, p, headers).Prepare()\n','\tkk := c.keyWith(src, p, headers)\n\thittrace.Mark("keyWith")\n\tprep := kk.Prepare()\n\thittrace.Mark("Prepare")\n'),
- ('\td := prep.Digests().Key\n\tif h, ok := c.modules.Get(d); ok {','\td := prep.Digests().Key\n\thittrace.Mark("prepared")\n\tif h, ok := c.modules.Get(d); ok {'),
  ('\tr, err := c.bins.GetLocal(ctx, prep)\n','\thittrace.Mark("objtier")\n\tr, err := c.bins.GetLocal(ctx, prep)\n\thittrace.Mark("GetLocal")\n'),
  ('\tim, err := decodeImage(blob)\n\tif err != nil {\n\t\treturn nil, err\n\t}\n\tm, err := c.ctx.LoadModule(im.code, c.jit)\n','\tim, err := decodeImage(blob)\n\thittrace.Mark("decode")\n\tif err != nil {\n\t\treturn nil, err\n\t}\n\tm, err := c.ctx.LoadModule(im.code, c.jit)\n\thittrace.Mark("LoadModule")\n'),
- ('\tif !confirm() || errors.Is(err, errStaleRecord) {','\thittrace.Mark("loaded")\n\tif !confirm() || errors.Is(err, errStaleRecord) {'),
+])
+edit('cuda/direct.go',[
+ ('\tins, err := deps.Identify(scanInputs(src, p))\n','\tsi := scanInputs(src, p)\n\thittrace.Mark("x.scanInputs")\n\tins, err := deps.Identify(si)\n\thittrace.Mark("x.identify")\n'),
+ ('\tbase := c.directBase()\n','\tbase := c.directBase()\n\thittrace.Mark("x.base")\n'),
+ ('\treq := &directRequest{ins: ins}\n\th.Sum(req.id[:0])\n','\treq := &directRequest{ins: ins}\n\th.Sum(req.id[:0])\n\thittrace.Mark("x.name")\n'),
+ ('\tdata, ok := c.ahead.take(req.id)\n','\tdata, ok := c.ahead.take(req.id)\n\tif ok {\n\t\thittrace.Mark("x.ahead")\n\t}\n'),
+ ('\tif d, err = decodeDirect(data); err != nil','\thittrace.Mark("x.got")\n\tif d, err = decodeDirect(data); err != nil'),
+ # 674702e checks the stats in lookupDirect, before the load; later trees
+ # on a goroutine of their own during it (adoptDirect, not marked there:
+ # the marks are one goroutine's)
+ ([('\tfor i, in := range req.ins {\n\t\tif scanned, ok = c.scanner.AdoptRecord(ctx, scanned, in, d.records[i]); !ok {\n\t\t\treturn req, d, nil, false','\thittrace.Mark("x.decode")\n\tfor i, in := range req.ins {\n\t\tif scanned, ok = c.scanner.AdoptRecord(ctx, scanned, in, d.records[i]); !ok {\n\t\t\treturn req, d, nil, false'),
+   ('\treturn req, d, true\n}\n','\thittrace.Mark("x.decode")\n\treturn req, d, true\n}\n')], None),
+ ([('\treturn req, d, scanned, true\n','\thittrace.Mark("x.adopt")\n\treturn req, d, scanned, true\n'),
+   ('\t}()\n\toutcome := kcache.OutcomeMemory','\t}()\n\thittrace.Mark("x.go")\n\toutcome := kcache.OutcomeMemory')], None),
+ ('\t\te, err := c.fromBlob(d.image)\n','\t\thittrace.Mark("x.loadStart")\n\t\te, err := c.fromBlob(d.image)\n'),
+ ('\tfor _, in := range ins {\n\t\tin.WriteID(h)\n\t}\n','\tfor _, in := range ins {\n\t\tin.WriteID(h)\n\t}\n\thittrace.Mark("x.ids")\n'),
+ ([('\tholds := <-adopted\n','\tholds := <-adopted\n\thittrace.Mark("x.wait")\n'),
+   ('\tif outcome == kcache.OutcomeDisk {\n\t\tc.bins.RecordMemory(false, 0)','\thittrace.Mark("x.objtier")\n\tif outcome == kcache.OutcomeDisk {\n\t\tc.bins.RecordMemory(false, 0)')], None),
+ ([('\tc.keys.putDirect(h, src, scanned, d.key)\n','\thittrace.Mark("x.stats")\n\tc.keys.putDirect(h, src, scanned, d.key)\n\thittrace.Mark("x.memo")\n'),
+   ('\tc.keys.putDirect(h, src, holds.scanned, d.key)\n','\thittrace.Mark("x.stats")\n\tc.keys.putDirect(h, src, holds.scanned, d.key)\n\thittrace.Mark("x.memo")\n')], None),
 ])
 edit('deps/scanner.go',[
  ('\tm, h := s.memos.lookup(in, wd)\n\tif m != nil && m.valid(s.fs) {\n\t\treturn m, confirmed, nil','\thittrace.Mark("s.wd")\n\tm, h := s.memos.lookup(in, wd)\n\thittrace.Mark("s.memo")\n\tif m != nil && m.valid(s.fs) {\n\t\treturn m, confirmed, nil'),
@@ -77,7 +95,7 @@ if fine:
        ('\tfd, err := openRead(path)\n','\tfd, err := openRead(path)\n\thittrace.Mark("d.open")\n')], None),
      ('\tdata, mtime, err := readEntryFile(fd, path)\n','\tdata, mtime, err := readEntryFile(fd, path)\n\thittrace.Mark("d.read")\n'),
      ('\trec, bin, err := parseEntry(data)\n','\trec, bin, err := parseEntry(data)\n\thittrace.Mark("d.parse")\n'),
-     ('\tif !rec.embedded {\n\t\tbin, err = readBinary','\thittrace.Mark("d.cmp")\n\tif !rec.embedded {\n\t\tbin, err = readBinary'),
+     ('\tif !rec.embedded {\n','\thittrace.Mark("d.cmp")\n\tif !rec.embedded {\n'),
      ('\tif mtime.IsZero() {\n\t\tif mtime, err = entryMtime','\thittrace.Mark("d.crc")\n\tif mtime.IsZero() {\n\t\tif mtime, err = entryMtime'),
      ('\ts.touch(h.path, h.mtime)\n','\thittrace.Mark("d.close")\n\ts.touch(h.path, h.mtime)\n\thittrace.Mark("d.touch")\n'),
     ])
