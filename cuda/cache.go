@@ -86,13 +86,13 @@ func NewCache(ctx *Context, bins *kcache.Cache, opts CacheOptions) (*Cache, erro
 // prepareFirstRequest computes, on a goroutine of its own while the
 // application sets up, what every direct record's name needs and only a
 // process's first request would compute (direct.go): the scanner's build,
-// NVRTC's version and the part of the name the cache's identity makes,
-// which waits for the compiler files' digest. On the H200 host they were
-// about 30 us of a new process's first request (bench/RESULTS-cuda.md,
-// round seventeen). A request that comes first waits for each where it is
-// not done.
+// the digest of NVRTC's macros, NVRTC's version and the part of the name
+// the cache's identity makes, which waits for the compiler files' digest.
+// On the H200 host they were about 30 us of a new process's first request
+// (bench/RESULTS-cuda.md, round seventeen). A request that comes first
+// waits for each where it is not done.
 func (c *Cache) prepareFirstRequest() {
-	deps.PrepareProcess()
+	deps.PrepareProcess(deps.Input{CompilerMacros: nvrtcMacros})
 	_, _ = nvrtcMajor()
 	c.directBase()
 }

@@ -9,13 +9,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/kcache/kcache"
 )
 
 // writePerFieldID is inputID as it was written before its fields were
-// encoded into one buffer: a write per count and per string. Records are
-// named by it, so inputID must hash the very same bytes.
+// encoded into one buffer: a write per count and per string, the compiler
+// macros by the digest of their list's own such writes (record version 7).
+// Records are named by it, so inputID must hash the very same bytes.
 func writePerFieldID(in Input, wd string) kcache.Digest {
 	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte
@@ -43,7 +45,15 @@ func writePerFieldID(in Input, wd string) kcache.Digest {
 	list(in.Builtins)
 	list(in.SystemDirs)
 	list(in.CompilerHeaders)
-	list(in.CompilerMacros)
+	count(len(in.CompilerMacros))
+	if len(in.CompilerMacros) > 0 {
+		// By the digest of the list's encoding, as list writes it.
+		outer := h
+		h = sha256.New()
+		list(in.CompilerMacros)
+		outer.Write(h.Sum(nil))
+		h = outer
+	}
 	var flags uint
 	count(int(in.Trigraphs))
 	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate, in.VerifiesPredefines, in.PrivateDir != "", in.LexesC, in.PredefinesAfterOptions} {
@@ -82,6 +92,36 @@ func TestInputIDEncoding(t *testing.T) {
 				t.Errorf("%s, wd %q: inputID %x, a write per field %x", name, wd, got[:8], want[:8])
 			}
 		}
+	}
+}
+
+// TestMacroListDigestByContent: a list's digest follows its strings, not
+// its backing array: a list changed in place (one name replaced, as a
+// caller reusing its slice would) is hashed anew, and equal lists at other
+// addresses, or built at run time, share a digest.
+func TestMacroListDigestByContent(t *testing.T) {
+	l := []string{"__CUDACC__", "__NVCC__", "NV_IF_TARGET"}
+	want := sha256.Sum256(appendList(nil, l))
+	if got := macroListDigest(l); got != want {
+		t.Fatalf("digest %x, want %x", got[:6], want[:6])
+	}
+	built := []string{strings.ToUpper("__cudacc__"), "__NV" + strings.Repeat("C", 2) + "__", "NV_IF_TARGET"}
+	if got := macroListDigest(built); got != want {
+		t.Errorf("an equal list at other addresses: digest %x, want %x", got[:6], want[:6])
+	}
+	l[1] = "__NVCX__" // same length, same backing array
+	if got := macroListDigest(l); got == want || got != sha256.Sum256(appendList(nil, l)) {
+		t.Errorf("a list changed in place kept its old digest")
+	}
+	b := []byte("ABCD")
+	mutable := []string{unsafe.String(&b[0], 2)}
+	first := macroListDigest(mutable)
+	mutable[0] = unsafe.String(&b[2], 2)
+	if macroListDigest(mutable) == first {
+		t.Errorf("a name at another address with the same length kept the digest")
+	}
+	if macroListDigest(l[:2]) == macroListDigest(l) {
+		t.Errorf("a shorter list kept the digest")
 	}
 }
 

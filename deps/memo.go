@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/kcache/kcache"
 )
@@ -238,8 +239,9 @@ func validRange(fsys *fileSystem, dirs *dirStats, now time.Time, seen []observat
 // The fields are encoded into a pooled buffer and hashed in three writes:
 // NVRTC's inputs hold 158 compiler macros, and a write per field (two per
 // string) cost more than the hashing, about 11 us of a new process's first
-// request on the H100. The bytes hashed are those of a write per field
-// (TestInputIDEncoding), so records keep their names.
+// request on the H100. The macros enter by the digest of their list
+// (macroListDigest): each of their strings is a cache miss of its own on
+// a request's cold caches, 7-10 us of every source's first request.
 func inputID(in Input, wd string) kcache.Digest {
 	h := sha256.New()
 	writeInput(h, in, wd)
@@ -267,11 +269,55 @@ func writeInput(h io.Writer, in Input, wd string) {
 	b = appendList(b, in.Builtins)
 	b = appendList(b, in.SystemDirs)
 	b = appendList(b, in.CompilerHeaders)
-	b = appendList(b, in.CompilerMacros)
+	b = binary.AppendUvarint(b, uint64(len(in.CompilerMacros)))
+	if len(in.CompilerMacros) > 0 {
+		d := macroListDigest(in.CompilerMacros)
+		b = append(b, d[:]...)
+	}
 	b = binary.AppendUvarint(b, uint64(in.Trigraphs))
 	b = binary.AppendUvarint(b, uint64(inputFlags(in)))
 	h.Write(b)
 	*buf = b
+}
+
+// macroList is a list of compiler macros and the SHA-256 of its encoding
+// (appendList), as macroListDigest last computed it.
+type macroList struct {
+	names  []string // a copy of the list's string headers
+	digest kcache.Digest
+}
+
+// lastMacroList is the list macroListDigest hashed last: a compiler's list
+// is fixed, so a process sees one, or one per backend.
+var lastMacroList atomic.Pointer[macroList]
+
+// macroListDigest returns the SHA-256 of l's encoding. It hashes l only
+// where it differs from the list hashed last; the comparison reads each
+// string's address and length, never its bytes: a Go string's bytes never
+// change, so two strings at one address with one length are equal. (The
+// string headers of a list are contiguous; the strings' bytes are spread
+// over the program's data, one cache miss each.)
+func macroListDigest(l []string) kcache.Digest {
+	if last := lastMacroList.Load(); last != nil && sameStrings(last.names, l) {
+		return last.digest
+	}
+	m := &macroList{names: slices.Clone(l), digest: sha256.Sum256(appendList(nil, l))}
+	lastMacroList.Store(m)
+	return m.digest
+}
+
+// sameStrings reports whether a and b hold the same strings, string by
+// string, at the same addresses.
+func sameStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) || unsafe.StringData(a[i]) != unsafe.StringData(b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // hashInput hashes what sameInput compares, for the memo cache's map,
@@ -398,14 +444,19 @@ func inputSize(in Input) int {
 	return n
 }
 
-// PrepareProcess does ahead, on the caller's goroutine, the work a
-// process's first input id does once: reading the program's build
-// information for the scanner's build (13-30 us, parsed from the
-// binary's module list). A caller that names records by Identified.WriteID
-// calls it from a goroutine of its own at start, so that its first
-// request does not pay it; calling it is never needed, and a request made
-// meanwhile waits for it.
-func PrepareProcess() { scannerBuild() }
+// PrepareProcess does ahead, on the caller's goroutine, the work that a
+// process's first id of an input with like's compiler macros does once:
+// reading the program's build information for the scanner's build (13-30
+// us, parsed from the binary's module list) and hashing the list of
+// macros (a cache miss per name). A caller that names records by
+// Identified.WriteID calls it on a goroutine of its own at start, so that
+// its first request does not pay for them; calling it is never needed.
+func PrepareProcess(like Input) {
+	scannerBuild()
+	if len(like.CompilerMacros) > 0 {
+		macroListDigest(like.CompilerMacros)
+	}
+}
 
 // scannerBuild names the build of the program the scanner is part of, so
 // that a program built from other sources (a scanner with other rules)

@@ -68,8 +68,9 @@ func WithRecords(rs RecordStore) Option {
 // otherwise (a comment, a trigraph) are refused, a -U undefines its first
 // token, -imacros files come before -include files, the built-in
 // headers' definitions and #undefs after both, and their includes that
-// may leave their directory are followed.
-const recordVersion = 6
+// may leave their directory are followed. Version 7: the compiler's
+// macros enter a record's name by the digest of their list (macroListDigest).
+const recordVersion = 7
 
 // recordCRC is the table of a record's checksum. A checksum, not a
 // digest, is what a record needs: it guards against damage on disk (a
