@@ -283,7 +283,10 @@ func writeInput(h io.Writer, in Input, wd string) {
 // macroList is a list of compiler macros and the SHA-256 of its encoding
 // (appendList), as macroListDigest last computed it.
 type macroList struct {
-	names  []string // a copy of the list's string headers
+	// names is a copy of the list's string headers. It keeps the strings
+	// alive, so no other string can be allocated at one of their addresses
+	// while this is the list hashed last.
+	names  []string
 	digest kcache.Digest
 }
 
