@@ -92,8 +92,7 @@ func NewCache(ctx *Context, bins *kcache.Cache, opts CacheOptions) (*Cache, erro
 // (bench/RESULTS-cuda.md, round seventeen). A request that comes first
 // waits for each where it is not done.
 func (c *Cache) prepareFirstRequest() {
-	deps.PrepareProcess(deps.Input{CompilerMacros: nvrtcMacros})
-	_, _ = nvrtcMajor()
+	deps.PrepareProcess(nvrtcInput(Source{}, plan{})) // the macros every input holds
 	c.directBase()
 }
 

@@ -301,7 +301,7 @@ var lastMacroList atomic.Pointer[macroList]
 // string headers of a list are contiguous; the strings' bytes are spread
 // over the program's data, one cache miss each.)
 func macroListDigest(l []string) kcache.Digest {
-	if last := lastMacroList.Load(); last != nil && sameStrings(last.names, l) {
+	if last := lastMacroList.Load(); last != nil && slices.EqualFunc(last.names, l, sameString) {
 		return last.digest
 	}
 	m := &macroList{names: slices.Clone(l), digest: sha256.Sum256(appendList(nil, l))}
@@ -309,18 +309,10 @@ func macroListDigest(l []string) kcache.Digest {
 	return m.digest
 }
 
-// sameStrings reports whether a and b hold the same strings, string by
-// string, at the same addresses.
-func sameStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if len(a[i]) != len(b[i]) || unsafe.StringData(a[i]) != unsafe.StringData(b[i]) {
-			return false
-		}
-	}
-	return true
+// sameString reports whether a and b are one string: the same length at
+// the same address.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
 }
 
 // hashInput hashes what sameInput compares, for the memo cache's map,

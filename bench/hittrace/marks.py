@@ -64,19 +64,12 @@ edit('cuda/direct.go',[
  ('\treq := &directRequest{ins: ins}\n\th.Sum(req.id[:0])\n','\treq := &directRequest{ins: ins}\n\th.Sum(req.id[:0])\n\thittrace.Mark("x.name")\n'),
  ('\tdata, ok := c.ahead.take(req.id)\n','\tdata, ok := c.ahead.take(req.id)\n\tif ok {\n\t\thittrace.Mark("x.ahead")\n\t}\n'),
  ('\tif d, err = decodeDirect(data); err != nil','\thittrace.Mark("x.got")\n\tif d, err = decodeDirect(data); err != nil'),
- # 674702e checks the stats in lookupDirect, before the load; later trees
- # on a goroutine of their own during it (adoptDirect, not marked there:
- # the marks are one goroutine's)
- ([('\tfor i, in := range req.ins {\n\t\tif scanned, ok = c.scanner.AdoptRecord(ctx, scanned, in, d.records[i]); !ok {\n\t\t\treturn req, d, nil, false','\thittrace.Mark("x.decode")\n\tfor i, in := range req.ins {\n\t\tif scanned, ok = c.scanner.AdoptRecord(ctx, scanned, in, d.records[i]); !ok {\n\t\t\treturn req, d, nil, false'),
-   ('\treturn req, d, true\n}\n','\thittrace.Mark("x.decode")\n\treturn req, d, true\n}\n')], None),
- ([('\treturn req, d, scanned, true\n','\thittrace.Mark("x.adopt")\n\treturn req, d, scanned, true\n'),
-   ('\t}()\n\toutcome := kcache.OutcomeMemory','\t}()\n\thittrace.Mark("x.go")\n\toutcome := kcache.OutcomeMemory')], None),
+ ('\tfor i, in := range req.ins {\n\t\tif scanned, ok = c.scanner.AdoptRecord(ctx, scanned, in, d.records[i]); !ok {\n\t\t\treturn req, d, nil, false','\thittrace.Mark("x.decode")\n\tfor i, in := range req.ins {\n\t\tif scanned, ok = c.scanner.AdoptRecord(ctx, scanned, in, d.records[i]); !ok {\n\t\t\treturn req, d, nil, false'),
+ ('\treturn req, d, scanned, true\n','\thittrace.Mark("x.adopt")\n\treturn req, d, scanned, true\n'),
  ('\t\te, err := c.fromBlob(d.image)\n','\t\thittrace.Mark("x.loadStart")\n\t\te, err := c.fromBlob(d.image)\n'),
  ('\tfor _, in := range ins {\n\t\tin.WriteID(h)\n\t}\n','\tfor _, in := range ins {\n\t\tin.WriteID(h)\n\t}\n\thittrace.Mark("x.ids")\n'),
- ([('\tholds := <-adopted\n','\tholds := <-adopted\n\thittrace.Mark("x.wait")\n'),
-   ('\tif outcome == kcache.OutcomeDisk {\n\t\tc.bins.RecordMemory(false, 0)','\thittrace.Mark("x.objtier")\n\tif outcome == kcache.OutcomeDisk {\n\t\tc.bins.RecordMemory(false, 0)')], None),
- ([('\tc.keys.putDirect(h, src, scanned, d.key)\n','\thittrace.Mark("x.stats")\n\tc.keys.putDirect(h, src, scanned, d.key)\n\thittrace.Mark("x.memo")\n'),
-   ('\tc.keys.putDirect(h, src, holds.scanned, d.key)\n','\thittrace.Mark("x.stats")\n\tc.keys.putDirect(h, src, holds.scanned, d.key)\n\thittrace.Mark("x.memo")\n')], None),
+ ('\tif outcome == kcache.OutcomeDisk {\n\t\tc.bins.RecordMemory(false, 0)','\thittrace.Mark("x.objtier")\n\tif outcome == kcache.OutcomeDisk {\n\t\tc.bins.RecordMemory(false, 0)'),
+ ('\tc.keys.putDirect(h, src, scanned, d.key)\n','\thittrace.Mark("x.stats")\n\tc.keys.putDirect(h, src, scanned, d.key)\n\thittrace.Mark("x.memo")\n'),
 ])
 edit('deps/scanner.go',[
  ('\tm, h := s.memos.lookup(in, wd)\n\tif m != nil && m.valid(s.fs) {\n\t\treturn m, confirmed, nil','\thittrace.Mark("s.wd")\n\tm, h := s.memos.lookup(in, wd)\n\thittrace.Mark("s.memo")\n\tif m != nil && m.valid(s.fs) {\n\t\treturn m, confirmed, nil'),
