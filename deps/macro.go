@@ -91,8 +91,12 @@ func continuesWord(c byte) bool {
 }
 
 // pastesPragma reports whether the chain of ## around body[at] may spell
-// pragmaOperator: each of its operands a parameter or a piece of the word.
-func (m *macro) pastesPragma(at int) bool {
+// pragmaOperator.
+func (m *macro) pastesPragma(at int) bool { return m.chainMaySpell(at, pragmaOperator) }
+
+// chainMaySpell reports whether the chain of ## around body[at] may spell
+// word: each of its operands a parameter or a piece of the word.
+func (m *macro) chainMaySpell(at int, word string) bool {
 	body := m.body
 	start, end := at-1, at+1
 	for start >= 2 && body[start-1].kind == tPunct && body[start-1].text == "##" {
@@ -102,7 +106,7 @@ func (m *macro) pastesPragma(at int) bool {
 		end += 2
 	}
 	for i := start; i <= end && i < len(body); i += 2 {
-		if t := body[i]; m.param(t) < 0 && !strings.Contains(pragmaOperator, t.text) {
+		if t := body[i]; m.param(t) < 0 && !strings.Contains(word, t.text) {
 			return false
 		}
 	}
@@ -262,6 +266,15 @@ type macroTable struct {
 	// restores says those files hold a restoreMark: a macro of theirs
 	// that the text expands may run a pop_macro no text names.
 	restores bool
+	// targetChains and targetWords are the halves of a pasted target
+	// (paste.go) that a built-in headers' table's files hold; anyPaste
+	// says one of its macros pastes, and bodyIdents holds the identifiers
+	// of its macros' bodies (mayPasteFileTest). Taken once when the table
+	// is made.
+	targetChains targetSet
+	targetWords  map[string]bool
+	anyPaste     bool
+	bodyIdents   map[string]bool
 }
 
 // candidates are the definitions a name may have; undef says it may also

@@ -28,6 +28,10 @@ type parsedFile struct {
 	// the name _Pragma with (holdsPragmaPiece): the third part of such a
 	// _Pragma, without which no paste of any text makes its name.
 	pragmaPiece bool
+	// targetChains are the pasteTargets a #define of the text may paste;
+	// targetWords the pieces of them it spells as words (paste.go).
+	targetChains targetSet
+	targetWords  []string
 	// unsure says why the scanner cannot model the text exactly ("" when
 	// it can): a source that reads it is uncacheable.
 	unsure string
@@ -94,12 +98,17 @@ func parseText(text []byte, cpp bool) parsedFile {
 	}
 	p.restores = restoreMarked(text)
 	p.pragmaPiece = holdsPragmaPiece(text)
+	p.targetWords = targetWords(text)
 	for _, d := range p.directives {
 		if d.kind == dDefine {
+			p.targetChains |= d.macro.pasteTargets()
 			pastes, stringizes := d.macro.restoreOperators()
 			p.pastesPragma = p.pastesPragma || pastes
 			p.stringizes = p.stringizes || stringizes
 		}
+	}
+	if p.unsure == "" && namesDependencyPragma(text) {
+		p.unsure = "it may run #pragma GCC dependency, whose outcome depends on file times that no key holds"
 	}
 	for _, m := range clockMacros {
 		if bytes.Contains(text, []byte(m)) {
@@ -108,4 +117,57 @@ func parseText(text []byte, cpp bool) parsedFile {
 		}
 	}
 	return p
+}
+
+// dependencyWord is the pragma, #pragma GCC dependency "x.h" (or clang
+// dependency, or the same through _Pragma or __pragma), that makes a
+// build look for x.h along the include path, fail where it is missing,
+// and warn (with -Werror, fail) where it is newer than the file that
+// names it: file times, which no key holds.
+const dependencyWord = "dependency"
+
+// namesDependencyPragma reports whether text may run the dependency
+// pragma: the word dependency after GCC or clang, with only blanks and
+// comments between. A mention in a comment or a string costs a needless
+// refusal at most.
+func namesDependencyPragma(text []byte) bool {
+	for at := 0; ; {
+		i := bytes.Index(text[at:], []byte(dependencyWord))
+		if i < 0 {
+			return false
+		}
+		i += at
+		at = i + len(dependencyWord)
+		if (i > 0 && continuesWord(text[i-1])) || (at < len(text) && continuesWord(text[at])) {
+			continue
+		}
+		if w := wordBefore(text[:i]); w == "GCC" || w == "clang" {
+			return true
+		}
+	}
+}
+
+// wordBefore returns the identifier that ends text once its trailing
+// blanks and block comments are skipped ("" for none).
+func wordBefore(text []byte) string {
+	end := len(text)
+	for end > 0 {
+		switch c := text[end-1]; {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f':
+			end--
+		case c == '/' && end >= 2 && text[end-2] == '*':
+			open := bytes.LastIndex(text[:end-2], []byte("/*"))
+			if open < 0 {
+				return ""
+			}
+			end = open
+		default:
+			start := end
+			for start > 0 && continuesWord(text[start-1]) {
+				start--
+			}
+			return string(text[start:end])
+		}
+	}
+	return ""
 }

@@ -70,7 +70,12 @@ func WithRecords(rs RecordStore) Option {
 // headers' definitions and #undefs after both, and their includes that
 // may leave their directory are followed. Version 7: the compiler's
 // macros enter a record's name by the digest of their list (macroListDigest).
-const recordVersion = 7
+// Version 8: a name pasted from pieces counts as named (paste.go: the clock
+// and file macros, and tests for a file in a conditional, -D options' file
+// tests among them), #pragma GCC dependency is refused, and the search
+// path, -D values and directives are read as clang-15 reads them where a
+// record of version 7 could miss a file it read.
+const recordVersion = 8
 
 // recordCRC is the table of a record's checksum. A checksum, not a
 // digest, is what a record needs: it guards against damage on disk (a

@@ -77,7 +77,14 @@ func (sc *scan) version(name string) int {
 		}
 		return 0
 	case hasIncludeName:
-		return len(sc.hasIncludeMacros)
+		// What decides whether a conditional tests for a file: the
+		// macros known to, and whether a paste may make such a name
+		// (mayPasteFileTest), each of which only ever grows.
+		v := len(sc.hasIncludeMacros) << 1
+		if sc.anyPaste {
+			v |= 1
+		}
+		return v | sc.testSpelled<<24
 	}
 	return sc.table.version(name)
 }
@@ -87,10 +94,20 @@ func (sc *scan) version(name string) int {
 // macro defined before the one it calls is found when that one is.
 func (sc *scan) define(m *macro) {
 	sc.table.define(m)
+	sc.learnBody(m)
+	sc.learnFileTest(m)
+}
+
+// learnFileTest learns whether m tests for a file: its body holds
+// __has_include, or a call of another macro that does. -D options' macros
+// are learnt so too (optionOperators): -D'HI(x)=__has_include(x)' makes
+// #if HI("x.h") a test for x.h.
+func (sc *scan) learnFileTest(m *macro) {
 	if sc.hasIncludeMacros[m.name] || !(m.hasInclude || sc.callsHasInclude(m)) {
 		return
 	}
 	sc.hasIncludeMacros[m.name] = true
+	sc.learnTestName(m.name)
 	for changed := true; changed; {
 		changed = false
 		for name, c := range sc.table.defs {
@@ -99,6 +116,7 @@ func (sc *scan) define(m *macro) {
 			}
 			if slices.ContainsFunc(c.defs, sc.callsHasInclude) {
 				sc.hasIncludeMacros[name] = true
+				sc.learnTestName(name)
 				changed = true
 			}
 		}
@@ -121,11 +139,9 @@ func (sc *scan) callsHasInclude(m *macro) bool {
 // a file is expanded; each test found is keyed like a literal one.
 func (sc *scan) condition(expr, includerDir string, depth int) error {
 	sc.consult(hasIncludeName)
-	if len(sc.hasIncludeMacros) == 0 {
-		return nil
-	}
 	ts := tokenize(expr)
-	if !slices.ContainsFunc(ts, func(t token) bool { return t.kind == tIdent && sc.hasIncludeMacros[t.text] }) {
+	pasted := sc.mayPasteFileTest(ts)
+	if !pasted && !slices.ContainsFunc(ts, func(t token) bool { return t.kind == tIdent && sc.hasIncludeMacros[t.text] }) {
 		return nil
 	}
 	ts = dropDefined(ts)
@@ -139,7 +155,9 @@ func (sc *scan) condition(expr, includerDir string, depth int) error {
 	var variants [][]token
 	var err error
 	for _, op := range splitOperands(ts) {
-		if !slices.ContainsFunc(op, func(t token) bool { return t.kind == tIdent && (sc.hasIncludeMacros[t.text] || isHasInclude(t.text)) }) {
+		if !slices.ContainsFunc(op, func(t token) bool {
+			return t.kind == tIdent && (sc.hasIncludeMacros[t.text] || isHasInclude(t.text) || (pasted && !sc.certainlyUndefined(t.text)))
+		}) {
 			continue
 		}
 		// A name in a test's operand is like one in a computed

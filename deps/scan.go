@@ -62,6 +62,24 @@ type scan struct {
 	builtinInclude bool
 	// builtinOperators says the built-in headers' macros were counted.
 	builtinOperators bool
+	// targetChains and targetWords are the halves of a pasted target
+	// (paste.go) that the files read and the options hold; anyPaste says
+	// a definition the scan made pastes, and bodyIdents holds the
+	// identifiers of those definitions' bodies.
+	targetChains targetSet
+	targetWords  map[string]bool
+	anyPaste     bool
+	bodyIdents   map[string]bool
+	// testPieces are the proper substrings of the names that test for a
+	// file (fileTests and hasIncludeMacros), each true once a body learnt
+	// spells it; testNames those names. testCache is mayPasteFileTest's
+	// answer for no piece of a conditional's own, while testCacheFor is
+	// the count of pieces spelled it was found with (-1: none yet).
+	testPieces   map[string]bool
+	testNames    []string
+	testSpelled  int
+	testCache    bool
+	testCacheFor int
 	// roots are the declared directories (Input.Depends) whose every
 	// file the key must hold.
 	roots []string
@@ -89,7 +107,7 @@ type scan struct {
 }
 
 func newScan(ctx context.Context, s *Scanner, in Input, wd string) *scan {
-	return &scan{
+	sc := &scan{
 		ctx: ctx, s: s, in: in, wd: wd,
 		inv:              parseArgs(in.Args, wd, in.SearchWorkDir, in.SystemDirs...),
 		table:            newMacroTable(),
@@ -97,7 +115,15 @@ func newScan(ctx context.Context, s *Scanner, in Input, wd string) *scan {
 		scanned:          map[string]*scanState{},
 		observed:         map[string]bool{},
 		hasIncludeMacros: map[string]bool{},
+		bodyIdents:       map[string]bool{},
+		targetWords:      map[string]bool{},
+		testPieces:       map[string]bool{},
+		testCacheFor:     -1,
 	}
+	for _, name := range fileTests {
+		sc.learnTestName(name)
+	}
+	return sc
 }
 
 func (sc *scan) run() error {
@@ -156,6 +182,7 @@ func (sc *scan) run() error {
 	if err := sc.manifest(); err != nil {
 		return err
 	}
+	sc.pastedTargets()
 	if sc.refused != "" {
 		return fmt.Errorf("%w: %s", ErrUncacheable, sc.refused)
 	}
@@ -216,6 +243,8 @@ func (sc *scan) facts(path string, p *parsedFile) {
 		sc.table.uncertain = true
 	}
 	sc.operators(p.pastesPragma, p.stringizes, p.pragmaPiece)
+	sc.targetChains |= p.targetChains
+	addWords(sc.targetWords, p.targetWords)
 	switch {
 	case p.unsure != "":
 		sc.refuse(path + ": " + p.unsure)
@@ -256,10 +285,14 @@ func (sc *scan) optionOperators(skipped []*macro) {
 		if o.define && restoreMarked(o.text) {
 			sc.table.uncertain = true
 		}
+		addWords(sc.targetWords, targetWords([]byte(o.text)))
 	}
 	count := func(m *macro) {
 		pastes, stringizes := m.restoreOperators()
 		sc.operators(pastes, stringizes, m.spellsPragmaPiece())
+		sc.targetChains |= m.pasteTargets()
+		sc.learnBody(m)
+		sc.learnFileTest(m)
 	}
 	for _, m := range skipped {
 		count(m)
@@ -580,7 +613,13 @@ func (sc *scan) builtinMacros() *macroTable {
 			t.stringizes = t.stringizes || e.stringizes
 			t.pragmaPiece = t.pragmaPiece || e.pragmaPiece
 			t.restores = t.restores || e.restores
+			t.targetChains |= e.targetChains
+			if t.targetWords == nil {
+				t.targetWords = map[string]bool{}
+			}
+			addWords(t.targetWords, e.targetWords)
 		}
+		t.learnBodies()
 		return t, true
 	})
 	return sc.builtins

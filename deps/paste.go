@@ -1,0 +1,292 @@
+package deps
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+)
+
+// A paste (##) makes one token of its operands' spellings, and clang
+// rescans what it makes: CAT(__TIMES, TAMP__), with CAT(a, b) a ## b,
+// expands to the build's time stamp, and CAT(__has_, include)("x.h") in
+// an #if tests for x.h, though no text names either. The scan finds the
+// names a text spells whole by searching it; this file finds those a
+// paste may make from pieces.
+//
+// A paste makes a name only if both of these hold in what the compiler
+// reads (the source, its headers, the options, the built-in headers):
+//
+//   - a chain of ## each of whose operands is a parameter or a piece of
+//     the name (a literal operand that is not a piece, such as PoCL's
+//     _cl_##FUNC, puts text in every result that no later paste takes out
+//     again: chainMaySpell);
+//   - the name is the concatenation of two or more of its pieces, each
+//     spelled as a word of its own: every token a paste joins was spelled
+//     in a text, or made by an earlier paste from such tokens (an
+//     identifier is never made any other way: a stringized operand or a
+//     predefined macro such as __LINE__ gives a literal).
+//
+// The rule for _Pragma (scan.operators) is the weaker one on the leftmost
+// piece alone; these names need no stringized operand.
+
+// pasteTargets are the predefined macros whose expansion a key must
+// follow, and so must know a text expands: the clock macros (clockMacros)
+// and the macros of a file's path (fileMacros). The operators that test
+// for a file (fileTests) are followed in conditionals, where the tokens a
+// paste may take are known (mayPasteFileTest).
+var pasteTargets = [...]string{"__TIME__", "__TIMESTAMP__", "__DATE__", "__FILE__", "__FILE_NAME__", "__BASE_FILE__"}
+
+// targetSet is a set of pasteTargets, one bit each by index.
+type targetSet uint8
+
+// userLabelPrefix is a predefined macro that expands to "_" on some
+// targets (Mach-O, 32-bit Windows): a word no text spells.
+const userLabelPrefix = "__USER_LABEL_PREFIX__"
+
+// targetPieceSet holds every proper substring of a pasteTarget.
+var targetPieceSet = func() map[string]bool {
+	set := map[string]bool{}
+	for _, t := range pasteTargets {
+		addPieces(set, t)
+	}
+	return set
+}()
+
+// addPieces adds every proper substring of name to set.
+func addPieces(set map[string]bool, name string) {
+	for i := range len(name) {
+		for j := i + 1; j <= len(name); j++ {
+			if j-i < len(name) {
+				set[name[i:j]] = true
+			}
+		}
+	}
+}
+
+// targetWords returns the pieces of pasteTargets that text spells as
+// words: runs of letters, digits and underscores, outside comments and
+// literals. A word beside a byte clang may read as part of an identifier
+// ($, a UTF-8 letter) counts: it costs a needless widening at most.
+// Comments and literals are skipped only where no raw string literal can
+// hide their markers (R"), a literal only where it closes on its line.
+func targetWords(text []byte) []string {
+	var words []string
+	add := func(w []byte) {
+		if len(w) <= len("__TIMESTAMP__") && targetPieceSet[string(w)] && !slices.Contains(words, string(w)) {
+			words = append(words, string(w))
+		}
+	}
+	skipComments := !bytes.Contains(text, []byte(`R"`))
+	for i := 0; i < len(text); {
+		c := text[i]
+		switch {
+		case continuesWord(c):
+			j := i + 1
+			for j < len(text) && continuesWord(text[j]) {
+				j++
+			}
+			add(text[i:j])
+			i = j
+		case skipComments && (c == '"' || (c == '\'' && (i == 0 || !continuesWord(text[i-1])))):
+			// An apostrophe after a word's byte is a digit separator
+			// (1'000) or a literal's prefix (u8'a'): read on.
+			i = quotedEnd(text, i)
+		case skipComments && c == '/' && i+1 < len(text) && text[i+1] == '/':
+			i = lineEnd(text, i)
+		case skipComments && c == '/' && i+1 < len(text) && text[i+1] == '*':
+			end := bytes.Index(text[i+2:], []byte("*/"))
+			if end < 0 {
+				return words
+			}
+			i += 2 + end + 2
+		default:
+			i++
+		}
+	}
+	if bytes.Contains(text, []byte(userLabelPrefix)) {
+		words = append(words, "_")
+	}
+	return words
+}
+
+// quotedEnd returns where the "..." or '...' at text[i] ends, on its
+// line, or i+1 where it does not end there, so that the scan goes on in
+// it. A literal's words are no tokens a paste can join, and its comment
+// markers no comment's.
+func quotedEnd(text []byte, i int) int {
+	q := text[i]
+	for j := i + 1; j < len(text); j++ {
+		switch text[j] {
+		case '\\':
+			j++
+		case q:
+			return j + 1
+		case '\n':
+			return i + 1
+		}
+	}
+	return i + 1
+}
+
+// lineEnd returns the index of the newline that ends text[i]'s line.
+func lineEnd(text []byte, i int) int {
+	if n := bytes.IndexByte(text[i:], '\n'); n >= 0 {
+		return i + n
+	}
+	return len(text)
+}
+
+// addWords adds words to set.
+func addWords(set map[string]bool, words []string) {
+	for _, w := range words {
+		set[w] = true
+	}
+}
+
+// segmentable reports whether name is the concatenation of two or more of
+// its proper substrings for which spelled is true.
+func segmentable(name string, spelled func(string) bool) bool {
+	reach := make([]bool, len(name)+1)
+	reach[0] = true
+	for i := range len(name) {
+		if !reach[i] {
+			continue
+		}
+		for j := i + 1; j <= len(name); j++ {
+			if j-i < len(name) && spelled(name[i:j]) {
+				reach[j] = true
+			}
+		}
+	}
+	return reach[len(name)]
+}
+
+// pasteTargets returns the targets that a chain of ## in m's body may
+// spell (chainMaySpell).
+func (m *macro) pasteTargets() targetSet {
+	var set targetSet
+	for i, t := range m.body {
+		if t.kind != tPunct || t.text != "##" || i == 0 {
+			continue
+		}
+		for n, name := range pasteTargets {
+			if m.chainMaySpell(i, name) {
+				set |= 1 << n
+			}
+		}
+	}
+	return set
+}
+
+// pastedTargets acts on the targets that the texts and options the scan
+// read, with the built-in headers, may paste: as if a text named each.
+// The built-in headers are read only where the scan's own texts hold a
+// chain for a target: a compiler whose own headers paste a clock macro
+// into every program is not one a program's text can make so.
+func (sc *scan) pastedTargets() {
+	if sc.targetChains == 0 {
+		return
+	}
+	b := sc.builtinMacros()
+	chains := sc.targetChains | b.targetChains
+	spelled := func(w string) bool { return sc.targetWords[w] || b.targetWords[w] }
+	for i, name := range pasteTargets {
+		if chains&(1<<i) == 0 || !segmentable(name, spelled) {
+			continue
+		}
+		switch {
+		case name == "__DATE__":
+			sc.date = true
+		case slices.Contains(fileMacros, name):
+			sc.namesFiles = true
+		default:
+			sc.refuse(fmt.Sprintf("a macro may paste %s from words the texts spell, which no key can follow", name))
+		}
+	}
+}
+
+// fileTests are the operators that test for a file (isHasInclude).
+var fileTests = []string{"__has_include", "__has_include_next", "__has_embed"}
+
+// learnTestName adds name, an operator or a macro that tests for a file,
+// to those a paste in a conditional may make (mayPasteFileTest).
+func (sc *scan) learnTestName(name string) {
+	sc.testNames = append(sc.testNames, name)
+	pieces := map[string]bool{}
+	addPieces(pieces, name)
+	for p := range pieces {
+		if _, ok := sc.testPieces[p]; !ok {
+			sc.testPieces[p] = sc.bodyIdents[p]
+			if sc.testPieces[p] {
+				sc.testSpelled++
+			}
+		}
+	}
+}
+
+// learnBody notes what a definition the scan made lends a paste in a
+// conditional: its body's identifiers other than its parameters (the
+// words such a paste may take; a parameter's come from the call) and
+// whether it pastes at all.
+func (sc *scan) learnBody(m *macro) {
+	for _, t := range m.body {
+		switch {
+		case t.kind == tIdent && m.param(t) < 0:
+			sc.bodyIdents[t.text] = true
+			if spelled, ok := sc.testPieces[t.text]; ok && !spelled {
+				sc.testPieces[t.text] = true
+				sc.testSpelled++
+			}
+		case t.kind == tPunct && t.text == "##":
+			sc.anyPaste = true
+		}
+	}
+}
+
+// learnBodies notes, for a built-in headers' table, the identifiers of
+// its definitions' bodies and whether one pastes.
+func (t *macroTable) learnBodies() {
+	t.bodyIdents = map[string]bool{}
+	for _, c := range t.defs {
+		for _, m := range c.defs {
+			for _, tok := range m.body {
+				switch {
+				case tok.kind == tIdent && m.param(tok) < 0:
+					t.bodyIdents[tok.text] = true
+				case tok.kind == tPunct && tok.text == "##":
+					t.anyPaste = true
+				}
+			}
+		}
+	}
+}
+
+// mayPasteFileTest reports whether the expansion of a conditional's
+// tokens ts may paste the name of an operator that tests for a file, or
+// of a macro known to test for one: a macro pastes, and the name is the
+// concatenation of words that ts or the macros' bodies spell (no other
+// token enters a conditional's expansion). Such a conditional is expanded
+// wherever it names a macro (condition), not only where it names a test.
+//
+// The built-in headers are read only where the scan's own definitions
+// paste: a compiler whose own headers paste a test for a file, through
+// macros a program calls, is not modelled.
+func (sc *scan) mayPasteFileTest(ts []token) bool {
+	if !sc.anyPaste {
+		return false
+	}
+	own := slices.ContainsFunc(ts, func(t token) bool { _, ok := sc.testPieces[t.text]; return t.kind == tIdent && ok })
+	if !own && sc.testCacheFor == sc.testSpelled {
+		return sc.testCache
+	}
+	b := sc.builtinMacros()
+	spelled := func(w string) bool {
+		return sc.testPieces[w] || b.bodyIdents[w] ||
+			(own && slices.ContainsFunc(ts, func(t token) bool { return t.kind == tIdent && t.text == w }))
+	}
+	may := slices.ContainsFunc(sc.testNames, func(name string) bool { return segmentable(name, spelled) })
+	if !own {
+		sc.testCache, sc.testCacheFor = may, sc.testSpelled
+	}
+	return may
+}

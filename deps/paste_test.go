@@ -1,0 +1,131 @@
+package deps
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestSegmentable pins the rule a pasted name is held to: two or more of
+// its proper substrings, each spelled.
+func TestSegmentable(t *testing.T) {
+	words := func(ws ...string) func(string) bool { return func(w string) bool { return slices.Contains(ws, w) } }
+	cases := []struct {
+		name    string
+		spelled func(string) bool
+		want    bool
+	}{
+		{"__TIMESTAMP__", words("__TIMES", "TAMP__"), true},
+		{"__TIMESTAMP__", words("__", "TIME", "STAMP", "__"), true},
+		{"__TIMESTAMP__", words("__TIMESTAMP__"), false}, // whole: the text search's
+		{"__TIMESTAMP__", words("__TIMES"), false},
+		{"__TIMESTAMP__", words("_", "T", "I", "M", "E", "S", "A", "P"), true},
+		{"__DATE__", words("_", "D", "A", "T"), false}, // no E
+		{"HASINC", words("HAS", "INC"), true},
+	}
+	for _, c := range cases {
+		if got := segmentable(c.name, c.spelled); got != c.want {
+			t.Errorf("segmentable(%q) = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestTargetWords checks which words of a text can enter a paste: not
+// those of comments or literals, but those beside them, and every word
+// where a raw string literal could hide a comment's markers.
+func TestTargetWords(t *testing.T) {
+	cases := []struct {
+		text string
+		want []string
+	}{
+		{"CAT(__TIMES, TAMP__)", []string{"__TIMES", "TAMP__"}},
+		{"/* TIME */ x // DATE\n", nil},
+		{`"TIME" 'E'`, nil},
+		{`"http://x" TIME`, []string{"TIME"}},                // no comment in a literal
+		{"1'000 + TIME; 'a'", []string{"TIME"}},              // a digit separator starts no literal
+		{"R\"(/* )\" TIME /* */", []string{"TIME"}},          // a raw string: nothing skipped
+		{"x = __USER_LABEL_PREFIX__;", []string{"_"}},        // "_" on some targets
+		{"\"unterminated\nTIME", []string{"TIME"}},           // a literal ends on its line
+		{"FILENAME FILE_ _NAME", []string{"FILE_", "_NAME"}}, // whole words only
+	}
+	for _, c := range cases {
+		got := targetWords([]byte(c.text))
+		slices.Sort(got)
+		want := slices.Clone(c.want)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("targetWords(%q) = %q, want %q", c.text, got, want)
+		}
+	}
+}
+
+// TestNamesDependencyPragma checks the pragma is found in each form clang
+// runs it (checked with clang-15: GCC and clang, blanks and comments
+// between, through _Pragma) and not in a mere mention.
+func TestNamesDependencyPragma(t *testing.T) {
+	for text, want := range map[string]bool{
+		`#pragma GCC dependency "x.h"`:            true,
+		`#pragma clang dependency "x.h"`:          true,
+		"#pragma GCC /* c */\tdependency \"x.h\"": true,
+		`_Pragma("GCC dependency \"x.h\"")`:       true,
+		"// the dependency of a build":            false,
+		"#pragma GCC dependencyx":                 false,
+		"#pragma once // dependency":              false,
+	} {
+		if got := namesDependencyPragma([]byte(text)); got != want {
+			t.Errorf("namesDependencyPragma(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+// TestPastedNames scans sources that paste a clock, file or file-test
+// name from pieces, and the same pieces where no paste can make the name.
+func TestPastedNames(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x.h"), []byte("//x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const cat = "#define CAT(a, b) a ## b\n"
+	cases := []struct {
+		name, src string
+		refused   bool
+		date      bool
+		probes    string // a place the trace must hold
+		args      []string
+	}{
+		{name: "option's file-test macro", src: "#if HI(\"x.h\")\nint y;\n#endif\n", args: []string{"-DHI(f)=__has_include(f)"}, probes: "x.h"},
+		{name: "timestamp", src: cat + "const char* t = CAT(__TIMES, TAMP__);\n", refused: true},
+		{name: "time in pieces", src: cat + "#define T2 CAT(CAT(__, TI), ME__)\nconst char* t = T2;\n", refused: true},
+		{name: "date", src: cat + "const char* t = CAT(__DA, TE__);\n", date: true},
+		{name: "literal operand", src: "#define P(x) _cl_ ## x\nconst char* t = P(__TIMES) TAMP__;\n"},
+		{name: "pieces in comments", src: cat + "// __TIMES TAMP__\nint x;\n"},
+		{name: "has_include", src: cat + "#if CAT(__has_, include)(\"x.h\")\nint y;\n#endif\n", probes: "x.h"},
+		{name: "file-test macro", src: "#define HASINC(f) __has_include(f)\n" + cat + "#if CAT(HAS, INC)(\"x.h\")\nint y;\n#endif\n", probes: "x.h"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := Input{Source: []byte(c.src), Path: "k.cl", WorkDir: dir, Args: append([]string{"-I" + dir}, c.args...)}
+			_, trace, err := NewScanner(nil).Scan(context.Background(), in)
+			if errors.Is(err, ErrUncacheable) != c.refused {
+				t.Fatalf("err = %v, want refused %v", err, c.refused)
+			}
+			if c.refused {
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			date := slices.ContainsFunc(trace, func(d Dependency) bool { return d.Name == DateHeader })
+			if date != c.date {
+				t.Errorf("the key holds the day: %v, want %v", date, c.date)
+			}
+			if c.probes != "" && !slices.ContainsFunc(trace, func(d Dependency) bool { return strings.HasSuffix(d.Path, c.probes) }) {
+				t.Errorf("the trace does not hold %s: %v", c.probes, trace)
+			}
+		})
+	}
+}
