@@ -181,9 +181,19 @@ func isCSpace(c rune) bool {
 
 // invocation is what the compiler options say about preprocessing.
 type invocation struct {
-	quoteDirs  []string // -iquote: quoted includes only, after the includer's directory
-	angledDirs []string // -I, -isystem, then -idirafter: every include
-	macros     []optMacro
+	quoteDirs []string // -iquote: quoted includes only, after the includer's directory
+	// angledDirs are every include's directories in the order of clang's
+	// groups: the user's (the working directory of Input.SearchWorkDir,
+	// then -I), then from firstSystem on the system ones (-isystem, then
+	// -idirafter, then Input.SystemDirs). clang drops a user directory
+	// that is also a system one (searchOrder).
+	angledDirs  []string
+	firstSystem int
+	// searched is angledDirs in the order the compiler searches them, once
+	// settled is set (searchOrder): it depends on stats of the directories.
+	searched []string
+	settled  bool
+	macros   []optMacro
 	// forced are the -imacros FILEs, then the -include FILEs, each in
 	// order: clang reads every -imacros file before the first -include
 	// (InitializePreprocessor), wherever the options put them.
@@ -226,9 +236,9 @@ type optMacro struct {
 // are resolved against wd, as the compiler resolves them.
 func parseArgs(args []string, wd string, searchWorkDir bool, systemDirs ...string) invocation {
 	var inv invocation
-	var sys, after, includes []string
+	var user, sys, after, includes []string
 	if searchWorkDir {
-		inv.angledDirs = append(inv.angledDirs, wd)
+		user = append(user, wd)
 	}
 	// Joined, not cleaned: "-I lnk/.." through a symbolic link is the
 	// link target's parent, as the kernel resolves it for the compiler.
@@ -249,7 +259,7 @@ func parseArgs(args []string, wd string, searchWorkDir bool, systemDirs ...strin
 		}
 		switch opt {
 		case "-I":
-			inv.angledDirs = append(inv.angledDirs, abs(val))
+			user = append(user, abs(val))
 		case "-iquote":
 			inv.quoteDirs = append(inv.quoteDirs, abs(val))
 		case "-isystem":
@@ -270,7 +280,8 @@ func parseArgs(args []string, wd string, searchWorkDir bool, systemDirs ...strin
 	for _, d := range systemDirs {
 		after = append(after, abs(d))
 	}
-	inv.angledDirs = append(append(inv.angledDirs, sys...), after...)
+	inv.firstSystem = len(user)
+	inv.angledDirs = append(append(user, sys...), after...)
 	return inv
 }
 

@@ -161,7 +161,9 @@ type Input struct {
 	SearchWorkDir bool
 	// SystemDirs are directories the compiler searches on its own after
 	// those of the options (a compiler's built-in include directory).
-	// Headers found there are followed and keyed like any other.
+	// Headers found there are followed and keyed like any other. They are
+	// system directories: an -I directory that is one of them is searched
+	// at their place, as clang searches it.
 	SystemDirs []string
 	// CompleteSearchPath says the compiler searches no directory but
 	// those Input names (PoCL searches none of its own). An include found

@@ -1,0 +1,145 @@
+package deps
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// fileNames returns the names of the files (not the absent places) trace
+// keys.
+func fileNames(trace []Dependency) []string {
+	var out []string
+	for _, d := range trace {
+		if d.Rule != RuleAbsent {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}
+
+// TestSearchOrderDropsShadowedUserDirs pins clang-15's RemoveDuplicates on
+// the scanner's side: a user directory that is also a system one, by
+// identity, is searched at the system one's place; nothing else moves.
+func TestSearchOrderDropsShadowedUserDirs(t *testing.T) {
+	root := tree(t, map[string]string{"A/x.h": "", "B/x.h": "", "C/x.h": "", "x.h": ""})
+	if err := os.Symlink("A", filepath.Join(root, "L")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		args   string
+		system []string // Input.SystemDirs
+		wd     bool     // Input.SearchWorkDir
+		want   string
+	}{
+		{"isystem", "-IA -IB -isystem A", nil, false, "B/x.h"},
+		{"idirafter", "-IA -IB -idirafter A", nil, false, "B/x.h"},
+		{"dot", "-IA/. -IB -isystem A", nil, false, "B/x.h"},
+		{"link", "-IA -IB -isystem L", nil, false, "B/x.h"},
+		{"system before user in the options", "-isystem A -IA -IB", nil, false, "B/x.h"},
+		{"built-in system dir", "-IA -IB", []string{"A"}, false, "B/x.h"},
+		{"working directory", "-IB -isystem .", nil, true, "B/x.h"},
+		{"user dup of a user dir stays first", "-IA -IB -IA/.", nil, false, "A/x.h"},
+		{"system dir elsewhere", "-IA -IB -isystem C", nil, false, "A/x.h"},
+		{"system dir missing", "-IA -IB -isystem none", nil, false, "A/x.h"},
+		{"quoted dir is no system dir", "-iquote A -IB -IA", nil, false, "B/x.h"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{Source: []byte("#include <x.h>\n"), WorkDir: root, Args: SplitOptions(tc.args),
+				SystemDirs: tc.system, SearchWorkDir: tc.wd, Trigraphs: TrigraphsOff}
+			_, tr := mustScan(t, NewScanner(nil), in)
+			if got := fileNames(tr); !slices.Equal(got, []string{tc.want}) {
+				t.Errorf("%s: keyed %q, want %q", tc.args, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSearchOrderStatsOnlyWithSystemDirs: the order needs stats of the
+// directories only where a system directory may shadow a user one; PoCL's
+// own options name none, and its scans stat no directory more.
+func TestSearchOrderStatsOnlyWithSystemDirs(t *testing.T) {
+	root := tree(t, map[string]string{"A/x.h": "", "B/x.h": ""})
+	for _, tc := range []struct {
+		args     string
+		dirStats int
+	}{
+		{"-IA -IB", 0},
+		{"-IA -isystem B", 2},
+	} {
+		sc := newScan(context.Background(), NewScanner(nil), Input{WorkDir: root, Args: SplitOptions(tc.args)}, root)
+		sc.candidates("x.h", true, "")
+		dirs := 0
+		for _, o := range sc.seen {
+			if o.state == stateDir {
+				dirs++
+			}
+		}
+		if dirs != tc.dirStats {
+			t.Errorf("%s: %d directories observed, want %d", tc.args, dirs, tc.dirStats)
+		}
+	}
+}
+
+// TestSearchOrderFollowsRetargetedLink: which directories are one is part
+// of what a memo and a record pin. A link retargeted so that a system
+// directory becomes a user one (or stops being one) changes the file
+// clang reads, and must change the key, warm or from a record.
+func TestSearchOrderFollowsRetargetedLink(t *testing.T) {
+	root := tree(t, map[string]string{"A/x.h": "", "B/x.h": "", "C/x.h": ""})
+	link := filepath.Join(root, "S")
+	retarget := func(to string) {
+		t.Helper()
+		if err := os.Remove(link); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(to, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := Input{Source: []byte("#include <x.h>\n"), WorkDir: root, Args: SplitOptions("-IA -IB -isystem S"), Trigraphs: TrigraphsOff}
+	store := newMemRecords()
+	warm := settledScanner(store)
+	for _, step := range []struct{ to, want string }{{"C", "A/x.h"}, {"A", "B/x.h"}, {"C", "A/x.h"}} {
+		retarget(step.to)
+		_, tr := scanRecorded(t, warm, in)
+		if got := fileNames(tr); !slices.Equal(got, []string{step.want}) {
+			t.Errorf("S -> %s, warm: keyed %q, want %q", step.to, got, step.want)
+		}
+		// A new process, served by the record the last scan stored.
+		_, tr = scanRecorded(t, settledScanner(store), in)
+		if got := fileNames(tr); !slices.Equal(got, []string{step.want}) {
+			t.Errorf("S -> %s, from a record: keyed %q, want %q", step.to, got, step.want)
+		}
+	}
+	// The record stored for S -> C holds S's identity: retargeting
+	// without a scan in between still misses it.
+	retarget("A")
+	_, tr := scanRecorded(t, settledScanner(store), in)
+	if got := fileNames(tr); !slices.Equal(got, []string{"B/x.h"}) {
+		t.Errorf("S -> A after a record of S -> C: keyed %q, want B/x.h", got)
+	}
+}
+
+// TestSearchOrderUnknownIdentity: a search directory that is there but
+// cannot be stat'd leaves which directories are one unknown; the source
+// is refused rather than searched in the options' order.
+func TestSearchOrderUnknownIdentity(t *testing.T) {
+	root := tree(t, map[string]string{"A/x.h": "", "B/x.h": ""})
+	s := NewScanner(nil)
+	s.fs.stat = func(p string) (os.FileInfo, error) {
+		if strings.HasSuffix(p, "/A") {
+			return nil, &os.PathError{Op: "stat", Path: p, Err: os.ErrPermission}
+		}
+		return os.Stat(p)
+	}
+	in := Input{Source: []byte("#include <x.h>\n"), WorkDir: root, Args: SplitOptions("-IA -IB -isystem B"), Trigraphs: TrigraphsOff}
+	if _, _, err := s.Scan(context.Background(), in); !errors.Is(err, ErrUncacheable) {
+		t.Errorf("err = %v, want ErrUncacheable", err)
+	}
+}
