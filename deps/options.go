@@ -198,10 +198,14 @@ type invocation struct {
 	// order: clang reads every -imacros file before the first -include
 	// (InitializePreprocessor), wherever the options put them.
 	forced []string
+	// searchUnsure and forcedUnsure say why compilers read a search
+	// directory or a forced file of the options differently ("" where
+	// they agree).
+	searchUnsure, forcedUnsure string
 }
 
-// predefinesUnsure says why clang may read the options' lines of its
-// predefines buffer otherwise than the scan reads each option ("" where
+// predefinesUnsure says why the compiler may read the options' lines of
+// its predefines buffer otherwise than the scan reads each option ("" where
 // it reads them alike). clang writes each -D, -U, -include and -imacros
 // as a line of its own (#define NAME BODY, #undef NAME, #include "FILE")
 // and lexes the lines as one text, in the source's language: a block
@@ -210,7 +214,11 @@ type invocation struct {
 // replaced an option that ends in ??/ takes the next line into its own,
 // ??= in a body is a # (-DS(x)=??=x stringizes) and -include x??=.h
 // opens x#.h. The scan reads each option apart, as written.
+// -include=FILE names another file to NVRTC than to clang.
 func predefinesUnsure(inv invocation, tri Trigraphs) string {
+	if inv.forcedUnsure != "" {
+		return inv.forcedUnsure
+	}
 	texts := slices.Clone(inv.forced)
 	for _, o := range inv.macros {
 		texts = append(texts, o.text)
@@ -251,15 +259,17 @@ func parseArgs(args []string, wd string, searchWorkDir bool, systemDirs ...strin
 		}
 		return wd + "/" + d
 	}
+	root, hasRoot := sysroot(args)
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		opt, val, ok := splitOption(a, args, &i)
 		if !ok {
+			sysrootOption(args, &i) // its value is no option of its own
 			continue
 		}
 		switch opt {
 		case "-I":
-			user = append(user, abs(val))
+			user = append(user, abs(userDir(a, val, root, hasRoot, &inv)))
 		case "-iquote":
 			inv.quoteDirs = append(inv.quoteDirs, abs(val))
 		case "-isystem":
@@ -274,6 +284,9 @@ func parseArgs(args []string, wd string, searchWorkDir bool, systemDirs ...strin
 			inv.forced = append(inv.forced, val)
 		case "-include":
 			includes = append(includes, val)
+			if strings.HasPrefix(a, "-include=") && inv.forcedUnsure == "" {
+				inv.forcedUnsure = fmt.Sprintf("option %q: clang includes the file named with the '=', NVRTC 13 the one named without it", a)
+			}
 		}
 	}
 	inv.forced = append(inv.forced, includes...)
@@ -283,6 +296,86 @@ func parseArgs(args []string, wd string, searchWorkDir bool, systemDirs ...strin
 	inv.firstSystem = len(user)
 	inv.angledDirs = append(append(user, sys...), after...)
 	return inv
+}
+
+// userDir returns the directory clang searches for -I option a, whose
+// value is val. A value that starts with '=' is under the sysroot where
+// the options name one (clang-15's ParseHeaderSearchArgs; -isystem,
+// -iquote and -idirafter take their '=' as part of the name, with or
+// without a sysroot), and otherwise the name with its '='. NVRTC 13 takes
+// the '=' of -I=DIR for the option's (it searches DIR; measured on the
+// H200), so that form without a sysroot is unsure (inv.searchUnsure).
+func userDir(a, val, root string, hasRoot bool, inv *invocation) string {
+	rest, eq := strings.CutPrefix(val, "=")
+	switch {
+	case eq && hasRoot:
+		return sysrootJoin(root, rest)
+	case eq && strings.HasPrefix(a, "-I=") && inv.searchUnsure == "":
+		inv.searchUnsure = fmt.Sprintf("option %q: clang searches the directory named with the '=', NVRTC 13 the one named without it", a)
+	}
+	return val
+}
+
+// sysroot returns the directory that the options make clang's sysroot for
+// -I=DIR, and whether they name one: the last -isysroot, or else the last
+// --sysroot where it is not empty (clang's driver gives its front end that
+// as -isysroot unless it has one; the front end itself rejects
+// --sysroot). Checked with clang-15, its driver and its front end.
+func sysroot(args []string) (string, bool) {
+	var isysroot, driver string
+	has := false
+	for i := 0; i < len(args); i++ {
+		if _, _, ok := splitOption(args[i], args, &i); ok {
+			continue
+		}
+		opt, val, ok := sysrootOption(args, &i)
+		switch {
+		case !ok:
+		case opt == "-isysroot":
+			isysroot, has = val, true
+		default:
+			driver = val
+		}
+	}
+	if has {
+		return isysroot, true
+	}
+	return driver, driver != ""
+}
+
+// sysrootOption recognises -isysroot DIR, -isysrootDIR, --sysroot=DIR and
+// --sysroot DIR at args[*i], advancing *i past a separate value.
+func sysrootOption(args []string, i *int) (opt, val string, ok bool) {
+	a := args[*i]
+	if a == "-isysroot" || a == "--sysroot" {
+		if *i+1 >= len(args) {
+			return "", "", false
+		}
+		*i++
+		return a, args[*i], true
+	}
+	if v, ok := strings.CutPrefix(a, "--sysroot="); ok {
+		return "--sysroot", v, true
+	}
+	if v, ok := strings.CutPrefix(a, "-isysroot"); ok {
+		return "-isysroot", v, true
+	}
+	return "", "", false
+}
+
+// sysrootJoin is llvm::sys::path::append(root, rest) for POSIX paths, as
+// clang makes -I=REST under the sysroot: one '/' between them, none added
+// where either side has one, and REST alone under an empty sysroot.
+func sysrootJoin(root, rest string) string {
+	switch {
+	case root == "":
+		return rest
+	case strings.HasSuffix(root, "/"):
+		return root + strings.TrimLeft(rest, "/")
+	case strings.HasPrefix(rest, "/"):
+		return root + rest
+	}
+	return root + "/" + rest
 }
 
 // valueOptions are the options that take a value, joined (-IDIR) or as the
@@ -326,9 +419,9 @@ func splitOption(a string, args []string, i *int) (opt, val string, ok bool) {
 			return o, args[*i], true
 		}
 		if strings.HasPrefix(a, o) {
-			if len(o) > 2 {
-				return o, strings.TrimPrefix(a[len(o):], "="), true
-			}
+			// A joined '=' is part of the value: clang-15 opens "=f.h"
+			// for -include=f.h and searches "=inc" for -isystem=inc
+			// (for -I=inc see userDir).
 			return o, a[len(o):], true
 		}
 	}

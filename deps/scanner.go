@@ -121,7 +121,8 @@ type Input struct {
 	// them (see SplitDriverOptions):
 	// -I DIR, -IDIR, -iquote, -isystem, -idirafter, -D NAME[=VALUE],
 	// -U NAME, -include FILE, -imacros FILE, and NVRTC's --include-path,
-	// --define-macro, --undefine-macro, --pre-include. Other options are
+	// --define-macro, --undefine-macro, --pre-include; -isysroot and
+	// --sysroot only for where they put -I=DIR. Other options are
 	// ignored here.
 	Args []string
 	// Depends are files the caller declares as dependencies, which no

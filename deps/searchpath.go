@@ -29,6 +29,9 @@ import (
 func (sc *scan) searchOrder() []string {
 	if !sc.inv.settled {
 		sc.inv.searched, sc.inv.settled = sc.withoutShadowedUserDirs(), true
+		if sc.inv.searchUnsure != "" {
+			sc.refuse(sc.inv.searchUnsure)
+		}
 	}
 	return sc.inv.searched
 }

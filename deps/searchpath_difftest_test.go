@@ -1,13 +1,19 @@
 package deps_test
 
-// Differential regression tests of the search path against clang-15: the
-// order clang gives duplicate search directories (a user directory that
-// is also a system one moves to the system one's place). The cases run
-// through the differential harness (compare). clang-15 missing skips
-// them, and fails them under KCACHE_REQUIRE_REAL=1.
+// Differential regression tests of the search path and of option values,
+// against clang-15: the order clang gives duplicate search directories
+// (a user directory that is also a system one moves to the system one's
+// place), and a joined '=' (part of the value but for -I under a
+// sysroot). The PoCL cases run through the differential harness
+// (compare); the argument-vector cases, which PoCL's options cannot make,
+// compile with clang's driver given the same vector as Input.Args.
+// clang-15 missing skips them, and fails them under KCACHE_REQUIRE_REAL=1.
 
 import (
+	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,13 +47,18 @@ func keys(trace []deps.Dependency, name string) bool {
 }
 
 // TestSearchPathAsClang compiles as PoCL does (-I. first) with options
-// that name one directory twice. Each case must come out as want; reads
-// is a file clang reads, which the key must hold.
+// that name one directory twice, or join a value with '='. Each case must
+// come out as want: exact where the scan models clang, refused where
+// NVRTC 13 reads the option otherwise (measured on the H200: it drops the
+// '=' of -I=DIR and -include=FILE); reads is a file clang reads, which
+// the key must hold.
 func TestSearchPathAsClang(t *testing.T) {
 	clang := requireClang(t)
 	// PoCL's -I. comes first: x.h in the root shadows every other.
 	xs := map[string]string{"m.cl": "#include <x.h>\n", "A/x.h": "//A\n", "B/x.h": "//B\n", "C/x.h": "//C\n"}
 	dot := map[string]string{"m.cl": "#include <x.h>\n", "B/x.h": "//B\n", "x.h": "//dot\n"}
+	eq := map[string]string{"q.cl": "#include <q.h>\n", "qq.cl": "#include \"q.h\"\n", "e.cl": "int x;\n",
+		"=inc/q.h": "//eq\n", "inc/q.h": "//plain\n", "=f.h": "//eq\n", "f.h": "//plain\n"}
 	for _, tc := range []struct {
 		name    string
 		files   map[string]string
@@ -75,6 +86,14 @@ func TestSearchPathAsClang(t *testing.T) {
 		{"isystem-twice", xs, nil, "m.cl", "-isystem A -isystem B -idirafter A", exact, "A/x.h"},
 		{"iquote-and-I", map[string]string{"m.cl": "#include \"x.h\"\n", "A/x.h": "//A\n", "B/x.h": "//B\n"},
 			nil, "m.cl", "-iquote A -IB -IA", exact, "A/x.h"},
+		// A joined '=' is part of the value.
+		{"isystem-eq", eq, nil, "q.cl", "-isystem=inc", exact, "=inc/q.h"},
+		{"iquote-eq", eq, nil, "qq.cl", "-iquote=inc", exact, "=inc/q.h"},
+		{"idirafter-eq", eq, nil, "q.cl", "-idirafter=inc", exact, "=inc/q.h"},
+		{"imacros-eq", eq, nil, "e.cl", "-imacros=f.h", exact, "=f.h"},
+		{"I-separate-eq", eq, nil, "q.cl", "-I =inc", exact, "=inc/q.h"},
+		{"include-eq", eq, nil, "e.cl", "-include=f.h", refused, "=f.h"},
+		{"I-eq", eq, nil, "q.cl", "-I=inc", refused, "=inc/q.h"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -100,5 +119,96 @@ func TestSearchPathAsClang(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// argvCase is a compile with an argument vector that no build-option
+// string PoCL splits can make: the scan's Args are args as they stand.
+type argvCase struct {
+	name  string
+	files map[string]string
+	src   string
+	args  []string
+	want  verdict // exact or refused
+	reads string  // a file clang reads, relative to the root ("" for none)
+}
+
+// checkArgv compiles tc with clang-15's driver as C++17 (no trigraphs,
+// no standard directories) in a new root, scans the same, and judges as
+// compare does: every file clang lists must be keyed, unless the scan
+// refused the source.
+func checkArgv(t *testing.T, clang string, tc argvCase) {
+	t.Helper()
+	root := t.TempDir()
+	writeTree(t, root, tc.files, nil)
+	main := filepath.Join(root, "m.cc")
+	if err := os.WriteFile(main, []byte(tc.src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := make([]string, len(tc.args))
+	for i, a := range tc.args {
+		args[i] = strings.ReplaceAll(a, "ROOT", root)
+	}
+	argv := append([]string{"-x", "c++", "-std=c++17", "-nostdinc", "-M", "-MT", "k"}, args...)
+	cmd := exec.Command(clang, append(argv, main)...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("clang %q: %v: %s", args, err, out)
+	}
+	read := makePrereqs(string(out))
+	if tc.reads != "" && !slices.Contains(read, tc.reads) && !slices.Contains(read, filepath.Join(root, tc.reads)) {
+		t.Fatalf("clang %q reads %q, not %s: the case shows nothing", args, read, tc.reads)
+	}
+	in := deps.Input{Source: []byte(tc.src), Path: main, WorkDir: root, Args: args, CompleteSearchPath: true, Trigraphs: deps.TrigraphsOff}
+	_, trace, err := deps.NewScanner(nil).Scan(context.Background(), in)
+	switch {
+	case errors.Is(err, deps.ErrUncacheable):
+		if tc.want != refused {
+			t.Errorf("%q: refused (%v), want %s", args, err, verdictNames[tc.want])
+		}
+		return
+	case err != nil:
+		t.Fatalf("%q: %v", args, err)
+	case tc.want == refused:
+		t.Errorf("%q: the scan keys %v where it cannot know what the compiler reads", args, trace)
+	}
+	have := map[fileID]bool{}
+	for _, d := range trace {
+		if id, ok := idOf(d.Path); ok && d.Rule != deps.RuleAbsent {
+			have[id] = true
+		}
+	}
+	mainID, _ := idOf(main)
+	for _, f := range read {
+		if !filepath.IsAbs(f) {
+			f = root + "/" + f
+		}
+		if id, ok := idOf(f); !ok || (id != mainID && !have[id]) {
+			t.Errorf("%q: clang reads %s, which the key misses (trace %v)", args, f, trace)
+		}
+	}
+}
+
+// TestSysrootEqualsAsClang: clang-15 searches -I=DIR under the sysroot
+// where the options name one (the last -isysroot, else the last non-empty
+// --sysroot), and -isystem=DIR as the directory "=DIR" with or without
+// one.
+func TestSysrootEqualsAsClang(t *testing.T) {
+	clang := requireClang(t)
+	files := map[string]string{"=inc/q.h": "//eq\n", "inc/q.h": "//plain\n", "sr/inc/q.h": "//sr\n", "sr2/inc/q.h": "//sr2\n"}
+	const src = "#include <q.h>\n"
+	for _, tc := range []argvCase{
+		{"isysroot", files, src, []string{"-I=inc", "-isysroot", "ROOT/sr"}, exact, "sr/inc/q.h"},
+		{"isysroot-joined-slash", files, src, []string{"-isysrootROOT/sr/", "-I=/inc"}, exact, "sr/inc/q.h"},
+		{"sysroot", files, src, []string{"--sysroot=ROOT/sr", "-I", "=inc"}, exact, "sr/inc/q.h"},
+		{"sysroot-separate", files, src, []string{"--sysroot", "ROOT/sr", "-I=inc"}, exact, "sr/inc/q.h"},
+		{"isysroot-over-sysroot", files, src, []string{"-isysroot", "ROOT/sr2", "--sysroot=ROOT/sr", "-I=inc"}, exact, "sr2/inc/q.h"},
+		{"last-isysroot", files, src, []string{"-isysroot", "ROOT/sr", "-I=inc", "-isysroot", "ROOT/sr2"}, exact, "sr2/inc/q.h"},
+		{"empty-sysroot", files, src, []string{"--sysroot=", "-I", "=inc"}, exact, "=inc/q.h"},
+		{"isystem-under-sysroot", files, src, []string{"-isysroot", "ROOT/sr", "-isystem=inc"}, exact, "=inc/q.h"},
+		{"no-sysroot", files, src, []string{"-I=inc"}, refused, "=inc/q.h"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkArgv(t, clang, tc) })
 	}
 }

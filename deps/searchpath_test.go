@@ -143,3 +143,63 @@ func TestSearchOrderUnknownIdentity(t *testing.T) {
 		t.Errorf("err = %v, want ErrUncacheable", err)
 	}
 }
+
+// TestParseArgsEquals: clang-15 takes a joined '=' as part of the value of
+// -isystem, -iquote, -idirafter and -imacros; -I=DIR is under the sysroot
+// where the options name one; -I=DIR without one and -include=FILE name
+// other places to NVRTC 13 (which drops the '=') than to clang, and are
+// unsure.
+func TestParseArgsEquals(t *testing.T) {
+	inv := parseArgs([]string{"-isystem=s", "-iquote=q", "-idirafter=a", "-imacros=m.h", "-I", "=sep"}, "/wd", false)
+	if want := []string{"/wd/=sep", "/wd/=s", "/wd/=a"}; !slices.Equal(inv.angledDirs, want) || inv.firstSystem != 1 {
+		t.Errorf("angled dirs %q (system from %d), want %q (from 1)", inv.angledDirs, inv.firstSystem, want)
+	}
+	if want := []string{"/wd/=q"}; !slices.Equal(inv.quoteDirs, want) {
+		t.Errorf("quote dirs %q, want %q", inv.quoteDirs, want)
+	}
+	if want := []string{"=m.h"}; !slices.Equal(inv.forced, want) || inv.forcedUnsure != "" || inv.searchUnsure != "" {
+		t.Errorf("forced %q (unsure %q, %q), want %q and sure", inv.forced, inv.forcedUnsure, inv.searchUnsure, want)
+	}
+	if inv := parseArgs([]string{"-I=inc"}, "/wd", false); inv.searchUnsure == "" {
+		t.Error("-I=inc without a sysroot is sure")
+	}
+	if inv := parseArgs([]string{"-include=f.h"}, "/wd", false); inv.forcedUnsure == "" || !slices.Equal(inv.forced, []string{"=f.h"}) {
+		t.Errorf("-include=f.h: forced %q, unsure %q", inv.forced, inv.forcedUnsure)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-I=inc", "-isysroot", "/sr"}, "/sr/inc"},
+		{[]string{"-isysroot/sr/", "-I=/inc"}, "/sr/inc"},
+		{[]string{"-I", "=inc", "--sysroot=/sr"}, "/sr/inc"},
+		{[]string{"-I=inc", "--sysroot", "/d", "-isysroot", "/sr"}, "/sr/inc"}, // -isysroot wins
+		{[]string{"-I=inc", "--sysroot=/d", "--sysroot=/sr"}, "/sr/inc"},
+		{[]string{"-I=inc", "-isysroot", "/d", "-isysroot", "/sr"}, "/sr/inc"},
+		{[]string{"-I=inc", "-isysroot", ""}, "/wd/inc"},
+		{[]string{"-I", "=inc", "--sysroot="}, "/wd/=inc"},      // an empty --sysroot is none
+		{[]string{"-isysroot", "-Ix", "-I=inc"}, "/wd/-Ix/inc"}, // -Ix is the sysroot, no -I
+	} {
+		inv := parseArgs(tc.args, "/wd", false)
+		if !slices.Equal(inv.angledDirs, []string{tc.want}) || inv.searchUnsure != "" {
+			t.Errorf("%q: angled dirs %q (unsure %q), want %q", tc.args, inv.angledDirs, inv.searchUnsure, tc.want)
+		}
+	}
+}
+
+// TestSysrootJoin pins llvm::sys::path::append for two POSIX parts.
+func TestSysrootJoin(t *testing.T) {
+	for _, tc := range [][3]string{
+		{"/sr", "inc", "/sr/inc"},
+		{"/sr/", "inc", "/sr/inc"},
+		{"/sr", "/inc", "/sr/inc"},
+		{"/sr/", "//inc", "/sr/inc"},
+		{"", "inc", "inc"},
+		{"", "/inc", "/inc"},
+		{"/sr", "", "/sr/"},
+	} {
+		if got := sysrootJoin(tc[0], tc[1]); got != tc[2] {
+			t.Errorf("sysrootJoin(%q, %q) = %q, want %q", tc[0], tc[1], got, tc[2])
+		}
+	}
+}
