@@ -213,7 +213,8 @@ type invocation struct {
 // (-DX=/* -DH=b -DY=*/ leaves H undefined), and where trigraphs are
 // replaced an option that ends in ??/ takes the next line into its own,
 // ??= in a body is a # (-DS(x)=??=x stringizes) and -include x??=.h
-// opens x#.h. The scan reads each option apart, as written.
+// opens x#.h. The scan reads each option apart, as written. A line break
+// in an option is a line of the buffer of its own (lineBreakUnsure), and
 // -include=FILE names another file to NVRTC than to clang.
 func predefinesUnsure(inv invocation, tri Trigraphs) string {
 	if inv.forcedUnsure != "" {
@@ -229,6 +230,38 @@ func predefinesUnsure(inv invocation, tri Trigraphs) string {
 			return fmt.Sprintf("option %q may open a comment that runs on over the options after it", text)
 		case tri != TrigraphsOff && hasTrigraph([]byte(text)):
 			return fmt.Sprintf("option %q holds a trigraph, which the compiler may replace in its predefines", text)
+		}
+	}
+	return lineBreakUnsure(inv)
+}
+
+// lineBreakUnsure says why an option's line break may make the compiler
+// read other lines than the scan ("" where none does). clang cuts a -D
+// body at its first line break (defineLine), but writes the rest of the
+// option text as it stands: a break in a -D's name, a -D without a body,
+// a -U or a forced file's name starts a line of the predefines buffer of
+// its own, a directive of the option's making (-D'A<newline>#include
+// "e.h"' includes e.h, checked with clang-15). NVRTC 13 fails on a -D or
+// -U that holds a newline, but reads a carriage return as a blank
+// (-DH=a.h<CR>.x names "a.h .x", where clang cuts it to a.h): measured
+// on the H200, so a body with a carriage return and no newline has no one
+// reading.
+func lineBreakUnsure(inv invocation) string {
+	for _, f := range inv.forced {
+		if strings.ContainsAny(f, "\n\r") {
+			return fmt.Sprintf("forced include %q holds a line break, which makes a line of the compiler's predefines of its own", f)
+		}
+	}
+	for _, o := range inv.macros {
+		head, body := o.text, ""
+		if o.define {
+			head, body, _ = strings.Cut(o.text, "=")
+		}
+		if strings.ContainsAny(head, "\n\r") {
+			return fmt.Sprintf("option %q holds a line break outside a definition's body, which makes a line of the compiler's predefines of its own", o.text)
+		}
+		if strings.ContainsRune(body, '\r') && !strings.ContainsRune(body, '\n') {
+			return fmt.Sprintf("option %q holds a carriage return, at which clang ends the definition and NVRTC reads a blank", o.text)
 		}
 	}
 	return ""

@@ -3,11 +3,13 @@ package deps_test
 // Differential regression tests of the search path and of option values,
 // against clang-15: the order clang gives duplicate search directories
 // (a user directory that is also a system one moves to the system one's
-// place), and a joined '=' (part of the value but for -I under a
-// sysroot). The PoCL cases run through the differential harness
-// (compare); the argument-vector cases, which PoCL's options cannot make,
-// compile with clang's driver given the same vector as Input.Args.
-// clang-15 missing skips them, and fails them under KCACHE_REQUIRE_REAL=1.
+// place), a joined '=' (part of the value but for -I under a sysroot),
+// and a line break in an option (clang cuts a -D body there; elsewhere
+// it starts a line of clang's predefines). The PoCL cases run through the
+// differential harness (compare); the argument-vector cases, which PoCL's
+// split cannot make (it splits at every line break), compile with clang's
+// driver given the same vector as Input.Args. clang-15 missing skips
+// them, and fails them under KCACHE_REQUIRE_REAL=1.
 
 import (
 	"context"
@@ -187,6 +189,50 @@ func checkArgv(t *testing.T, clang string, tc argvCase) {
 		if id, ok := idOf(f); !ok || (id != mainID && !have[id]) {
 			t.Errorf("%q: clang reads %s, which the key misses (trace %v)", args, f, trace)
 		}
+	}
+}
+
+// TestDefineValueAsClang: clang-15 cuts a -D body at its first newline or
+// carriage return (and warns); every other control character stays in it
+// and stringizes as clang spells it (a tab, vertical tab or form feed as
+// one blank). A carriage return with no newline is refused: NVRTC 13
+// reads it as a blank (measured on the H200), naming "a.h .x".
+func TestDefineValueAsClang(t *testing.T) {
+	clang := requireClang(t)
+	const xs = "#define S(x) #x\n#define X(x) S(x)\n#include X(H)\n"
+	files := map[string]string{"a.h": "//a\n", "a.h .x": "//spaced\n", "a.h\x01.x": "//soh\n", "a.h\x7f.x": "//del\n"}
+	for _, tc := range []argvCase{
+		{"newline", files, xs, []string{"-DH=a.h\n.x"}, exact, "a.h"},
+		{"newline-then-return", files, xs, []string{"-DH=a.h\n\r.x"}, exact, "a.h"},
+		{"return-then-newline", files, xs, []string{"-DH=a.h\r\n.x"}, exact, "a.h"},
+		{"return", files, xs, []string{"-DH=a.h\r.x"}, refused, "a.h"},
+		{"separate", files, xs, []string{"-D", "H=a.h\n.x"}, exact, "a.h"},
+		{"tab", files, xs, []string{"-DH=a.h\t.x"}, exact, "a.h .x"},
+		{"vertical-tab", files, xs, []string{"-DH=a.h\v.x"}, exact, "a.h .x"},
+		{"form-feed", files, xs, []string{"-DH=a.h\f.x"}, exact, "a.h .x"},
+		{"soh", files, xs, []string{"-DH=a.h\x01.x"}, exact, "a.h\x01.x"},
+		{"del", files, xs, []string{"-DH=a.h\x7f.x"}, exact, "a.h\x7f.x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkArgv(t, clang, tc) })
+	}
+}
+
+// TestOptionLineBreakAsClang: a line break outside a -D body starts a
+// line of clang's predefines, which may be a directive of its own: each
+// of these makes clang-15 read e.h, and the scan must refuse them.
+func TestOptionLineBreakAsClang(t *testing.T) {
+	clang := requireClang(t)
+	files := map[string]string{"e.h": "int e;\n", "x.h": "int x;\n"}
+	const src = "int k;\n"
+	for _, tc := range []argvCase{
+		{"define-without-body", files, src, []string{"-DA\n#include \"e.h\""}, refused, "e.h"},
+		{"define-name", files, src, []string{"-DA\n#include \"e.h\"\n=1"}, refused, "e.h"},
+		{"undef", files, src, []string{"-UA\n#include \"e.h\""}, refused, "e.h"},
+		{"undef-return", files, src, []string{"-UA\r#include \"e.h\""}, refused, "e.h"},
+		{"include", files, src, []string{"-include", "x.h\"\n#include \"e.h"}, refused, "e.h"},
+		{"body", files, src, []string{"-DA=1\n#include \"e.h\""}, exact, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkArgv(t, clang, tc) })
 	}
 }
 

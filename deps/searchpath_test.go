@@ -187,6 +187,51 @@ func TestParseArgsEquals(t *testing.T) {
 	}
 }
 
+// TestDefineLine pins clang-15's -D: the body is cut at the first newline
+// or carriage return, and nothing else in it is.
+func TestDefineLine(t *testing.T) {
+	for text, want := range map[string]string{
+		"H":              "H 1",
+		"H=":             "H ",
+		"H=a.h\n.x":      "H a.h",
+		"H=a.h\r.x":      "H a.h",
+		"H=a\r\nb":       "H a",
+		"H=a\tb\vc\fd":   "H a\tb\vc\fd",
+		"H=a\x01b":       "H a\x01b",
+		"F(x)=x=1\n2":    "F(x) x=1",
+		"H=\n#include x": "H ",
+	} {
+		if got := defineLine(text); got != want {
+			t.Errorf("defineLine(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+// TestLineBreakUnsure: a line break outside a -D body is a line of
+// clang's predefines of its own; a carriage return in a body is cut by
+// clang and read as a blank by NVRTC 13, unless a newline in it makes
+// NVRTC fail.
+func TestLineBreakUnsure(t *testing.T) {
+	for _, tc := range []struct {
+		inv    invocation
+		unsure bool
+	}{
+		{invocation{macros: []optMacro{{true, "H=a.h\n.x"}}}, false},
+		{invocation{macros: []optMacro{{true, "H=a.h\t.x"}}}, false},
+		{invocation{macros: []optMacro{{true, "H=a.h\r.x"}}}, true},
+		{invocation{macros: []optMacro{{true, "H=a.h\r\n.x"}}}, false},
+		{invocation{macros: []optMacro{{true, "A\n#include \"e.h\""}}}, true},
+		{invocation{macros: []optMacro{{true, "A\n#include \"e.h\"\n=1"}}}, true},
+		{invocation{macros: []optMacro{{false, "A\n#include \"e.h\""}}}, true},
+		{invocation{macros: []optMacro{{false, "A\r"}}}, true},
+		{invocation{forced: []string{"e.h\"\n#include \"x.h"}}, true},
+	} {
+		if got := lineBreakUnsure(tc.inv) != ""; got != tc.unsure {
+			t.Errorf("%+v: unsure %v, want %v", tc.inv, got, tc.unsure)
+		}
+	}
+}
+
 // TestSysrootJoin pins llvm::sys::path::append for two POSIX parts.
 func TestSysrootJoin(t *testing.T) {
 	for _, tc := range [][3]string{
