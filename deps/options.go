@@ -198,10 +198,10 @@ type invocation struct {
 	// order: clang reads every -imacros file before the first -include
 	// (InitializePreprocessor), wherever the options put them.
 	forced []string
-	// searchUnsure and forcedUnsure say why compilers read a search
-	// directory or a forced file of the options differently ("" where
-	// they agree).
-	searchUnsure, forcedUnsure string
+	// searchUnsure and lineUnsure say why compilers read a search
+	// directory, or a line of the predefines (-include, -D, -U), of the
+	// options differently ("" where they agree).
+	searchUnsure, lineUnsure string
 }
 
 // predefinesUnsure says why the compiler may read the options' lines of
@@ -215,10 +215,11 @@ type invocation struct {
 // ??= in a body is a # (-DS(x)=??=x stringizes) and -include x??=.h
 // opens x#.h. The scan reads each option apart, as written. A line break
 // in an option is a line of the buffer of its own (lineBreakUnsure), and
-// -include=FILE names another file to NVRTC than to clang.
+// -include=FILE, -D=X and -U=X mean other things to NVRTC than to clang
+// (joinedEquals).
 func predefinesUnsure(inv invocation, tri Trigraphs) string {
-	if inv.forcedUnsure != "" {
-		return inv.forcedUnsure
+	if inv.lineUnsure != "" {
+		return inv.lineUnsure
 	}
 	texts := slices.Clone(inv.forced)
 	for _, o := range inv.macros {
@@ -317,9 +318,9 @@ func parseArgs(args []string, wd string, searchWorkDir bool, systemDirs ...strin
 			inv.forced = append(inv.forced, val)
 		case "-include":
 			includes = append(includes, val)
-			if strings.HasPrefix(a, "-include=") && inv.forcedUnsure == "" {
-				inv.forcedUnsure = fmt.Sprintf("option %q: clang includes the file named with the '=', NVRTC 13 the one named without it", a)
-			}
+		}
+		if joinedEquals(a, opt) && inv.lineUnsure == "" {
+			inv.lineUnsure = fmt.Sprintf("option %q: clang reads the value with its '=', NVRTC 13 without it", a)
 		}
 	}
 	inv.forced = append(inv.forced, includes...)
@@ -329,6 +330,21 @@ func parseArgs(args []string, wd string, searchWorkDir bool, systemDirs ...strin
 	inv.firstSystem = len(user)
 	inv.angledDirs = append(append(user, sys...), after...)
 	return inv
+}
+
+// joinedEquals reports whether option a is opt joined to a value that
+// starts with '=' where clang and NVRTC 13 read that value otherwise
+// (measured on the H200): NVRTC drops the '=' of -include=FILE (clang
+// opens "=FILE"), of -D=X (it defines X as 1, clang defines X empty) and
+// of -U=X (it undefines X; clang rejects the option). NVRTC's separate
+// values keep their '=', and it rejects -imacros, -isystem, -iquote and
+// -idirafter in every form; for -I see userDir.
+func joinedEquals(a, opt string) bool {
+	switch opt {
+	case "-include", "-D", "-U":
+		return strings.HasPrefix(a, opt+"=")
+	}
+	return false
 }
 
 // userDir returns the directory clang searches for -I option a, whose

@@ -196,7 +196,8 @@ func checkArgv(t *testing.T, clang string, tc argvCase) {
 // carriage return (and warns); every other control character stays in it
 // and stringizes as clang spells it (a tab, vertical tab or form feed as
 // one blank). A carriage return with no newline is refused: NVRTC 13
-// reads it as a blank (measured on the H200), naming "a.h .x".
+// reads it as a blank (measured on the H200), naming "a.h .x"; so is
+// -D=Y, which NVRTC reads as -DY (clang defines Y empty).
 func TestDefineValueAsClang(t *testing.T) {
 	clang := requireClang(t)
 	const xs = "#define S(x) #x\n#define X(x) S(x)\n#include X(H)\n"
@@ -212,6 +213,11 @@ func TestDefineValueAsClang(t *testing.T) {
 		{"form-feed", files, xs, []string{"-DH=a.h\f.x"}, exact, "a.h .x"},
 		{"soh", files, xs, []string{"-DH=a.h\x01.x"}, exact, "a.h\x01.x"},
 		{"del", files, xs, []string{"-DH=a.h\x7f.x"}, exact, "a.h\x7f.x"},
+		// clang defines Y empty and opens ".h"; NVRTC 13 defines Y as 1.
+		{"joined-equals", map[string]string{".h": "//empty\n"}, "#define S(x) #x\n#define X(x) S(x)\n#include X(Y.h)\n",
+			[]string{"-D=Y"}, refused, ".h"},
+		{"separate-equals", map[string]string{".h": "//empty\n"}, "#define S(x) #x\n#define X(x) S(x)\n#include X(Y.h)\n",
+			[]string{"-D", "=Y"}, exact, ".h"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { checkArgv(t, clang, tc) })
 	}

@@ -146,9 +146,9 @@ func TestSearchOrderUnknownIdentity(t *testing.T) {
 
 // TestParseArgsEquals: clang-15 takes a joined '=' as part of the value of
 // -isystem, -iquote, -idirafter and -imacros; -I=DIR is under the sysroot
-// where the options name one; -I=DIR without one and -include=FILE name
-// other places to NVRTC 13 (which drops the '=') than to clang, and are
-// unsure.
+// where the options name one; -I=DIR without one, -include=FILE, -D=X and
+// -U=X mean other things to NVRTC 13 (which drops the '=') than to clang,
+// and are unsure.
 func TestParseArgsEquals(t *testing.T) {
 	inv := parseArgs([]string{"-isystem=s", "-iquote=q", "-idirafter=a", "-imacros=m.h", "-I", "=sep"}, "/wd", false)
 	if want := []string{"/wd/=sep", "/wd/=s", "/wd/=a"}; !slices.Equal(inv.angledDirs, want) || inv.firstSystem != 1 {
@@ -157,14 +157,24 @@ func TestParseArgsEquals(t *testing.T) {
 	if want := []string{"/wd/=q"}; !slices.Equal(inv.quoteDirs, want) {
 		t.Errorf("quote dirs %q, want %q", inv.quoteDirs, want)
 	}
-	if want := []string{"=m.h"}; !slices.Equal(inv.forced, want) || inv.forcedUnsure != "" || inv.searchUnsure != "" {
-		t.Errorf("forced %q (unsure %q, %q), want %q and sure", inv.forced, inv.forcedUnsure, inv.searchUnsure, want)
+	if want := []string{"=m.h"}; !slices.Equal(inv.forced, want) || inv.lineUnsure != "" || inv.searchUnsure != "" {
+		t.Errorf("forced %q (unsure %q, %q), want %q and sure", inv.forced, inv.lineUnsure, inv.searchUnsure, want)
 	}
 	if inv := parseArgs([]string{"-I=inc"}, "/wd", false); inv.searchUnsure == "" {
 		t.Error("-I=inc without a sysroot is sure")
 	}
-	if inv := parseArgs([]string{"-include=f.h"}, "/wd", false); inv.forcedUnsure == "" || !slices.Equal(inv.forced, []string{"=f.h"}) {
-		t.Errorf("-include=f.h: forced %q, unsure %q", inv.forced, inv.forcedUnsure)
+	if inv := parseArgs([]string{"-include=f.h"}, "/wd", false); inv.lineUnsure == "" || !slices.Equal(inv.forced, []string{"=f.h"}) {
+		t.Errorf("-include=f.h: forced %q, unsure %q", inv.forced, inv.lineUnsure)
+	}
+	for _, args := range [][]string{{"-D=Y"}, {"-U=Y"}, {"--pre-include=f.h", "-D=Y=1"}} {
+		if inv := parseArgs(args, "/wd", false); inv.lineUnsure == "" {
+			t.Errorf("%q: sure", args)
+		}
+	}
+	for _, args := range [][]string{{"-D", "=Y"}, {"-DY=1"}, {"--define-macro==Y"}, {"-include", "=f.h"}, {"--pre-include==f.h"}} {
+		if inv := parseArgs(args, "/wd", false); inv.lineUnsure != "" {
+			t.Errorf("%q: unsure (%s)", args, inv.lineUnsure)
+		}
 	}
 	for _, tc := range []struct {
 		args []string
