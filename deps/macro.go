@@ -475,11 +475,7 @@ func (t *macroTable) applyOptions(opts []optMacro, overridden func(name string) 
 			decided = append(decided, name)
 			continue
 		}
-		name, value, hasValue := strings.Cut(o.text, "=")
-		if !hasValue {
-			value = "1"
-		}
-		m := parseDefine(name + " " + value)
+		m := parseDefine(defineLine(o.text))
 		if m == nil {
 			continue // the compiler rejects it too
 		}
@@ -492,6 +488,22 @@ func (t *macroTable) applyOptions(opts []optMacro, overridden func(name string) 
 		decided = append(decided, m.name)
 	}
 	return decided, skipped
+}
+
+// defineLine returns what clang's #define line for option -D text holds
+// after "#define ": NAME BODY, with BODY 1 where text has no '=', and cut
+// at its first line break (clang-15's DefineBuiltinMacro, which warns that
+// the text after the newline is ignored, as GCC's -D does). A break
+// elsewhere in an option has no such cut (lineBreakUnsure).
+func defineLine(text string) string {
+	name, body, hasBody := strings.Cut(text, "=")
+	if !hasBody {
+		return name + " 1"
+	}
+	if i := strings.IndexAny(body, "\n\r"); i >= 0 {
+		body = body[:i]
+	}
+	return name + " " + body
 }
 
 // options returns the candidates of name: its definitions, plus nil for

@@ -181,17 +181,31 @@ func isCSpace(c rune) bool {
 
 // invocation is what the compiler options say about preprocessing.
 type invocation struct {
-	quoteDirs  []string // -iquote: quoted includes only, after the includer's directory
-	angledDirs []string // -I, -isystem, then -idirafter: every include
-	macros     []optMacro
+	quoteDirs []string // -iquote: quoted includes only, after the includer's directory
+	// angledDirs are every include's directories in the order of clang's
+	// groups: the user's (the working directory of Input.SearchWorkDir,
+	// then -I), then from firstSystem on the system ones (-isystem, then
+	// -idirafter, then Input.SystemDirs). clang drops a user directory
+	// that is also a system one (searchOrder).
+	angledDirs  []string
+	firstSystem int
+	// searched is angledDirs in the order the compiler searches them, once
+	// settled is set (searchOrder): it depends on stats of the directories.
+	searched []string
+	settled  bool
+	macros   []optMacro
 	// forced are the -imacros FILEs, then the -include FILEs, each in
 	// order: clang reads every -imacros file before the first -include
 	// (InitializePreprocessor), wherever the options put them.
 	forced []string
+	// searchUnsure and lineUnsure say why compilers read a search
+	// directory, or a line of the predefines (-include, -D, -U), of the
+	// options differently ("" where they agree).
+	searchUnsure, lineUnsure string
 }
 
-// predefinesUnsure says why clang may read the options' lines of its
-// predefines buffer otherwise than the scan reads each option ("" where
+// predefinesUnsure says why the compiler may read the options' lines of
+// its predefines buffer otherwise than the scan reads each option ("" where
 // it reads them alike). clang writes each -D, -U, -include and -imacros
 // as a line of its own (#define NAME BODY, #undef NAME, #include "FILE")
 // and lexes the lines as one text, in the source's language: a block
@@ -199,8 +213,14 @@ type invocation struct {
 // (-DX=/* -DH=b -DY=*/ leaves H undefined), and where trigraphs are
 // replaced an option that ends in ??/ takes the next line into its own,
 // ??= in a body is a # (-DS(x)=??=x stringizes) and -include x??=.h
-// opens x#.h. The scan reads each option apart, as written.
+// opens x#.h. The scan reads each option apart, as written. A line break
+// in an option is a line of the buffer of its own (lineBreakUnsure), and
+// -include=FILE, -D=X and -U=X mean other things to NVRTC than to clang
+// (joinedEquals).
 func predefinesUnsure(inv invocation, tri Trigraphs) string {
+	if inv.lineUnsure != "" {
+		return inv.lineUnsure
+	}
 	texts := slices.Clone(inv.forced)
 	for _, o := range inv.macros {
 		texts = append(texts, o.text)
@@ -211,6 +231,38 @@ func predefinesUnsure(inv invocation, tri Trigraphs) string {
 			return fmt.Sprintf("option %q may open a comment that runs on over the options after it", text)
 		case tri != TrigraphsOff && hasTrigraph([]byte(text)):
 			return fmt.Sprintf("option %q holds a trigraph, which the compiler may replace in its predefines", text)
+		}
+	}
+	return lineBreakUnsure(inv)
+}
+
+// lineBreakUnsure says why an option's line break may make the compiler
+// read other lines than the scan ("" where none does). clang cuts a -D
+// body at its first line break (defineLine), but writes the rest of the
+// option text as it stands: a break in a -D's name, a -D without a body,
+// a -U or a forced file's name starts a line of the predefines buffer of
+// its own, a directive of the option's making (-D'A<newline>#include
+// "e.h"' includes e.h, checked with clang-15). NVRTC 13 fails on a -D or
+// -U that holds a newline, but reads a carriage return as a blank
+// (-DH=a.h<CR>.x names "a.h .x", where clang cuts it to a.h): measured
+// on the H200, so a body with a carriage return and no newline has no one
+// reading.
+func lineBreakUnsure(inv invocation) string {
+	for _, f := range inv.forced {
+		if strings.ContainsAny(f, "\n\r") {
+			return fmt.Sprintf("forced include %q holds a line break, which makes a line of the compiler's predefines of its own", f)
+		}
+	}
+	for _, o := range inv.macros {
+		head, body := o.text, ""
+		if o.define {
+			head, body, _ = strings.Cut(o.text, "=")
+		}
+		if strings.ContainsAny(head, "\n\r") {
+			return fmt.Sprintf("option %q holds a line break outside a definition's body, which makes a line of the compiler's predefines of its own", o.text)
+		}
+		if strings.ContainsRune(body, '\r') && !strings.ContainsRune(body, '\n') {
+			return fmt.Sprintf("option %q holds a carriage return, at which clang ends the definition and NVRTC reads a blank", o.text)
 		}
 	}
 	return ""
@@ -226,9 +278,9 @@ type optMacro struct {
 // are resolved against wd, as the compiler resolves them.
 func parseArgs(args []string, wd string, searchWorkDir bool, systemDirs ...string) invocation {
 	var inv invocation
-	var sys, after, includes []string
+	var user, sys, after, includes []string
 	if searchWorkDir {
-		inv.angledDirs = append(inv.angledDirs, wd)
+		user = append(user, wd)
 	}
 	// Joined, not cleaned: "-I lnk/.." through a symbolic link is the
 	// link target's parent, as the kernel resolves it for the compiler.
@@ -241,15 +293,17 @@ func parseArgs(args []string, wd string, searchWorkDir bool, systemDirs ...strin
 		}
 		return wd + "/" + d
 	}
+	root, hasRoot := sysroot(args)
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		opt, val, ok := splitOption(a, args, &i)
 		if !ok {
+			sysrootOption(args, &i) // its value is no option of its own
 			continue
 		}
 		switch opt {
 		case "-I":
-			inv.angledDirs = append(inv.angledDirs, abs(val))
+			user = append(user, abs(userDir(a, val, root, hasRoot, &inv)))
 		case "-iquote":
 			inv.quoteDirs = append(inv.quoteDirs, abs(val))
 		case "-isystem":
@@ -265,13 +319,112 @@ func parseArgs(args []string, wd string, searchWorkDir bool, systemDirs ...strin
 		case "-include":
 			includes = append(includes, val)
 		}
+		if joinedEquals(a, opt) && inv.lineUnsure == "" {
+			inv.lineUnsure = fmt.Sprintf("option %q: clang reads the value with its '=', NVRTC 13 without it", a)
+		}
 	}
 	inv.forced = append(inv.forced, includes...)
 	for _, d := range systemDirs {
 		after = append(after, abs(d))
 	}
-	inv.angledDirs = append(append(inv.angledDirs, sys...), after...)
+	inv.firstSystem = len(user)
+	inv.angledDirs = append(append(user, sys...), after...)
 	return inv
+}
+
+// joinedEquals reports whether option a is opt joined to a value that
+// starts with '=' where clang and NVRTC 13 read that value otherwise
+// (measured on the H200): NVRTC drops the '=' of -include=FILE (clang
+// opens "=FILE"), of -D=X (it defines X as 1, clang defines X empty) and
+// of -U=X (it undefines X; clang rejects the option). NVRTC's separate
+// values keep their '=', and it rejects -imacros, -isystem, -iquote and
+// -idirafter in every form; for -I see userDir.
+func joinedEquals(a, opt string) bool {
+	switch opt {
+	case "-include", "-D", "-U":
+		return strings.HasPrefix(a, opt+"=")
+	}
+	return false
+}
+
+// userDir returns the directory clang searches for -I option a, whose
+// value is val. A value that starts with '=' is under the sysroot where
+// the options name one (clang-15's ParseHeaderSearchArgs; -isystem,
+// -iquote and -idirafter take their '=' as part of the name, with or
+// without a sysroot), and otherwise the name with its '='. NVRTC 13 takes
+// the '=' of -I=DIR for the option's (it searches DIR; measured on the
+// H200), so that form without a sysroot is unsure (inv.searchUnsure).
+func userDir(a, val, root string, hasRoot bool, inv *invocation) string {
+	rest, eq := strings.CutPrefix(val, "=")
+	switch {
+	case eq && hasRoot:
+		return sysrootJoin(root, rest)
+	case eq && strings.HasPrefix(a, "-I=") && inv.searchUnsure == "":
+		inv.searchUnsure = fmt.Sprintf("option %q: clang searches the directory named with the '=', NVRTC 13 the one named without it", a)
+	}
+	return val
+}
+
+// sysroot returns the directory that the options make clang's sysroot for
+// -I=DIR, and whether they name one: the last -isysroot, or else the last
+// --sysroot where it is not empty (clang's driver gives its front end that
+// as -isysroot unless it has one; the front end itself rejects
+// --sysroot). Checked with clang-15, its driver and its front end.
+func sysroot(args []string) (string, bool) {
+	var isysroot, driver string
+	has := false
+	for i := 0; i < len(args); i++ {
+		if _, _, ok := splitOption(args[i], args, &i); ok {
+			continue
+		}
+		opt, val, ok := sysrootOption(args, &i)
+		switch {
+		case !ok:
+		case opt == "-isysroot":
+			isysroot, has = val, true
+		default:
+			driver = val
+		}
+	}
+	if has {
+		return isysroot, true
+	}
+	return driver, driver != ""
+}
+
+// sysrootOption recognises -isysroot DIR, -isysrootDIR, --sysroot=DIR and
+// --sysroot DIR at args[*i], advancing *i past a separate value.
+func sysrootOption(args []string, i *int) (opt, val string, ok bool) {
+	a := args[*i]
+	if a == "-isysroot" || a == "--sysroot" {
+		if *i+1 >= len(args) {
+			return "", "", false
+		}
+		*i++
+		return a, args[*i], true
+	}
+	if v, ok := strings.CutPrefix(a, "--sysroot="); ok {
+		return "--sysroot", v, true
+	}
+	if v, ok := strings.CutPrefix(a, "-isysroot"); ok {
+		return "-isysroot", v, true
+	}
+	return "", "", false
+}
+
+// sysrootJoin is llvm::sys::path::append(root, rest) for POSIX paths, as
+// clang makes -I=REST under the sysroot: one '/' between them, none added
+// where either side has one, and REST alone under an empty sysroot.
+func sysrootJoin(root, rest string) string {
+	switch {
+	case root == "":
+		return rest
+	case strings.HasSuffix(root, "/"):
+		return root + strings.TrimLeft(rest, "/")
+	case strings.HasPrefix(rest, "/"):
+		return root + rest
+	}
+	return root + "/" + rest
 }
 
 // valueOptions are the options that take a value, joined (-IDIR) or as the
@@ -315,9 +468,9 @@ func splitOption(a string, args []string, i *int) (opt, val string, ok bool) {
 			return o, args[*i], true
 		}
 		if strings.HasPrefix(a, o) {
-			if len(o) > 2 {
-				return o, strings.TrimPrefix(a[len(o):], "="), true
-			}
+			// A joined '=' is part of the value: clang-15 opens "=f.h"
+			// for -include=f.h and searches "=inc" for -isystem=inc
+			// (for -I=inc see userDir).
 			return o, a[len(o):], true
 		}
 	}

@@ -980,6 +980,7 @@ func (sc *scan) include(name string, angle bool, includerDir, rule string, kind 
 }
 
 // candidates returns the places the compiler looks for name, in order.
+// Two places of one name are one: the second finds what the first did.
 func (sc *scan) candidates(name string, angle bool, includerDir string) []string {
 	if filepath.IsAbs(name) {
 		return []string{name}
@@ -991,7 +992,7 @@ func (sc *scan) candidates(name string, angle bool, includerDir string) []string
 		}
 		dirs = append(dirs, sc.inv.quoteDirs...)
 	}
-	dirs = append(dirs, sc.inv.angledDirs...)
+	dirs = append(dirs, sc.searchOrder()...)
 	out := make([]string, 0, len(dirs))
 	for _, d := range dirs {
 		// Joined, not cleaned: the kernel resolves ".." after a symbolic

@@ -121,7 +121,8 @@ type Input struct {
 	// them (see SplitDriverOptions):
 	// -I DIR, -IDIR, -iquote, -isystem, -idirafter, -D NAME[=VALUE],
 	// -U NAME, -include FILE, -imacros FILE, and NVRTC's --include-path,
-	// --define-macro, --undefine-macro, --pre-include. Other options are
+	// --define-macro, --undefine-macro, --pre-include; -isysroot and
+	// --sysroot only for where they put -I=DIR. Other options are
 	// ignored here.
 	Args []string
 	// Depends are files the caller declares as dependencies, which no
@@ -161,7 +162,9 @@ type Input struct {
 	SearchWorkDir bool
 	// SystemDirs are directories the compiler searches on its own after
 	// those of the options (a compiler's built-in include directory).
-	// Headers found there are followed and keyed like any other.
+	// Headers found there are followed and keyed like any other. They are
+	// system directories: an -I directory that is one of them is searched
+	// at their place, as clang searches it.
 	SystemDirs []string
 	// CompleteSearchPath says the compiler searches no directory but
 	// those Input names (PoCL searches none of its own). An include found
