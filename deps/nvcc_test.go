@@ -251,8 +251,8 @@ func sizeNote(who string, n, missed int) string {
 }
 
 // TestCCCLNoRefusal scans the CCCL kernels against a toolkit's include
-// directory with NVRTC 13's search, and requires that none is refused
-// and no search directory is widened into the key.
+// directory with NVRTC 13's search, and requires that none is refused,
+// no search directory is widened into the key and no key holds the day.
 func TestCCCLNoRefusal(t *testing.T) {
 	inc := os.Getenv("KCACHE_CUDA_INCLUDE")
 	if inc == "" {
@@ -270,6 +270,11 @@ func TestCCCLNoRefusal(t *testing.T) {
 			if d.Rule == RuleManifest {
 				t.Errorf("%s: the key widened to %s", name, d.Path)
 				break
+			}
+			if d.Name == DateHeader {
+				// A day in the key rebuilds the kernel every day: CCCL
+				// pastes no __DATE__ (paste.go).
+				t.Errorf("%s: the key holds the day", name)
 			}
 		}
 	}
