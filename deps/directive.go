@@ -1,6 +1,9 @@
 package deps
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // dirKind is the kind of a directive that matters to dependencies.
 type dirKind uint8
@@ -69,9 +72,13 @@ func parseDirectives(src []byte, cpp bool) (out []directive, unsure string) {
 				out = append(out, directive{kind: dUndef, name: ts[0].text})
 			}
 		case "include", "import", "include_next", "embed":
+			d := includeDirective(includeKinds[name], rest)
+			if unsure == "" && slices.ContainsFunc(d.operand, prefixedString) {
+				unsure = "a string literal with a u, U or u8 prefix in a computed include: where C11 is not lexed (OpenCL C), clang takes it for a name and a header name, which # spells unescaped"
+			}
 			// An include without an operand names nothing: the
 			// compiler rejects it, so no build comes of it.
-			if d := includeDirective(includeKinds[name], rest); d.name != "" || len(d.operand) > 0 {
+			if d.name != "" || len(d.operand) > 0 {
 				out = append(out, d)
 			}
 		case "if", "elif":
@@ -80,7 +87,11 @@ func parseDirectives(src []byte, cpp bool) (out []directive, unsure string) {
 				d = directive{kind: dIf, name: notDefinedName(rest)}
 			}
 			out = append(out, d)
-			out = append(out, hasIncludes(tokenizeCondition(rest))...)
+			tests := hasIncludes(tokenizeCondition(rest))
+			if unsure == "" && slices.ContainsFunc(tests, lexedAsFileName) {
+				unsure = "a computed operand of __has_include holds a string literal or a '<', which clang may lex as a header name"
+			}
+			out = append(out, tests...)
 			out = append(out, directive{kind: dCondition, name: rest})
 		case "ifdef":
 			out = append(out, directive{kind: dIf})
@@ -109,6 +120,24 @@ func namesCharacter(line string) bool {
 		}
 	}
 	return false
+}
+
+// prefixedString reports whether t is a string literal with an encoding
+// prefix that C before C11 does not have.
+func prefixedString(t token) bool {
+	return t.kind == tString && (t.text[0] == 'u' || t.text[0] == 'U')
+}
+
+// lexedAsFileName reports whether the __has_include test d, of a
+// condition's own text, has a computed operand that clang lexes
+// otherwise than the scan: as an include's (tokenizeFileName), until the
+// expansion gives its first token. Only a string literal and a '<' lex
+// otherwise, and the scan does not model it for a condition, whose
+// operand ends at a ')' that a header name may hold.
+func lexedAsFileName(d directive) bool {
+	return slices.ContainsFunc(d.operand, func(t token) bool {
+		return t.kind == tString || strings.HasPrefix(t.text, "<")
+	})
 }
 
 // ifndefName returns the name #ifndef tests, "" if malformed.
@@ -146,13 +175,13 @@ func directiveName(line string) (string, string) {
 }
 
 // includeDirective parses an include's operand: a literal "name" or
-// <name>, or tokens to expand.
+// <name>, or tokens to expand, lexed as clang lexes a file name.
 func includeDirective(kind dirKind, rest string) directive {
 	rest = strings.TrimLeft(rest, " \t\r\v\f")
 	if name, angle, ok := literalHeaderName(rest); ok {
 		return directive{kind: kind, name: name, angle: angle}
 	}
-	return directive{kind: kind, operand: tokenize(rest)}
+	return directive{kind: kind, operand: tokenizeFileName(rest)}
 }
 
 // literalHeaderName reads a header name written literally at the start of
@@ -221,28 +250,28 @@ func hasIncludeDirective(operand []token) directive {
 }
 
 // headerName reads an include operand after macro expansion: a string
-// literal, or the spellings of the tokens between < and > joined with a
-// space wherever one was (as clang does).
+// literal or a header name, spelled as written (escapes and all), or the
+// spellings of the tokens between < and >, each after a space where it
+// has one, the '>' too (Preprocessor::LexHeaderName).
 func headerName(ts []token) (name string, angle, ok bool) {
 	if len(ts) == 0 {
 		return "", false, false
 	}
-	if t := ts[0]; t.kind == tString && strings.HasPrefix(t.text, `"`) && len(t.text) >= 2 && strings.HasSuffix(t.text, `"`) {
+	switch t := ts[0]; {
+	case t.kind == tString && t.text[0] == '"' && literalClosed(t.text):
 		return t.text[1 : len(t.text)-1], false, true
-	}
-	if t := ts[0]; t.kind == tHeaderName {
-		return t.text[1 : len(t.text)-1], true, len(t.text) > 2
-	}
-	if ts[0].text != "<" {
+	case t.kind == tHeaderName:
+		return t.text[1 : len(t.text)-1], t.text[0] == '<', len(t.text) > 2
+	case t.text != "<":
 		return "", false, false
 	}
 	var b strings.Builder
 	for _, t := range ts[1:] {
-		if t.text == ">" {
-			return b.String(), true, b.Len() > 0
-		}
 		if t.space {
 			b.WriteByte(' ')
+		}
+		if t.text == ">" {
+			return b.String(), true, b.Len() > 0
 		}
 		b.WriteString(t.text)
 	}

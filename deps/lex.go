@@ -16,7 +16,10 @@ const (
 	tPunct
 	tOther       // any other byte
 	tPlacemarker // an empty argument next to ##; removed after pasting
-	tHeaderName  // <name> as __has_include's operand in a condition's own text
+	// tHeaderName is <name> or "name" lexed as clang lexes an include's
+	// operand (tokenizeFileName), or __has_include's in a condition's own
+	// text: one token, which # spells as written, escaping nothing.
+	tHeaderName
 )
 
 // token is one preprocessing token. hide is its hide set: the macros whose
@@ -27,6 +30,11 @@ type token struct {
 	space bool // preceded by white space: matters to # and to <...> names
 	noexp bool // painted: an identifier that can never expand again
 	hide  []string
+	// rest is set on the tokens of a directive's own operand, lexed as a
+	// file name (tokenizeFileName): the operand's text from just past the
+	// token before, which clang lexes again the usual way once it has
+	// the first token of the expansion (see relexed).
+	rest string
 }
 
 // directiveLines returns the preprocessing directives of src, normalized
@@ -44,6 +52,16 @@ type token struct {
 // does not, run on past the line's end or hiding the rest of it), unsure
 // says why, and the file cannot be modelled; elsewhere the header name is
 // kept whole, as the compiler opens it.
+//
+// clang lexes the operand of an include as a file name until the
+// expansion gives it a first token (tokenizeFileName): a '<' anywhere in
+// it may begin a header name that runs to the next '>'. Where such a name
+// would hold what begins a comment or a literal, the two lexings split
+// the line differently, and unsure says so.
+//
+// A NUL byte is a blank to clang (it warns); one inside a literal or a
+// header name is kept, and names a file cut short at it, which unsure
+// reports.
 //
 // With cpp, src is lexed as C++: a raw string literal runs to its closing
 // delimiter, across lines, and a digit separator in a number begins no
@@ -64,6 +82,11 @@ func directiveLines(src []byte, cpp bool) (out []string, unsure string) {
 	emit := func(b byte) {
 		if directive {
 			line.WriteByte(b)
+		}
+	}
+	doubt := func(why string) {
+		if directive && unsure == "" {
+			unsure = why
 		}
 	}
 	n := len(src)
@@ -99,20 +122,26 @@ func directiveLines(src []byte, cpp bool) (out []string, unsure string) {
 				break
 			}
 			name := src[i : j+1]
-			if unsure == "" && angledLexingDiffers(name, src[j+1:]) {
-				unsure = "the header name " + string(name) + " holds what begins a comment or a literal where clang skips the include"
+			if angledLexingDiffers(name, src[j+1:]) {
+				doubt("the header name " + string(name) + " holds what begins a comment or a literal where clang skips the include")
+			}
+			if bytes.IndexByte(name, 0) >= 0 {
+				doubt(nulInName)
 			}
 			line.Write(name)
 			lineStart = false
 			i = j
+		case c == '<' && directive && fileNameOperand(line.String()):
+			if j := angledEnd(src, i); j >= 0 && fileNameLexingDiffers(src[i:j+1]) {
+				doubt("the operand of #" + directiveWord(line.String()) + " holds " + string(src[i:j+1]) + ", which clang lexes as one header name where what comes before it expands to nothing")
+			}
+			emit(c)
 		case cpp && c == '\'' && digitSeparator(src, i):
 			lineStart = false
 			emit(c)
 		case cpp && c == '"' && rawStringPrefix(src, i):
 			j := rawStringEnd(src, i)
-			if directive && unsure == "" {
-				unsure = "a raw string literal in a directive"
-			}
+			doubt("a raw string literal in a directive")
 			if directive {
 				line.Write(src[i:j])
 			}
@@ -123,6 +152,9 @@ func directiveLines(src []byte, cpp bool) (out []string, unsure string) {
 			if directive {
 				line.Write(src[i:j])
 			}
+			if bytes.IndexByte(src[i:j], 0) >= 0 {
+				doubt(nulInName)
+			}
 			lineStart = false
 			i = j - 1
 		case c == '#' && lineStart:
@@ -132,6 +164,8 @@ func directiveLines(src []byte, cpp bool) (out []string, unsure string) {
 			i++
 		case c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f':
 			emit(c)
+		case c == 0:
+			emit(' ')
 		default:
 			lineStart = false
 			emit(c)
@@ -139,6 +173,30 @@ func directiveLines(src []byte, cpp bool) (out []string, unsure string) {
 	}
 	flush()
 	return out, unsure
+}
+
+// nulInName is why a file is beyond the scanner whose directive holds a
+// NUL byte in a literal: clang keeps it there, and a header name holding
+// it opens the file named by what comes before it.
+const nulInName = "a NUL byte in a literal or header name of a directive"
+
+// fileNameOperand reports whether line, a directive so far, is one whose
+// operand clang lexes as a file name: an include's, or a condition's once
+// it names __has_include (or __has_embed).
+func fileNameOperand(line string) bool {
+	if _, ok := includeKinds[directiveWord(line)]; ok {
+		return true
+	}
+	return strings.Contains(line, "__has_include") || strings.Contains(line, "__has_embed")
+}
+
+// fileNameLexingDiffers reports whether name, from a '<' to the '>' that
+// ends it as a header name, splits its line otherwise when lexed as
+// tokens: "//" or "/*" in it begin a comment, and a quote or an
+// apostrophe a literal that may run past the '>'. A NUL byte in it would
+// be kept in the name.
+func fileNameLexingDiffers(name []byte) bool {
+	return bytes.Contains(name, []byte("//")) || bytes.Contains(name, []byte("/*")) || bytes.ContainsAny(name, "\"'\x00")
 }
 
 // hasCPlusPlusLexemes reports whether text may hold a raw string literal
@@ -264,7 +322,7 @@ func directiveWord(line string) string {
 // angledEnd returns the index of the '>' that ends the header name
 // beginning with the '<' at src[i], as clang lexes it (a backslash escapes
 // the next byte), or -1 where the line ends first.
-func angledEnd(src []byte, i int) int {
+func angledEnd[T string | []byte](src T, i int) int {
 	for j := i + 1; j < len(src); j++ {
 		switch src[j] {
 		case '\\':
@@ -441,7 +499,7 @@ func tokenizeMode(s string, condition bool) []token {
 			continue
 		}
 		if condition && c == '<' && hasIncludeOpen(out) {
-			if j := angledEnd([]byte(s), i); j >= 0 {
+			if j := angledEnd(s, i); j >= 0 {
 				out = append(out, token{kind: tHeaderName, text: s[i : j+1], space: space})
 				space = false
 				i = j + 1
@@ -458,6 +516,76 @@ func tokenizeMode(s string, condition bool) []token {
 		i = j
 	}
 	return out
+}
+
+// tokenizeFileName splits an include's operand (the line after the
+// directive's name, blanks trimmed) as clang lexes it to find the file's
+// name: a '<' begins a header name that runs to the next '>' not escaped
+// by a backslash (it is one '<' where none follows on the line), and a
+// string literal without a prefix is a header name too, which # spells as
+// written. That holds only until the expansion gives a first token
+// (Preprocessor::LexHeaderName); rest keeps the text from which the
+// expander lexes the operand's unread tokens again (see relexed).
+func tokenizeFileName(s string) []token {
+	var out []token
+	for i := 0; ; {
+		j := i
+		for j < len(s) && isBlank(s[j]) {
+			j++
+		}
+		if j == len(s) {
+			return out
+		}
+		t, end := fileNameToken(s, j)
+		t.space, t.rest = j > i, s[i:]
+		out = append(out, t)
+		i = end
+	}
+}
+
+// fileNameToken returns the token at s[i] as clang lexes a file name, and
+// its end.
+func fileNameToken(s string, i int) (token, int) {
+	switch s[i] {
+	case '<':
+		if j := angledEnd(s, i); j >= 0 {
+			return token{kind: tHeaderName, text: s[i : j+1]}, j + 1
+		}
+		return token{kind: tPunct, text: "<"}, i + 1
+	case '"':
+		if j := literalEndString(s, i); literalClosed(s[i:j]) {
+			return token{kind: tHeaderName, text: s[i:j]}, j
+		}
+	}
+	j, kind := tokenEnd(s, i)
+	if kind == tPunct {
+		return token{kind: kind, text: canonicalPunct(s[i:j])}, j
+	}
+	return token{kind: kind, text: s[i:j]}, j
+}
+
+// literalClosed reports whether lit, a string or character literal as
+// tokenEnd ends it (an encoding prefix included), ends with its closing
+// quote: clang lexes an unterminated one as a token of no kind, which #
+// spells as written.
+func literalClosed(lit string) bool {
+	q := strings.IndexAny(lit, `"'`)
+	if q < 0 || len(lit)-q < 2 || lit[len(lit)-1] != lit[q] {
+		return false
+	}
+	for j := q + 1; j < len(lit)-1; j++ {
+		if lit[j] == '\\' {
+			j++
+			if j == len(lit)-1 {
+				return false // the closing quote is escaped
+			}
+		}
+	}
+	return true
+}
+
+func isBlank(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || c == '\n'
 }
 
 // hasIncludeOpen reports whether ts ends with __has_include( (or
