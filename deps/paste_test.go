@@ -129,3 +129,36 @@ func TestPastedNames(t *testing.T) {
 		})
 	}
 }
+
+// FuzzTargetWords holds targetWords to a plain split into words where no
+// comment or literal can begin, and to pieces of targets everywhere.
+func FuzzTargetWords(f *testing.F) {
+	for _, s := range []string{"CAT(__TIMES, TAMP__)", "/* TIME */ DATE", `"a" 'b' R"(x)"`, "1'0 'x' TIME"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		got := targetWords(text)
+		for _, w := range got {
+			if !targetPieceSet[w] && w != "_" {
+				t.Fatalf("%q is no piece of a target", w)
+			}
+		}
+		if strings.ContainsAny(string(text), "/\"'") {
+			return
+		}
+		var want []string
+		for _, w := range strings.FieldsFunc(string(text), func(r rune) bool { return r > 0x7f || !continuesWord(byte(r)) }) {
+			if targetPieceSet[w] && !slices.Contains(want, w) {
+				want = append(want, w)
+			}
+		}
+		if strings.Contains(string(text), userLabelPrefix) && !slices.Contains(want, "_") {
+			want = append(want, "_")
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(slices.Compact(got), want) {
+			t.Fatalf("targetWords(%q) = %q, want %q", text, got, want)
+		}
+	})
+}
