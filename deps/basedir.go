@@ -94,10 +94,11 @@ func placeless(a string) bool {
 	return false
 }
 
-// fileMacros are the predefined macros that expand to a file's path: where
+// fileMacros are the predefined macros (and clang's __builtin_FILE, a
+// function of the same use) that expand to a file's path: where
 // a source expands one, the compiler writes places into the binary, and a
 // key must name them as the compiler opened them.
-var fileMacros = []string{"__FILE__", "__FILE_NAME__", "__BASE_FILE__"}
+var fileMacros = []string{"__FILE__", "__FILE_NAME__", "__BASE_FILE__", "__builtin_FILE"}
 
 // relocateTrace names the trace's dependencies under Input.BaseDir
 // relative to it, once the whole source is scanned and known to expand no

@@ -67,6 +67,12 @@ func parseDirectives(src []byte, cpp bool) (out []directive, unsure string) {
 				// the macro's calls are followed (macro.hasInclude).
 				out = append(out, m.literalHasIncludes()...)
 			}
+		case "pragma":
+			// The comments of the line are gone here: #pragma GCC
+			// /* x /* y */ dependency "d.h" is the pragma too.
+			if ts := tokenize(rest); unsure == "" && len(ts) > 1 && (ts[0].text == "GCC" || ts[0].text == "clang") && ts[1].text == dependencyWord {
+				unsure = dependencyUnsure
+			}
 		case "undef":
 			if ts := tokenize(rest); len(ts) > 0 && ts[0].kind == tIdent {
 				out = append(out, directive{kind: dUndef, name: ts[0].text})

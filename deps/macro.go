@@ -97,6 +97,11 @@ func (m *macro) pastesPragma(at int) bool { return m.chainMaySpell(at, pragmaOpe
 // chainMaySpell reports whether the chain of ## around body[at] may spell
 // word: each of its operands a parameter or a piece of the word.
 func (m *macro) chainMaySpell(at int, word string) bool {
+	if m.vaOpt {
+		// An operand may be __VA_OPT__(...), whose tokens are the
+		// call's: a ## __VA_OPT__(b) pastes a and b.
+		return true
+	}
 	body := m.body
 	start, end := at-1, at+1
 	for start >= 2 && body[start-1].kind == tPunct && body[start-1].text == "##" {

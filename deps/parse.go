@@ -108,7 +108,7 @@ func parseText(text []byte, cpp bool) parsedFile {
 		}
 	}
 	if p.unsure == "" && namesDependencyPragma(text) {
-		p.unsure = "it may run #pragma GCC dependency, whose outcome depends on file times that no key holds"
+		p.unsure = dependencyUnsure
 	}
 	for _, m := range clockMacros {
 		if bytes.Contains(text, []byte(m)) {
@@ -126,10 +126,18 @@ func parseText(text []byte, cpp bool) parsedFile {
 // names it: file times, which no key holds.
 const dependencyWord = "dependency"
 
+// dependencyUnsure is why a source that may run the pragma is refused.
+const dependencyUnsure = "it may run #pragma GCC dependency, whose outcome depends on file times that no key holds"
+
 // namesDependencyPragma reports whether text may run the dependency
-// pragma: the word dependency after GCC or clang, with only blanks and
-// comments between. A mention in a comment or a string costs a needless
-// refusal at most.
+// pragma outside a directive (parseDirectives finds the #pragma form,
+// comments and all): the word dependency after GCC or clang with only
+// blanks between, as a _Pragma's string spells it. A mention in a comment
+// costs a needless refusal at most. A _Pragma whose string a macro
+// stringizes from words it expands (_Pragma(#x), x holding a macro that
+// expands to the word) is not found: its outcome is a failed build or a
+// warning where the cache serves the binary of the same text, never
+// another binary.
 func namesDependencyPragma(text []byte) bool {
 	for at := 0; ; {
 		i := bytes.Index(text[at:], []byte(dependencyWord))
@@ -148,26 +156,12 @@ func namesDependencyPragma(text []byte) bool {
 }
 
 // wordBefore returns the identifier that ends text once its trailing
-// blanks and block comments are skipped ("" for none).
+// blanks are skipped ("" for none).
 func wordBefore(text []byte) string {
-	end := len(text)
-	for end > 0 {
-		switch c := text[end-1]; {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f':
-			end--
-		case c == '/' && end >= 2 && text[end-2] == '*':
-			open := bytes.LastIndex(text[:end-2], []byte("/*"))
-			if open < 0 {
-				return ""
-			}
-			end = open
-		default:
-			start := end
-			for start > 0 && continuesWord(text[start-1]) {
-				start--
-			}
-			return string(text[start:end])
-		}
+	end := len(bytes.TrimRight(text, " \t\n\r\v\f"))
+	start := end
+	for start > 0 && continuesWord(text[start-1]) {
+		start--
 	}
-	return ""
+	return string(text[start:end])
 }

@@ -22,9 +22,10 @@ import (
 //     again: chainMaySpell);
 //   - the name is the concatenation of two or more of its pieces, each
 //     spelled as a word of its own: every token a paste joins was spelled
-//     in a text, or made by an earlier paste from such tokens (an
-//     identifier is never made any other way: a stringized operand or a
-//     predefined macro such as __LINE__ gives a literal).
+//     in a text, expanded from a predefined macro (predefinedWords), or
+//     made by an earlier paste from such tokens. A number may be any
+//     (__LINE__, __COUNTER__), so a piece that begins with a digit counts
+//     as spelled; a stringized operand gives a literal, no identifier.
 //
 // The rule for _Pragma (scan.operators) is the weaker one on the leftmost
 // piece alone; these names need no stringized operand.
@@ -34,7 +35,33 @@ import (
 // and the macros of a file's path (fileMacros). The operators that test
 // for a file (fileTests) are followed in conditionals, where the tokens a
 // paste may take are known (mayPasteFileTest).
-var pasteTargets = [...]string{"__TIME__", "__TIMESTAMP__", "__DATE__", "__FILE__", "__FILE_NAME__", "__BASE_FILE__"}
+var pasteTargets = [...]string{"__TIME__", "__TIMESTAMP__", "__DATE__", "__FILE__", "__FILE_NAME__", "__BASE_FILE__", "__builtin_FILE"}
+
+// predefinedWords are the identifiers that clang-15's predefined macros
+// expand to (clang-15 -dM -E for OpenCL, C, C++ and CUDA;
+// TestPredefinedWordsCoverClang): a paste through a macro that expands
+// its operands first (XCAT(__FI, __INT64_C_SUFFIX__)) takes them as
+// pieces no text spells.
+var predefinedWords = append(predefinedVectorWords, "F", "F16", "L", "LL", "U", "UL", "ULL", "X",
+	"__attribute__", "__blocks__", "__int128", "__kernel", "address_space", "byref",
+	"char", "double", "extern", "float", "half", "int", "long", "short", "signed",
+	"unsigned", "void", "size_t", "ptrdiff_t", "intptr_t", "uintptr_t",
+	"vec_type_hint", "work_group_size_hint", "typen", "INT_MAX", "INT_MIN",
+	"SCHAR_MAX", "SCHAR_MIN", "__builtin_astype", "__builtin_huge_val",
+	"__builtin_huge_valf", "__builtin_inff", "clk_event_t", "reserve_id_t",
+	"uchar", "uint", "ulong", "ushort")
+
+// predefinedVectorWords are OpenCL's vector types of each scalar type,
+// which clang's as_TYPEn macros expand to: char2 ... ushort16.
+var predefinedVectorWords = func() []string {
+	var words []string
+	for _, s := range []string{"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "half", "float", "double"} {
+		for _, n := range []string{"2", "3", "4", "8", "16"} {
+			words = append(words, s+n)
+		}
+	}
+	return words
+}()
 
 // targetSet is a set of pasteTargets, one bit each by index.
 type targetSet uint8
@@ -72,10 +99,30 @@ func addPieces(set map[string]bool, name string) {
 func targetWords(text []byte) []string {
 	var words []string
 	add := func(w []byte) {
-		if len(w) <= len("__TIMESTAMP__") && targetPieceSet[string(w)] && !slices.Contains(words, string(w)) {
+		if len(w) <= maxTargetLen && targetPieceSet[string(w)] && !slices.Contains(words, string(w)) {
 			words = append(words, string(w))
 		}
 	}
+	// C++14 and C23 read an apostrophe within a number as a digit
+	// separator, C before them as a character literal: the words of
+	// either reading count.
+	codeWords(text, true, add)
+	codeWords(text, false, add)
+	if bytes.Contains(text, []byte(userLabelPrefix)) {
+		words = append(words, "_")
+	}
+	return words
+}
+
+// maxTargetLen is the length of the longest pasteTarget.
+var maxTargetLen = len(slices.MaxFunc(pasteTargets[:], func(a, b string) int { return len(a) - len(b) }))
+
+// codeWords calls add with each word of text outside comments and
+// literals, an apostrophe after a number read as a digit separator where
+// separators is set. Comments and literals are skipped only where no raw
+// string literal can hide their markers (R"), a literal only where it
+// closes on its line.
+func codeWords(text []byte, separators bool, add func([]byte)) {
 	skipComments := !bytes.Contains(text, []byte(`R"`))
 	for i := 0; i < len(text); {
 		c := text[i]
@@ -87,26 +134,36 @@ func targetWords(text []byte) []string {
 			}
 			add(text[i:j])
 			i = j
-		case skipComments && (c == '"' || (c == '\'' && (i == 0 || !continuesWord(text[i-1])))):
-			// An apostrophe after a word's byte is a digit separator
-			// (1'000) or a literal's prefix (u8'a'): read on.
+		case skipComments && c == '\'' && separators && i > 0 && inNumber(text, i):
+			i++ // 1'000
+		case skipComments && (c == '"' || c == '\''):
 			i = quotedEnd(text, i)
 		case skipComments && c == '/' && i+1 < len(text) && text[i+1] == '/':
 			i = lineEnd(text, i)
 		case skipComments && c == '/' && i+1 < len(text) && text[i+1] == '*':
 			end := bytes.Index(text[i+2:], []byte("*/"))
 			if end < 0 {
-				return words
+				return
 			}
 			i += 2 + end + 2
 		default:
 			i++
 		}
 	}
-	if bytes.Contains(text, []byte(userLabelPrefix)) {
-		words = append(words, "_")
+}
+
+// inNumber reports whether the apostrophe at text[i] follows a number's
+// digits: the word before it begins with a digit, or with a period and a
+// digit (.5'0).
+func inNumber(text []byte, i int) bool {
+	start := i
+	for start > 0 && continuesWord(text[start-1]) {
+		start--
 	}
-	return words
+	if start == i {
+		return false
+	}
+	return isDigit(text[start]) || (start > 0 && text[start-1] == '.')
 }
 
 // quotedEnd returns where the "..." or '...' at text[i] ends, on its
@@ -189,7 +246,9 @@ func (sc *scan) pastedTargets() {
 	}
 	b := sc.builtinMacros()
 	chains := sc.targetChains | b.targetChains
-	spelled := func(w string) bool { return sc.targetWords[w] || b.targetWords[w] }
+	spelled := func(w string) bool {
+		return sc.targetWords[w] || b.targetWords[w] || slices.Contains(predefinedWords, w)
+	}
 	for i, name := range pasteTargets {
 		if chains&(1<<i) == 0 || !segmentable(name, spelled) {
 			continue
@@ -231,7 +290,7 @@ func (sc *scan) learnTestName(name string) {
 func (sc *scan) learnBody(m *macro) {
 	for _, t := range m.body {
 		switch {
-		case t.kind == tIdent && m.param(t) < 0:
+		case (t.kind == tIdent || t.kind == tNumber) && m.param(t) < 0:
 			sc.bodyIdents[t.text] = true
 			if spelled, ok := sc.testPieces[t.text]; ok && !spelled {
 				sc.testPieces[t.text] = true
@@ -251,7 +310,7 @@ func (t *macroTable) learnBodies() {
 		for _, m := range c.defs {
 			for _, tok := range m.body {
 				switch {
-				case tok.kind == tIdent && m.param(tok) < 0:
+				case (tok.kind == tIdent || tok.kind == tNumber) && m.param(tok) < 0:
 					t.bodyIdents[tok.text] = true
 				case tok.kind == tPunct && tok.text == "##":
 					t.anyPaste = true
@@ -275,18 +334,24 @@ func (sc *scan) mayPasteFileTest(ts []token) bool {
 	if !sc.anyPaste {
 		return false
 	}
-	own := slices.ContainsFunc(ts, func(t token) bool { _, ok := sc.testPieces[t.text]; return t.kind == tIdent && ok })
-	if !own && sc.testCacheFor == sc.testSpelled {
+	own := slices.ContainsFunc(ts, func(t token) bool {
+		_, ok := sc.testPieces[t.text]
+		return (t.kind == tIdent || t.kind == tNumber) && ok
+	})
+	// The answer without pieces of ts holds while no piece and no name
+	// is learnt.
+	state := [2]int{sc.testSpelled, len(sc.testNames)}
+	if !own && sc.testCacheFor == state {
 		return sc.testCache
 	}
 	b := sc.builtinMacros()
 	spelled := func(w string) bool {
-		return sc.testPieces[w] || b.bodyIdents[w] ||
-			(own && slices.ContainsFunc(ts, func(t token) bool { return t.kind == tIdent && t.text == w }))
+		return isDigit(w[0]) || sc.testPieces[w] || b.bodyIdents[w] || slices.Contains(predefinedWords, w) ||
+			(own && slices.ContainsFunc(ts, func(t token) bool { return t.text == w }))
 	}
 	may := slices.ContainsFunc(sc.testNames, func(name string) bool { return segmentable(name, spelled) })
 	if !own {
-		sc.testCache, sc.testCacheFor = may, sc.testSpelled
+		sc.testCache, sc.testCacheFor = may, state
 	}
 	return may
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -63,21 +64,25 @@ func TestTargetWords(t *testing.T) {
 	}
 }
 
-// TestNamesDependencyPragma checks the pragma is found in each form clang
-// runs it (checked with clang-15: GCC and clang, blanks and comments
+// TestDependencyPragmaRefused checks the pragma is found in each form
+// clang runs it (checked with clang-15: GCC and clang, blanks and comments
 // between, through _Pragma) and not in a mere mention.
-func TestNamesDependencyPragma(t *testing.T) {
+func TestDependencyPragmaRefused(t *testing.T) {
 	for text, want := range map[string]bool{
-		`#pragma GCC dependency "x.h"`:            true,
-		`#pragma clang dependency "x.h"`:          true,
-		"#pragma GCC /* c */\tdependency \"x.h\"": true,
-		`_Pragma("GCC dependency \"x.h\"")`:       true,
-		"// the dependency of a build":            false,
-		"#pragma GCC dependencyx":                 false,
-		"#pragma once // dependency":              false,
+		`#pragma GCC dependency "x.h"`:                true,
+		`#pragma clang dependency "x.h"`:              true,
+		"#pragma GCC /* c */\tdependency \"x.h\"":     true,
+		"#pragma GCC /* x /* y */ dependency \"x.h\"": true,
+		"#  pragma GCC \\\ndependency \"x.h\"":        true,
+		`_Pragma("GCC dependency \"x.h\"")`:           true,
+		"// the dependency of a build":                false,
+		"#pragma GCC dependencyx":                     false,
+		"#pragma once // dependency":                  false,
+		"auto capture_as_dependency(D&& dependency);": false,
 	} {
-		if got := namesDependencyPragma([]byte(text)); got != want {
-			t.Errorf("namesDependencyPragma(%q) = %v, want %v", text, got, want)
+		p := parseFile([]byte(text+"\n"), lexMode{tri: TrigraphsOff})
+		if got := p.unsure == dependencyUnsure; got != want {
+			t.Errorf("%q: refused %v (%q), want %v", text, got, p.unsure, want)
 		}
 	}
 }
@@ -104,6 +109,11 @@ func TestPastedNames(t *testing.T) {
 		{name: "literal operand", src: "#define P(x) _cl_ ## x\nconst char* t = P(__TIMES) TAMP__;\n"},
 		{name: "pieces in comments", src: cat + "// __TIMES TAMP__\nint x;\n"},
 		{name: "has_include", src: cat + "#if CAT(__has_, include)(\"x.h\")\nint y;\n#endif\n", probes: "x.h"},
+		{name: "after sizeof'//'", src: cat + "#define XCAT(a, b) CAT(a, b)\nint o = sizeof'//' + XCAT(__TIMES, TAMP__)[0];\n", refused: true},
+		{name: "__VA_OPT__ operand", src: "#define CAT(a, b, ...) a ## __VA_OPT__(b)\nconst char* t = CAT(__TIMES, TAMP__, 1);\n", refused: true},
+		{name: "number piece", src: "#define HI2(f) __has_include(f)\n" + cat + "#if CAT(HI, 2)(\"x.h\")\nint y;\n#endif\n", probes: "x.h"},
+		{name: "predefined piece", src: "#define HL(f) __has_include(f)\n" + cat + "#define XCAT(a, b) CAT(a, b)\n#if XCAT(H, __INT64_C_SUFFIX__)(\"x.h\")\nint y;\n#endif\n", refused: true}, // the compiler's macro: not expanded
+		{name: "name learnt from spelled pieces", src: cat + "#define XCAT(a, b) CAT(a, b)\n#define A include\n#define HI(f) __has_include(f)\n#if 1\n#endif\n#define includeinclude(f) HI(f)\n#define J XCAT(A, A)\n#if J(\"x.h\")\nint y;\n#endif\n", probes: "x.h"},
 		{name: "file-test macro", src: "#define HASINC(f) __has_include(f)\n" + cat + "#if CAT(HAS, INC)(\"x.h\")\nint y;\n#endif\n", probes: "x.h"},
 	}
 	for _, c := range cases {
@@ -161,4 +171,77 @@ func FuzzTargetWords(f *testing.F) {
 			t.Fatalf("targetWords(%q) = %q, want %q", text, got, want)
 		}
 	})
+}
+
+// TestPredefinedWordsCoverClang checks predefinedWords against clang-15's
+// own predefines: every identifier of a body is listed, or is a macro the
+// compiler predefines, which expands in turn.
+func TestPredefinedWordsCoverClang(t *testing.T) {
+	clang, err := exec.LookPath("clang-15")
+	if err != nil {
+		if os.Getenv("KCACHE_REQUIRE_REAL") == "1" {
+			t.Fatal("KCACHE_REQUIRE_REAL=1 but clang-15 is missing (apt-get install clang-15)")
+		}
+		t.Skip("no clang-15")
+	}
+	bodies := map[string]string{}
+	for _, args := range [][]string{{"-x", "cl"}, {"-x", "cl", "-cl-std=CL3.0"}, {"-x", "cl", "-target", "spir64"}, {"-x", "c"}, {"-x", "c++"}} {
+		cmd := exec.Command(clang, append(args, "-dM", "-E", "-")...)
+		cmd.Stdin = strings.NewReader("")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if m := parseDefine(strings.TrimPrefix(line, "#define ")); m != nil && strings.HasPrefix(line, "#define ") {
+				bodies[m.name] = strings.TrimPrefix(line, "#define ")
+				for _, tok := range m.body {
+					if tok.kind == tIdent && m.param(tok) < 0 {
+						bodies["\x00"+tok.text] = m.name
+					}
+				}
+			}
+		}
+	}
+	for k, from := range bodies {
+		word, ok := strings.CutPrefix(k, "\x00")
+		if !ok {
+			continue
+		}
+		if _, macro := bodies[word]; !macro && !slices.Contains(predefinedWords, word) {
+			t.Errorf("%s expands to %s, which predefinedWords lacks", from, word)
+		}
+	}
+}
+
+// TestPastedFileNotRelocated scans a header that expands a file's path,
+// pasted or through __builtin_FILE, under a base directory: its name must
+// stay the path the compiler writes into the binary.
+func TestPastedFileNotRelocated(t *testing.T) {
+	for name, body := range map[string]string{
+		"plain":           "int x;",
+		"pasted":          "#define CAT(a, b) a ## b\nconst char* f = CAT(__FI, LE__);",
+		"predefined L":    "#define CAT3(a, b, c) a ## b ## c\n#define X3(a, b, c) CAT3(a, b, c)\nconst char* f = X3(__FI, __INT64_C_SUFFIX__, E__);",
+		"__builtin_FILE":  "int g(void) { return __builtin_FILE()[1]; }",
+		"pasted function": "#define CAT(a, b) a ## b\nint g(void) { return CAT(__builtin_, FILE)()[1]; }",
+	} {
+		base := t.TempDir()
+		inc := filepath.Join(base, "inc")
+		os.MkdirAll(inc, 0o755)
+		if err := os.WriteFile(filepath.Join(inc, "ts.h"), []byte(body+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		in := Input{Source: []byte("#include \"ts.h\"\n"), Path: filepath.Join(base, "k.cl"), WorkDir: t.TempDir(), BaseDir: base, Args: []string{"-I" + inc}}
+		_, trace, err := NewScanner(nil).Scan(context.Background(), in)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		i := slices.IndexFunc(trace, func(d Dependency) bool { return strings.HasSuffix(d.Path, "/inc/ts.h") })
+		if i < 0 {
+			t.Fatalf("%s: no ts.h in %v", name, trace)
+		}
+		if relocated := strings.HasPrefix(trace[i].Name, BaseDirPrefix); relocated != (name == "plain") {
+			t.Errorf("%s: ts.h named %q (relocated %v)", name, trace[i].Name, relocated)
+		}
+	}
 }

@@ -74,12 +74,12 @@ type scan struct {
 	// file (fileTests and hasIncludeMacros), each true once a body learnt
 	// spells it; testNames those names. testCache is mayPasteFileTest's
 	// answer for no piece of a conditional's own, while testCacheFor is
-	// the count of pieces spelled it was found with (-1: none yet).
+	// what it was found with: the pieces spelled and the names learnt.
 	testPieces   map[string]bool
 	testNames    []string
 	testSpelled  int
 	testCache    bool
-	testCacheFor int
+	testCacheFor [2]int
 	// roots are the declared directories (Input.Depends) whose every
 	// file the key must hold.
 	roots []string
@@ -118,7 +118,7 @@ func newScan(ctx context.Context, s *Scanner, in Input, wd string) *scan {
 		bodyIdents:       map[string]bool{},
 		targetWords:      map[string]bool{},
 		testPieces:       map[string]bool{},
-		testCacheFor:     -1,
+		testCacheFor:     [2]int{-1, -1},
 	}
 	for _, name := range fileTests {
 		sc.learnTestName(name)
