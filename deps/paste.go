@@ -99,19 +99,59 @@ func addPieces(set map[string]bool, name string) {
 func targetWords(text []byte) []string {
 	var words []string
 	add := func(w []byte) {
-		if len(w) <= maxTargetLen && targetPieceSet[string(w)] && !slices.Contains(words, string(w)) {
+		if len(w) <= maxTargetLen && inTargetAlphabet(w) && targetPieceSet[string(w)] && !slices.Contains(words, string(w)) {
 			words = append(words, string(w))
 		}
 	}
 	// C++14 and C23 read an apostrophe within a number as a digit
 	// separator, C before them as a character literal: the words of
-	// either reading count.
-	codeWords(text, true, add)
+	// either reading count (the readings differ only where one follows a
+	// number).
 	codeWords(text, false, add)
+	if hasSeparator(text) {
+		codeWords(text, true, add)
+	}
 	if bytes.Contains(text, []byte(userLabelPrefix)) {
 		words = append(words, "_")
 	}
 	return words
+}
+
+// targetAlphabet holds the bytes of the pasteTargets: a word with any
+// other is no piece of one.
+var targetAlphabet = func() (set [256]bool) {
+	for _, t := range pasteTargets {
+		for i := range len(t) {
+			set[t[i]] = true
+		}
+	}
+	return set
+}()
+
+// inTargetAlphabet reports whether every byte of w is in targetAlphabet.
+func inTargetAlphabet(w []byte) bool {
+	for _, c := range w {
+		if !targetAlphabet[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// hasSeparator reports whether an apostrophe of text follows a number's
+// digits (inNumber), where a digit separator may stand.
+func hasSeparator(text []byte) bool {
+	for i := 0; ; {
+		j := bytes.IndexByte(text[i:], '\'')
+		if j < 0 {
+			return false
+		}
+		i += j
+		if i > 0 && inNumber(text, i) {
+			return true
+		}
+		i++
+	}
 }
 
 // maxTargetLen is the length of the longest pasteTarget.
