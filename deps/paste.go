@@ -364,8 +364,9 @@ func (t *macroTable) learnBodies() {
 // tokens ts may paste the name of an operator that tests for a file, or
 // of a macro known to test for one: a macro pastes, and the name is the
 // concatenation of words that ts or the macros' bodies spell (no other
-// token enters a conditional's expansion). Such a conditional is expanded
-// wherever it names a macro (condition), not only where it names a test.
+// token enters a conditional's expansion). Such a conditional's operands
+// are expanded wherever they reach a paste (pastesIn), not only where they
+// name a test (condition).
 //
 // The built-in headers are read only where the scan's own definitions
 // paste: a compiler whose own headers paste a test for a file, through
@@ -394,4 +395,110 @@ func (sc *scan) mayPasteFileTest(ts []token) bool {
 		sc.testCache, sc.testCacheFor = may, state
 	}
 	return may
+}
+
+// pastesIn reports whether expanding op may paste: a macro its names
+// reach, through every candidate definition's body (the scan's and the
+// built-in headers'), pastes. A paste makes a name only once one has run,
+// so an operand that reaches none expands to no name it does not spell.
+// The compiler's own predefined macros paste nothing (clang-15's -dM holds
+// no ##). Each name looked at is consulted, so that a memo of the subtree
+// changes with its definitions.
+func (sc *scan) pastesIn(op []token) bool {
+	b := sc.builtinMacros()
+	seen := map[string]bool{}
+	var queue []string
+	push := func(t token) {
+		if t.kind == tIdent && !seen[t.text] {
+			seen[t.text] = true
+			queue = append(queue, t.text)
+		}
+	}
+	for _, t := range op {
+		push(t)
+	}
+	for len(queue) > 0 {
+		name := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		sc.consult(name)
+		for _, c := range []*candidates{sc.table.defs[name], b.defs[name]} {
+			if c == nil {
+				continue
+			}
+			for _, m := range c.defs {
+				if m == nil {
+					continue
+				}
+				for _, t := range m.body {
+					if t.kind == tPunct && t.text == "##" {
+						return true
+					}
+					push(t)
+				}
+			}
+		}
+	}
+	return false
+}
+
+// reachesTestName reports whether the expansion of op may make the name
+// of a test for a file, for an operand whose expansion cannot be followed
+// (a macro only the compiler knows): the name is one op's names reach
+// through the definitions' bodies, or a concatenation of the words they
+// reach (predefinedWords and any number among them). A name so made may
+// be a macro's, whose body then counts as reached too, until no more
+// names can be made.
+func (sc *scan) reachesTestName(op []token) bool {
+	b := sc.builtinMacros()
+	reached := map[string]bool{}
+	var queue []string
+	reach := func(word string) {
+		if !reached[word] {
+			reached[word] = true
+			queue = append(queue, word)
+		}
+	}
+	for _, t := range op {
+		if t.kind == tIdent || t.kind == tNumber {
+			reach(t.text)
+		}
+	}
+	spelled := func(w string) bool { return isDigit(w[0]) || reached[w] || slices.Contains(predefinedWords, w) }
+	for {
+		for len(queue) > 0 {
+			name := queue[len(queue)-1]
+			queue = queue[:len(queue)-1]
+			sc.consult(name)
+			for _, c := range []*candidates{sc.table.defs[name], b.defs[name]} {
+				if c == nil {
+					continue
+				}
+				for _, m := range c.defs {
+					if m == nil {
+						continue
+					}
+					for _, t := range m.body {
+						if (t.kind == tIdent || t.kind == tNumber) && m.param(t) < 0 {
+							reach(t.text)
+						}
+					}
+				}
+			}
+		}
+		if slices.ContainsFunc(sc.testNames, func(n string) bool { return reached[n] || segmentable(n, spelled) }) {
+			return true
+		}
+		made := false
+		for _, defs := range []map[string]*candidates{sc.table.defs, b.defs} {
+			for name := range defs {
+				if !reached[name] && segmentable(name, spelled) {
+					reach(name)
+					made = true
+				}
+			}
+		}
+		if !made {
+			return false
+		}
+	}
 }

@@ -155,15 +155,22 @@ func (sc *scan) condition(expr, includerDir string, depth int) error {
 	var variants [][]token
 	var err error
 	for _, op := range splitOperands(ts) {
-		if !slices.ContainsFunc(op, func(t token) bool {
-			return t.kind == tIdent && (sc.hasIncludeMacros[t.text] || isHasInclude(t.text) || (pasted && !sc.certainlyUndefined(t.text)))
-		}) {
+		names := slices.ContainsFunc(op, func(t token) bool {
+			return t.kind == tIdent && (sc.hasIncludeMacros[t.text] || isHasInclude(t.text))
+		})
+		if !names && !(pasted && sc.pastesIn(op)) {
 			continue
 		}
 		// A name in a test's operand is like one in a computed
 		// include's; the test itself is an operator, no macro.
 		var vs [][]token
 		vs, err = sc.table.expandVariants(op, func(name string) bool { return !isHasInclude(name) && sc.unknown(name) })
+		if err != nil && !names && !sc.reachesTestName(op) {
+			// Expanded only for the pastes it reaches, and none of them
+			// can make a test's name: nothing of it tests for a file.
+			err = nil
+			continue
+		}
 		if err != nil {
 			break
 		}
