@@ -398,24 +398,84 @@ func (sc *scan) mayPasteFileTest(ts []token) bool {
 }
 
 // pastesIn reports whether expanding op may paste: a macro its names
-// reach, through every candidate definition's body (the scan's and the
-// built-in headers'), pastes. A paste makes a name only once one has run,
+// reach (reachBodies) pastes. A paste makes a name only once one has run,
 // so an operand that reaches none expands to no name it does not spell.
 // The compiler's own predefined macros paste nothing (clang-15's -dM holds
-// no ##). Each name looked at is consulted, so that a memo of the subtree
-// changes with its definitions.
+// no ##).
 func (sc *scan) pastesIn(op []token) bool {
+	return sc.reachBodies(identNames(op), map[string]bool{}, func(t token) bool {
+		return t.kind == tPunct && t.text == "##"
+	})
+}
+
+// reachesTestName reports whether the expansion of op may make the name
+// of a test for a file, for an operand whose expansion cannot be followed
+// (a macro only the compiler knows): the name is one op's names reach, or
+// a concatenation of the words they reach (predefinedWords and any number
+// among them). A name so made may be a macro's, whose body then counts as
+// reached too, until no more names can be made.
+func (sc *scan) reachesTestName(op []token) bool {
 	b := sc.builtinMacros()
-	seen := map[string]bool{}
-	var queue []string
-	push := func(t token) {
-		if t.kind == tIdent && !seen[t.text] {
-			seen[t.text] = true
-			queue = append(queue, t.text)
+	reached := map[string]bool{}
+	for _, t := range op {
+		if t.kind == tNumber {
+			reached[t.text] = true
 		}
 	}
-	for _, t := range op {
-		push(t)
+	number := func(t token) bool {
+		if t.kind == tNumber {
+			reached[t.text] = true
+		}
+		return false
+	}
+	spelled := func(w string) bool { return isDigit(w[0]) || reached[w] || slices.Contains(predefinedWords, w) }
+	for names := identNames(op); ; {
+		sc.reachBodies(names, reached, number)
+		if slices.ContainsFunc(sc.testNames, func(n string) bool { return reached[n] || segmentable(n, spelled) }) {
+			return true
+		}
+		names = nil
+		for _, defs := range []map[string]*candidates{sc.table.defs, b.defs} {
+			for name := range defs {
+				if !reached[name] && segmentable(name, spelled) {
+					names = append(names, name)
+				}
+			}
+		}
+		if len(names) == 0 {
+			return false
+		}
+	}
+}
+
+// identNames returns the identifiers of ts.
+func identNames(ts []token) []string {
+	var names []string
+	for _, t := range ts {
+		if t.kind == tIdent {
+			names = append(names, t.text)
+		}
+	}
+	return names
+}
+
+// reachBodies walks from names through every candidate definition's body
+// (the scan's and the built-in headers'), each identifier of a body a name
+// to walk from in turn, and seen marking those walked; it calls visit with
+// each body's tokens and stops, reporting true, where visit does. Each
+// name is consulted, so that a memo of the subtree changes with its
+// definitions.
+func (sc *scan) reachBodies(names []string, seen map[string]bool, visit func(token) bool) bool {
+	b := sc.builtinMacros()
+	var queue []string
+	push := func(name string) {
+		if !seen[name] {
+			seen[name] = true
+			queue = append(queue, name)
+		}
+	}
+	for _, n := range names {
+		push(n)
 	}
 	for len(queue) > 0 {
 		name := queue[len(queue)-1]
@@ -430,75 +490,15 @@ func (sc *scan) pastesIn(op []token) bool {
 					continue
 				}
 				for _, t := range m.body {
-					if t.kind == tPunct && t.text == "##" {
+					if visit(t) {
 						return true
 					}
-					push(t)
+					if t.kind == tIdent {
+						push(t.text)
+					}
 				}
 			}
 		}
 	}
 	return false
-}
-
-// reachesTestName reports whether the expansion of op may make the name
-// of a test for a file, for an operand whose expansion cannot be followed
-// (a macro only the compiler knows): the name is one op's names reach
-// through the definitions' bodies, or a concatenation of the words they
-// reach (predefinedWords and any number among them). A name so made may
-// be a macro's, whose body then counts as reached too, until no more
-// names can be made.
-func (sc *scan) reachesTestName(op []token) bool {
-	b := sc.builtinMacros()
-	reached := map[string]bool{}
-	var queue []string
-	reach := func(word string) {
-		if !reached[word] {
-			reached[word] = true
-			queue = append(queue, word)
-		}
-	}
-	for _, t := range op {
-		if t.kind == tIdent || t.kind == tNumber {
-			reach(t.text)
-		}
-	}
-	spelled := func(w string) bool { return isDigit(w[0]) || reached[w] || slices.Contains(predefinedWords, w) }
-	for {
-		for len(queue) > 0 {
-			name := queue[len(queue)-1]
-			queue = queue[:len(queue)-1]
-			sc.consult(name)
-			for _, c := range []*candidates{sc.table.defs[name], b.defs[name]} {
-				if c == nil {
-					continue
-				}
-				for _, m := range c.defs {
-					if m == nil {
-						continue
-					}
-					for _, t := range m.body {
-						if (t.kind == tIdent || t.kind == tNumber) && m.param(t) < 0 {
-							reach(t.text)
-						}
-					}
-				}
-			}
-		}
-		if slices.ContainsFunc(sc.testNames, func(n string) bool { return reached[n] || segmentable(n, spelled) }) {
-			return true
-		}
-		made := false
-		for _, defs := range []map[string]*candidates{sc.table.defs, b.defs} {
-			for name := range defs {
-				if !reached[name] && segmentable(name, spelled) {
-					reach(name)
-					made = true
-				}
-			}
-		}
-		if !made {
-			return false
-		}
-	}
 }
