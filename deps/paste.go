@@ -51,6 +51,20 @@ var predefinedWords = append(predefinedVectorWords, "F", "F16", "L", "LL", "U", 
 	"__builtin_huge_valf", "__builtin_inff", "clk_event_t", "reserve_id_t",
 	"uchar", "uint", "ulong", "ushort")
 
+// predefinedWordSet holds predefinedWords.
+var predefinedWordSet = func() map[string]bool {
+	set := map[string]bool{}
+	for _, w := range predefinedWords {
+		set[w] = true
+	}
+	return set
+}()
+
+// compilerGives reports whether a paste may take piece w from what the
+// compiler makes rather than from a text: a number (__LINE__, __COUNTER__
+// give any), or a word of its predefined bodies.
+func compilerGives(w string) bool { return isDigit(w[0]) || predefinedWordSet[w] }
+
 // predefinedVectorWords are OpenCL's vector types of each scalar type,
 // which clang's as_TYPEn macros expand to: char2 ... ushort16.
 var predefinedVectorWords = func() []string {
@@ -91,11 +105,9 @@ func addPieces(set map[string]bool, name string) {
 }
 
 // targetWords returns the pieces of pasteTargets that text spells as
-// words: runs of letters, digits and underscores, outside comments and
-// literals. A word beside a byte clang may read as part of an identifier
-// ($, a UTF-8 letter) counts: it costs a needless widening at most.
-// Comments and literals are skipped only where no raw string literal can
-// hide their markers (R"), a literal only where it closes on its line.
+// words outside comments and literals (codeWords). A word beside a byte
+// clang may read as part of an identifier ($, a UTF-8 letter) counts: it
+// costs a needless widening at most.
 func targetWords(text []byte) []string {
 	var words []string
 	add := func(w []byte) {
@@ -287,7 +299,7 @@ func (sc *scan) pastedTargets() {
 	b := sc.builtinMacros()
 	chains := sc.targetChains | b.targetChains
 	spelled := func(w string) bool {
-		return sc.targetWords[w] || b.targetWords[w] || slices.Contains(predefinedWords, w)
+		return sc.targetWords[w] || b.targetWords[w] || compilerGives(w)
 	}
 	for i, name := range pasteTargets {
 		if chains&(1<<i) == 0 || !segmentable(name, spelled) {
@@ -328,18 +340,28 @@ func (sc *scan) learnTestName(name string) {
 // words such a paste may take; a parameter's come from the call) and
 // whether it pastes at all.
 func (sc *scan) learnBody(m *macro) {
+	pastes := bodyWords(m, func(w string) {
+		sc.bodyIdents[w] = true
+		if spelled, ok := sc.testPieces[w]; ok && !spelled {
+			sc.testPieces[w] = true
+			sc.testSpelled++
+		}
+	})
+	sc.anyPaste = sc.anyPaste || pastes
+}
+
+// bodyWords calls word with each identifier and number of m's body that is
+// no parameter of m, and reports whether the body pastes.
+func bodyWords(m *macro, word func(string)) (pastes bool) {
 	for _, t := range m.body {
 		switch {
 		case (t.kind == tIdent || t.kind == tNumber) && m.param(t) < 0:
-			sc.bodyIdents[t.text] = true
-			if spelled, ok := sc.testPieces[t.text]; ok && !spelled {
-				sc.testPieces[t.text] = true
-				sc.testSpelled++
-			}
+			word(t.text)
 		case t.kind == tPunct && t.text == "##":
-			sc.anyPaste = true
+			pastes = true
 		}
 	}
+	return pastes
 }
 
 // learnBodies notes, for a built-in headers' table, the identifiers of
@@ -348,14 +370,8 @@ func (t *macroTable) learnBodies() {
 	t.bodyIdents = map[string]bool{}
 	for _, c := range t.defs {
 		for _, m := range c.defs {
-			for _, tok := range m.body {
-				switch {
-				case (tok.kind == tIdent || tok.kind == tNumber) && m.param(tok) < 0:
-					t.bodyIdents[tok.text] = true
-				case tok.kind == tPunct && tok.text == "##":
-					t.anyPaste = true
-				}
-			}
+			pastes := bodyWords(m, func(w string) { t.bodyIdents[w] = true })
+			t.anyPaste = t.anyPaste || pastes
 		}
 	}
 }
@@ -387,7 +403,7 @@ func (sc *scan) mayPasteFileTest(ts []token) bool {
 	}
 	b := sc.builtinMacros()
 	spelled := func(w string) bool {
-		return isDigit(w[0]) || sc.testPieces[w] || b.bodyIdents[w] || slices.Contains(predefinedWords, w) ||
+		return compilerGives(w) || sc.testPieces[w] || b.bodyIdents[w] ||
 			(own && slices.ContainsFunc(ts, func(t token) bool { return t.text == w }))
 	}
 	may := slices.ContainsFunc(sc.testNames, func(name string) bool { return segmentable(name, spelled) })
@@ -428,7 +444,7 @@ func (sc *scan) reachesTestName(op []token) bool {
 		}
 		return false
 	}
-	spelled := func(w string) bool { return isDigit(w[0]) || reached[w] || slices.Contains(predefinedWords, w) }
+	spelled := func(w string) bool { return compilerGives(w) || reached[w] }
 	for names := identNames(op); ; {
 		sc.reachBodies(names, reached, number)
 		if slices.ContainsFunc(sc.testNames, func(n string) bool { return reached[n] || segmentable(n, spelled) }) {
