@@ -173,35 +173,156 @@ var maxTargetLen = len(slices.MaxFunc(pasteTargets[:], func(a, b string) int { r
 // literals, an apostrophe after a number read as a digit separator where
 // separators is set. Comments and literals are skipped only where no raw
 // string literal can hide their markers (R"), a literal only where it
-// closes on its line.
+// closes on its line: clang reads the rest of the line of one that does
+// not as part of it, so no comment begins there either.
+//
+// A definition's parameters are no tokens of what the compiler reads:
+// the parameter list is the directive's, and each use in the body is
+// replaced by the call's argument. So the words of a function-like
+// #define's line that name its parameters are left out (defineParams),
+// while comments are skipped and none is in doubt: after a literal left
+// unterminated before a /*, a compiler that lexes it otherwise could end
+// a comment, and so a definition's line, elsewhere.
 func codeWords(text []byte, separators bool, add func([]byte)) {
 	skipComments := !bytes.Contains(text, []byte(`R"`))
+	var (
+		lineStart   = true // only blanks and comments since the line began
+		params      []string
+		commentsEnd = 0 // no comment begins before this index
+		doubt       = !skipComments
+	)
 	for i := 0; i < len(text); {
 		c := text[i]
+		blankOrComment := false
 		switch {
+		case c == '\n':
+			lineStart, params = true, nil
+			i++
+			continue
+		case c == ' ' || c == '\t' || c == '\v' || c == '\f':
+			blankOrComment = true
+			i++
+		case c == '#' && lineStart && !doubt:
+			ps, end := defineParams(text, i)
+			params = ps
+			i = end
 		case continuesWord(c):
 			j := i + 1
 			for j < len(text) && continuesWord(text[j]) {
 				j++
 			}
-			add(text[i:j])
+			if w := text[i:j]; !isParam(params, w) {
+				add(w)
+			}
 			i = j
 		case skipComments && c == '\'' && separators && i > 0 && inNumber(text, i):
 			i++ // 1'000
 		case skipComments && (c == '"' || c == '\''):
-			i = quotedEnd(text, i)
-		case skipComments && c == '/' && i+1 < len(text) && text[i+1] == '/':
+			end, closed := quotedEnd(text, i)
+			if !closed {
+				commentsEnd = lineEnd(text, i)
+				doubt = doubt || bytes.Contains(text[i:commentsEnd], []byte("/*"))
+			}
+			i = end
+		case skipComments && i >= commentsEnd && c == '/' && i+1 < len(text) && text[i+1] == '/':
 			i = lineEnd(text, i)
-		case skipComments && c == '/' && i+1 < len(text) && text[i+1] == '*':
+		case skipComments && i >= commentsEnd && c == '/' && i+1 < len(text) && text[i+1] == '*':
 			end := bytes.Index(text[i+2:], []byte("*/"))
 			if end < 0 {
 				return
 			}
 			i += 2 + end + 2
+			blankOrComment = true
 		default:
 			i++
 		}
+		lineStart = lineStart && blankOrComment
 	}
+}
+
+// isParam reports whether w is one of params.
+func isParam(params []string, w []byte) bool {
+	for _, p := range params {
+		if p == string(w) {
+			return true
+		}
+	}
+	return false
+}
+
+// defineParams reads the directive at text[i], a '#' that begins a line:
+// for a function-like #define it returns the parameters' names
+// (__VA_ARGS__ for ...) and the index just past the parameter list, where
+// the body begins; for any other directive, or one it does not read
+// whole (a comment within the list or before the name), no names and
+// i+1. A parameter's name is its macro's alone: the macro's name and the
+// list are passed over, and the body's words are judged by the names.
+func defineParams(text []byte, i int) (params []string, end int) {
+	j := skipSpaces(text, i+1)
+	if !bytes.HasPrefix(text[j:], []byte("define")) {
+		return nil, i + 1
+	}
+	j += len("define")
+	if k := skipSpaces(text, j); k > j {
+		j = k
+	} else {
+		return nil, i + 1
+	}
+	name := wordEnd(text, j)
+	if name == j || isDigit(text[j]) || name >= len(text) || text[name] != '(' {
+		return nil, i + 1 // no name, or an object-like macro: ( is its body's
+	}
+	for j = name + 1; ; {
+		j = skipSpaces(text, j)
+		switch {
+		case j < len(text) && text[j] == ')' && len(params) == 0:
+			return nil, j + 1
+		case bytes.HasPrefix(text[j:], []byte("...")):
+			j = skipSpaces(text, j+3)
+			if j < len(text) && text[j] == ')' {
+				return append(params, "__VA_ARGS__"), j + 1
+			}
+			return nil, i + 1
+		}
+		w := wordEnd(text, j)
+		if w == j || isDigit(text[j]) {
+			return nil, i + 1
+		}
+		params = append(params, string(text[j:w]))
+		j = skipSpaces(text, w)
+		switch {
+		case bytes.HasPrefix(text[j:], []byte("...")): // GNU's named variadic parameter
+			j = skipSpaces(text, j+3)
+			if j < len(text) && text[j] == ')' {
+				return params, j + 1
+			}
+			return nil, i + 1
+		case j < len(text) && text[j] == ',':
+			j++
+		case j < len(text) && text[j] == ')':
+			return params, j + 1
+		default:
+			return nil, i + 1
+		}
+	}
+}
+
+// skipSpaces returns the index of the first byte at or after j that is no
+// space or tab.
+func skipSpaces(text []byte, j int) int {
+	for j < len(text) && (text[j] == ' ' || text[j] == '\t') {
+		j++
+	}
+	return j
+}
+
+// wordEnd returns the index just past the word that begins at text[j]
+// (j itself where none does).
+func wordEnd(text []byte, j int) int {
+	for j < len(text) && continuesWord(text[j]) {
+		j++
+	}
+	return j
 }
 
 // inNumber reports whether the apostrophe at text[i] follows a number's
@@ -219,22 +340,22 @@ func inNumber(text []byte, i int) bool {
 }
 
 // quotedEnd returns where the "..." or '...' at text[i] ends, on its
-// line, or i+1 where it does not end there, so that the scan goes on in
-// it. A literal's words are no tokens a paste can join, and its comment
-// markers no comment's.
-func quotedEnd(text []byte, i int) int {
+// line, and true; or i+1 and false where it does not end there, so that
+// the scan goes on in it. A literal's words are no tokens a paste can
+// join, and its comment markers no comment's.
+func quotedEnd(text []byte, i int) (int, bool) {
 	q := text[i]
 	for j := i + 1; j < len(text); j++ {
 		switch text[j] {
 		case '\\':
 			j++
 		case q:
-			return j + 1
+			return j + 1, true
 		case '\n':
-			return i + 1
+			return i + 1, false
 		}
 	}
-	return i + 1
+	return i + 1, false
 }
 
 // lineEnd returns the index of the newline that ends text[i]'s line.

@@ -52,6 +52,22 @@ func TestTargetWords(t *testing.T) {
 		{"x = __USER_LABEL_PREFIX__;", []string{"_"}},        // "_" on some targets
 		{"\"unterminated\nTIME", []string{"TIME"}},           // a literal ends on its line
 		{"FILENAME FILE_ _NAME", []string{"FILE_", "_NAME"}}, // whole words only
+		// A definition's parameters are no tokens: its list, and their
+		// uses in its body, are left out; its other words are not.
+		{"#define G(D, A) D ## A E\n", []string{"E"}},
+		{" # define G( D , A...) CAT(D, A)\nD\n", []string{"D"}},
+		{"#define G(...) __VA_ARGS__ ## D\n", []string{"D"}},
+		{"#define G (D) D\n", []string{"D"}},                // object-like: (D) is its body
+		{"#define G(D) /*\n*/ D\nE\n", []string{"E"}},       // the comment continues the line
+		{"#define G(/* */D) D\n", []string{"D"}},            // not read whole: nothing left out
+		{"x #define G(D) D\n", []string{"D"}},               // no directive
+		{"#define G(D) D\n#define G(x) D\n", []string{"D"}}, // another macro's parameter
+		// clang reads the rest of the line of an unterminated literal as
+		// part of it: no comment begins there, and where one could for a
+		// compiler that lexes otherwise, parameters are no longer left out.
+		{"'x /*\nTIME /* DATE */", []string{"TIME"}},
+		{"\"x /*\n#define G(D) D\n", []string{"D"}},
+		{"\"x\n#define G(D) D\n", nil},
 	}
 	for _, c := range cases {
 		got := targetWords([]byte(c.text))
@@ -114,6 +130,10 @@ func TestPastedNames(t *testing.T) {
 		{name: "number piece", src: "#define HI2(f) __has_include(f)\n" + cat + "#if CAT(HI, 2)(\"x.h\")\nint y;\n#endif\n", probes: "x.h"},
 		{name: "predefined piece", src: "#define HL(f) __has_include(f)\n" + cat + "#define XCAT(a, b) CAT(a, b)\n#if XCAT(H, __INT64_C_SUFFIX__)(\"x.h\")\nint y;\n#endif\n", refused: true}, // the compiler's macro: not expanded
 		{name: "name learnt from spelled pieces", src: cat + "#define XCAT(a, b) CAT(a, b)\n#define A include\n#define HI(f) __has_include(f)\n#if 1\n#endif\n#define includeinclude(f) HI(f)\n#define J XCAT(A, A)\n#if J(\"x.h\")\nint y;\n#endif\n", probes: "x.h"},
+		{name: "after an unterminated literal", src: cat + "#define X(a, b) CAT(a, b)\n#if 0\n\"unterminated /*\n#endif\nconst char *d = X(__DA, TE__);\n/* */\n", date: true},
+		{name: "after an unterminated character", src: cat + "#if 0\n'u /*\n#endif\nconst char *d = CAT(__DA, TE__);\n/* */\n", date: true},
+		{name: "pieces as parameters", src: cat + "#define G(__DA, TE__) CAT(__DA, TE__)\nconst char *d = G(x, y);\n"},
+		{name: "pieces as parameters and arguments", src: cat + "#define G(__DA, TE__) CAT(__DA, TE__)\nconst char *d = G(__DA, TE__);\n", date: true},
 		{name: "file-test macro", src: "#define HASINC(f) __has_include(f)\n" + cat + "#if CAT(HAS, INC)(\"x.h\")\nint y;\n#endif\n", probes: "x.h"},
 	}
 	for _, c := range cases {

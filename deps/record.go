@@ -74,8 +74,11 @@ func WithRecords(rs RecordStore) Option {
 // and file macros, and tests for a file in a conditional, -D options' file
 // tests among them), #pragma GCC dependency is refused, and the search
 // path, -D values and directives are read as clang-15 reads them where a
-// record of version 7 could miss a file it read.
-const recordVersion = 8
+// record of version 7 could miss a file it read. Version 9: no comment
+// begins after an unterminated literal on its line (a record of version 8
+// could miss a pasted __DATE__ after one), and a definition's parameters
+// are no words a paste may take.
+const recordVersion = 9
 
 // recordCRC is the table of a record's checksum. A checksum, not a
 // digest, is what a record needs: it guards against damage on disk (a

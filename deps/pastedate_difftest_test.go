@@ -1,0 +1,157 @@
+package deps_test
+
+// A differential check of the rule for pasted names (paste.go) against
+// clang-15's own preprocessor: programs made at random from the pieces of
+// __DATE__, macros whose parameters are named with them, calls, comments,
+// literals and unterminated literals in skipped blocks. Wherever clang's
+// output holds the day, the key must hold it too (or the program be
+// refused): anything else is another day's binary.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/kcache/kcache/deps"
+)
+
+// datePieces are the words the programs are made of: pieces of __DATE__
+// and two that are none.
+var datePieces = []string{"__", "_", "DA", "TE", "__DA", "TE__", "D", "A", "T", "E", "x", "y"}
+
+// randomDateProgram returns a program of a few definitions and uses
+// drawn by r.
+func randomDateProgram(r *rand.Rand) string {
+	pick := func() string { return datePieces[r.IntN(len(datePieces))] }
+	var b strings.Builder
+	b.WriteString("#define CAT(a, b) a ## b\n#define XCAT(a, b) CAT(a, b)\n")
+	// A call's arguments are, half the time, a split of __DATE__ in order
+	// (__DA TE__, __ DA TE__ ...), each maybe replaced by a parameter.
+	call := func(params []string) string {
+		split := [][]string{{"__DA", "TE__"}, {"__", "DA", "TE__"}, {"__DA", "TE", "__"}}[r.IntN(3)]
+		whole := r.IntN(2) == 0
+		arg := func(i int) string {
+			if len(params) > 0 && r.IntN(3) == 0 {
+				return params[r.IntN(len(params))]
+			}
+			if whole && i < len(split) {
+				return split[i]
+			}
+			return pick()
+		}
+		if len(split) == 2 && r.IntN(2) == 0 {
+			if r.IntN(2) == 0 {
+				return fmt.Sprintf("CAT(%s, %s)", arg(0), arg(1))
+			}
+			return fmt.Sprintf("XCAT(%s, %s)", arg(0), arg(1))
+		}
+		return fmt.Sprintf("XCAT(XCAT(%s, %s), %s)", arg(0), arg(1), arg(2))
+	}
+	noise := func() {
+		switch r.IntN(7) {
+		case 0:
+			fmt.Fprintf(&b, "/* %s */ ", pick())
+		case 1:
+			fmt.Fprintf(&b, "// %s\n", pick())
+		case 2:
+			fmt.Fprintf(&b, "\"%s\" ", pick())
+		case 3:
+			fmt.Fprintf(&b, "#if 0\n\"%s /*\n#endif\n", pick())
+		case 4:
+			fmt.Fprintf(&b, "#if 0\n'%s /*\n#endif\n", pick())
+		case 5:
+			b.WriteString("/*\n")
+		case 6:
+			b.WriteString("*/\n")
+		}
+	}
+	for n := range 1 + r.IntN(3) {
+		p1, p2 := pick(), pick()
+		for p2 == p1 {
+			p2 = pick()
+		}
+		params := []string{p1, p2}
+		var body string
+		switch r.IntN(3) {
+		case 0:
+			body = call(params)
+		case 1:
+			body = params[r.IntN(2)] + " " + pick()
+		default:
+			body = p1 + " ## " + p2
+		}
+		if r.IntN(3) == 0 {
+			noise()
+		}
+		fmt.Fprintf(&b, "#define G%d(%s, %s) %s\n", n, p1, p2, body)
+	}
+	for n := range 1 + r.IntN(3) {
+		if r.IntN(2) == 0 {
+			noise()
+		}
+		use := call(nil)
+		if r.IntN(2) == 0 {
+			use = fmt.Sprintf("G%d(%s, %s)", r.IntN(2), pick(), pick())
+		}
+		fmt.Fprintf(&b, "\nconst char *v%d = %s;\n", n, use)
+	}
+	return b.String()
+}
+
+// TestPastedDateAgainstClang runs random programs through clang-15 -E and
+// the scanner; KCACHE_PASTE_CASES sets how many (400).
+func TestPastedDateAgainstClang(t *testing.T) {
+	clang := requireClang(t)
+	preprocess := func(src string) (string, error) {
+		cmd := exec.Command(clang, "-E", "-P", "-x", "c", "-")
+		cmd.Stdin = strings.NewReader(src)
+		out, err := cmd.Output()
+		return string(out), err
+	}
+	today, err := preprocess("__DATE__\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	today = strings.TrimSpace(today)
+	r := rand.New(rand.NewPCG(1, 2))
+	dir := t.TempDir()
+	var holds, keyed, needless int
+	for range envInt(t, "KCACHE_PASTE_CASES", 400) {
+		src := randomDateProgram(r)
+		out, err := preprocess(src)
+		if err != nil {
+			continue // clang rejects it: no binary comes of it
+		}
+		_, trace, err := deps.NewScanner(nil).Scan(context.Background(), deps.Input{Source: []byte(src), Path: "k.c", WorkDir: dir})
+		if errors.Is(err, deps.ErrUncacheable) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v\n%s", err, src)
+		}
+		date := false
+		for _, d := range trace {
+			date = date || d.Name == deps.DateHeader
+		}
+		in := strings.Contains(out, today)
+		switch {
+		case in && !date:
+			t.Errorf("clang's output holds the day, the key does not:\n%s\n--- clang -E:\n%s", src, out)
+		case in:
+			holds++
+		case date:
+			needless++
+		}
+		if date {
+			keyed++
+		}
+	}
+	if holds == 0 {
+		t.Fatal("no program held the day: the check proves nothing")
+	}
+	t.Logf("%d programs held the day; the key held it for %d, %d of them needlessly", holds, keyed, needless)
+}
