@@ -87,7 +87,13 @@ func randomDateProgram(r *rand.Rand) string {
 		if r.IntN(3) == 0 {
 			noise()
 		}
-		fmt.Fprintf(&b, "#define G%d(%s, %s) %s\n", n, p1, p2, body)
+		// The forms a definition's line takes: blanks, a comment before it
+		// or continuing it, a digraph, GNU's named variadic parameter, and
+		// an object-like macro whose body begins with what looks like a
+		// parameter list.
+		form := []string{"#define G%d(%s, %s) %s\n", "  #  define G%d( %s ,%s ) %s\n", "/**/#define G%d(%s, %s) /*\n*/ %s\n",
+			"%%:define G%d(%s, %s) %s\n", "#define G%d (%s, %s) %s\n", "#define G%d(%s, %s...) %s\n"}[r.IntN(6)]
+		fmt.Fprintf(&b, form, n, p1, p2, body)
 	}
 	for n := range 1 + r.IntN(3) {
 		if r.IntN(2) == 0 {
