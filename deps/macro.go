@@ -277,7 +277,7 @@ type macroTable struct {
 	// of its macros' bodies (mayPasteFileTest). Taken once when the table
 	// is made.
 	targetChains targetSet
-	targetWords  map[string]bool
+	targetWords  spelledPieces
 	anyPaste     bool
 	bodyIdents   map[string]bool
 }

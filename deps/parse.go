@@ -31,7 +31,7 @@ type parsedFile struct {
 	// targetChains are the pasteTargets a #define of the text may paste;
 	// targetWords the pieces of them it spells as words (paste.go).
 	targetChains targetSet
-	targetWords  []string
+	targetWords  pasteWords
 	// unsure says why the scanner cannot model the text exactly ("" when
 	// it can): a source that reads it is uncacheable.
 	unsure string

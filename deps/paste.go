@@ -104,27 +104,56 @@ func addPieces(set map[string]bool, name string) {
 	}
 }
 
+// pasteWords are the pieces of pasteTargets a text spells as words
+// outside comments and literals (targetWords).
+type pasteWords struct {
+	// all holds every such piece; grouped those of them spelled on a
+	// directive's line or within parentheses.
+	all, grouped []string
+	// balanced says the text's parentheses, outside its directives'
+	// lines, pair up: none closes what the text did not open, every one
+	// the text opens it closes, and every directive stands outside them.
+	balanced bool
+}
+
 // targetWords returns the pieces of pasteTargets that text spells as
 // words outside comments and literals (codeWords). A word beside a byte
 // clang may read as part of an identifier ($, a UTF-8 letter) counts: it
 // costs a needless widening at most.
-func targetWords(text []byte) []string {
-	var words []string
-	add := func(w []byte) {
-		if len(w) <= maxTargetLen && inTargetAlphabet(w) && targetPieceSet[string(w)] && !slices.Contains(words, string(w)) {
-			words = append(words, string(w))
+//
+// A word of a text's lines outside its directives that stands outside
+// every parenthesis can be no macro's argument where every text the
+// compiler reads is balanced (pasteWords): a call's arguments run from
+// its ( to the ) that pairs with it, through text as it is read, and a
+// call whose ( a definition's body gives, read before such a word, would
+// need a ) the text did not open to end (or fail at the end of the text,
+// for a call cannot span an #include, which stands outside parentheses).
+// Conditional blocks pair up on their own, so none that the build skips
+// changes this. The word may still be anything else (a macro's name
+// among them), but no paste takes it.
+func targetWords(text []byte) pasteWords {
+	var words pasteWords
+	add := func(w []byte, grouped bool) {
+		if len(w) > maxTargetLen || !inTargetAlphabet(w) || !targetPieceSet[string(w)] {
+			return
+		}
+		if !slices.Contains(words.all, string(w)) {
+			words.all = append(words.all, string(w))
+		}
+		if grouped && !slices.Contains(words.grouped, string(w)) {
+			words.grouped = append(words.grouped, string(w))
 		}
 	}
 	// C++14 and C23 read an apostrophe within a number as a digit
 	// separator, C before them as a character literal: the words of
 	// either reading count (the readings differ only where one follows a
-	// number).
-	codeWords(text, false, add)
+	// number), and both must be balanced.
+	words.balanced = codeWords(text, false, add)
 	if hasSeparator(text) {
-		codeWords(text, true, add)
+		words.balanced = codeWords(text, true, add) && words.balanced
 	}
 	if bytes.Contains(text, []byte(userLabelPrefix)) {
-		words = append(words, "_")
+		add([]byte("_"), true)
 	}
 	return words
 }
@@ -171,10 +200,15 @@ var maxTargetLen = len(slices.MaxFunc(pasteTargets[:], func(a, b string) int { r
 
 // codeWords calls add with each word of text outside comments and
 // literals, an apostrophe after a number read as a digit separator where
-// separators is set. Comments and literals are skipped only where no raw
-// string literal can hide their markers (R"), a literal only where it
-// closes on its line: clang reads the rest of the line of one that does
-// not as part of it, so no comment begins there either.
+// separators is set, and whether the word is grouped: on a directive's
+// line or within parentheses. It reports whether the text is balanced
+// (pasteWords). Comments and literals are skipped only where no raw
+// string literal can hide their markers (R"), and a text that holds one
+// is not balanced. A literal is skipped only where it closes on its line:
+// clang reads the rest of the line of one that does not as part of it, so
+// no comment begins there either, and outside directives' lines such a
+// literal leaves the text not balanced (its parentheses, read or not, are
+// in doubt).
 //
 // A definition's parameters are no tokens of what the compiler reads:
 // the parameter list is the directive's, and each use in the body is
@@ -183,36 +217,52 @@ var maxTargetLen = len(slices.MaxFunc(pasteTargets[:], func(a, b string) int { r
 // while comments are skipped and none is in doubt: after a literal left
 // unterminated before a /*, a compiler that lexes it otherwise could end
 // a comment, and so a definition's line, elsewhere.
-func codeWords(text []byte, separators bool, add func([]byte)) {
+func codeWords(text []byte, separators bool, add func(w []byte, grouped bool)) (balanced bool) {
 	skipComments := !bytes.Contains(text, []byte(`R"`))
 	var (
 		lineStart   = true // only blanks and comments since the line began
+		directive   bool   // the line is a directive's
+		depth       int    // parentheses open outside directives' lines
 		params      []string
 		commentsEnd = 0 // no comment begins before this index
 		doubt       = !skipComments
 	)
+	balanced = true
 	for i := 0; i < len(text); {
 		c := text[i]
 		blankOrComment := false
 		switch {
 		case c == '\n':
-			lineStart, params = true, nil
+			lineStart, directive, params = true, false, nil
 			i++
 			continue
-		case c == ' ' || c == '\t' || c == '\v' || c == '\f':
-			blankOrComment = true
+		case c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == 0:
+			blankOrComment = true // clang reads a NUL as a blank
 			i++
-		case c == '#' && lineStart && !doubt:
-			ps, end := defineParams(text, i)
-			params = ps
-			i = end
+		case lineStart && (c == '#' || (c == '%' && i+1 < len(text) && text[i+1] == ':')):
+			directive = true
+			balanced = balanced && depth == 0
+			i++
+			if c == '%' {
+				i++
+			}
+			if !doubt {
+				params, i = defineParams(text, i)
+			}
+		case c == '(' && !directive:
+			depth++
+			i++
+		case c == ')' && !directive:
+			depth--
+			balanced = balanced && depth >= 0
+			i++
 		case continuesWord(c):
 			j := i + 1
 			for j < len(text) && continuesWord(text[j]) {
 				j++
 			}
 			if w := text[i:j]; !isParam(params, w) {
-				add(w)
+				add(w, directive || depth > 0)
 			}
 			i = j
 		case skipComments && c == '\'' && separators && i > 0 && inNumber(text, i):
@@ -222,6 +272,7 @@ func codeWords(text []byte, separators bool, add func([]byte)) {
 			if !closed {
 				commentsEnd = lineEnd(text, i)
 				doubt = doubt || bytes.Contains(text[i:commentsEnd], []byte("/*"))
+				balanced = balanced && directive
 			}
 			i = end
 		case skipComments && i >= commentsEnd && c == '/' && i+1 < len(text) && text[i+1] == '/':
@@ -229,7 +280,7 @@ func codeWords(text []byte, separators bool, add func([]byte)) {
 		case skipComments && i >= commentsEnd && c == '/' && i+1 < len(text) && text[i+1] == '*':
 			end := bytes.Index(text[i+2:], []byte("*/"))
 			if end < 0 {
-				return
+				return false
 			}
 			i += 2 + end + 2
 			blankOrComment = true
@@ -238,6 +289,7 @@ func codeWords(text []byte, separators bool, add func([]byte)) {
 		}
 		lineStart = lineStart && blankOrComment
 	}
+	return balanced && depth == 0 && !doubt
 }
 
 // isParam reports whether w is one of params.
@@ -250,27 +302,27 @@ func isParam(params []string, w []byte) bool {
 	return false
 }
 
-// defineParams reads the directive at text[i], a '#' that begins a line:
-// for a function-like #define it returns the parameters' names
-// (__VA_ARGS__ for ...) and the index just past the parameter list, where
-// the body begins; for any other directive, or one it does not read
-// whole (a comment within the list or before the name), no names and
-// i+1. A parameter's name is its macro's alone: the macro's name and the
-// list are passed over, and the body's words are judged by the names.
+// defineParams reads the directive whose introducer (# or %:) ends just
+// before text[i]: for a function-like #define it returns the parameters'
+// names (__VA_ARGS__ for ...) and the index just past the parameter list,
+// where the body begins; for any other directive, or one it does not read
+// whole (a comment within the list or before the name), no names and i.
+// A parameter's name is its macro's alone: the macro's name and the list
+// are passed over, and the body's words are judged by the names.
 func defineParams(text []byte, i int) (params []string, end int) {
-	j := skipSpaces(text, i+1)
+	j := skipSpaces(text, i)
 	if !bytes.HasPrefix(text[j:], []byte("define")) {
-		return nil, i + 1
+		return nil, i
 	}
 	j += len("define")
 	if k := skipSpaces(text, j); k > j {
 		j = k
 	} else {
-		return nil, i + 1
+		return nil, i
 	}
 	name := wordEnd(text, j)
 	if name == j || isDigit(text[j]) || name >= len(text) || text[name] != '(' {
-		return nil, i + 1 // no name, or an object-like macro: ( is its body's
+		return nil, i // no name, or an object-like macro: ( is its body's
 	}
 	for j = name + 1; ; {
 		j = skipSpaces(text, j)
@@ -282,11 +334,11 @@ func defineParams(text []byte, i int) (params []string, end int) {
 			if j < len(text) && text[j] == ')' {
 				return append(params, "__VA_ARGS__"), j + 1
 			}
-			return nil, i + 1
+			return nil, i
 		}
 		w := wordEnd(text, j)
 		if w == j || isDigit(text[j]) {
-			return nil, i + 1
+			return nil, i
 		}
 		params = append(params, string(text[j:w]))
 		j = skipSpaces(text, w)
@@ -296,13 +348,13 @@ func defineParams(text []byte, i int) (params []string, end int) {
 			if j < len(text) && text[j] == ')' {
 				return params, j + 1
 			}
-			return nil, i + 1
+			return nil, i
 		case j < len(text) && text[j] == ',':
 			j++
 		case j < len(text) && text[j] == ')':
 			return params, j + 1
 		default:
-			return nil, i + 1
+			return nil, i
 		}
 	}
 }
@@ -366,11 +418,27 @@ func lineEnd(text []byte, i int) int {
 	return len(text)
 }
 
-// addWords adds words to set.
-func addWords(set map[string]bool, words []string) {
-	for _, w := range words {
-		set[w] = true
+// spelledPieces gathers the pasteWords of the texts a scan (or a
+// built-in headers' table) read.
+type spelledPieces struct {
+	all, grouped map[string]bool
+	// unbalanced says a text was not balanced: its words outside
+	// parentheses may be arguments after all.
+	unbalanced bool
+}
+
+// add gathers w.
+func (p *spelledPieces) add(w pasteWords) {
+	if p.all == nil {
+		p.all, p.grouped = map[string]bool{}, map[string]bool{}
 	}
+	for _, x := range w.all {
+		p.all[x] = true
+	}
+	for _, x := range w.grouped {
+		p.grouped[x] = true
+	}
+	p.unbalanced = p.unbalanced || !w.balanced
 }
 
 // segmentable reports whether name is the concatenation of two or more of
@@ -419,9 +487,13 @@ func (sc *scan) pastedTargets() {
 	}
 	b := sc.builtinMacros()
 	chains := sc.targetChains | b.targetChains
-	spelled := func(w string) bool {
-		return sc.targetWords[w] || b.targetWords[w] || compilerGives(w)
+	// Where every text is balanced, only words a paste can take count:
+	// those within parentheses or on a directive's line (targetWords).
+	own, built := sc.targetWords.all, b.targetWords.all
+	if !sc.targetWords.unbalanced && !b.targetWords.unbalanced {
+		own, built = sc.targetWords.grouped, b.targetWords.grouped
 	}
+	spelled := func(w string) bool { return own[w] || built[w] || compilerGives(w) }
 	for i, name := range pasteTargets {
 		if chains&(1<<i) == 0 || !segmentable(name, spelled) {
 			continue

@@ -70,12 +70,50 @@ func TestTargetWords(t *testing.T) {
 		{"\"x\n#define G(D) D\n", nil},
 	}
 	for _, c := range cases {
-		got := targetWords([]byte(c.text))
+		got := targetWords([]byte(c.text)).all
 		slices.Sort(got)
 		want := slices.Clone(c.want)
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
 			t.Errorf("targetWords(%q) = %q, want %q", c.text, got, want)
+		}
+	}
+}
+
+// TestGroupedTargetWords checks which words can be a macro's argument
+// where every text is balanced: those within parentheses or on a
+// directive's line, not those outside every parenthesis; and which texts
+// are balanced.
+func TestGroupedTargetWords(t *testing.T) {
+	cases := []struct {
+		text     string
+		grouped  []string
+		balanced bool
+	}{
+		{"template <typename T, typename E> struct s<E::rank>;\n", nil, true},
+		{"f(T, g(E)) D\n", []string{"T", "E"}, true},
+		{"#if E\n#endif\nD\n#pragma x(A)\n", []string{"E", "A"}, true},
+		{"#define LP (\nD\n", nil, true}, // a body's parentheses are its own
+		{"%:define LP (\nD\n", nil, true},
+		{"\x00#define LP (\nD\n", nil, true}, // a NUL is a blank
+		{"/* c */ # define LP (\nD\n", nil, true},
+		{"f(\n#include \"x.h\"\n)\n", nil, false},             // a directive within parentheses
+		{"f(\n#if 1\nE)\n#endif\n", []string{"E"}, false},     // a block that does not pair up
+		{"E ) (\n", nil, false},                               // closes what the text did not open
+		{"( E\n", []string{"E"}, false},                       // opens what the text does not close
+		{"E ')' \"(\" // (\n/* ( */\n", nil, true},            // literals and comments hold none
+		{"#if 0\ndon't (\n#endif\nE\n", []string{"E"}, false}, // an unterminated literal
+		{"R\"x(E)x\"\n", []string{"E"}, false},                // a raw string: nothing skipped
+		{"x = __USER_LABEL_PREFIX__;\n", []string{"_"}, true},
+	}
+	for _, c := range cases {
+		got := targetWords([]byte(c.text))
+		grouped := slices.Clone(got.grouped)
+		slices.Sort(grouped)
+		want := slices.Clone(c.grouped)
+		slices.Sort(want)
+		if !slices.Equal(grouped, want) || got.balanced != c.balanced {
+			t.Errorf("targetWords(%q): grouped %q, balanced %v; want %q, %v", c.text, grouped, got.balanced, want, c.balanced)
 		}
 	}
 }
@@ -160,6 +198,45 @@ func TestPastedNames(t *testing.T) {
 	}
 }
 
+// TestPastedOutsideParentheses scans pieces spelled outside every
+// parenthesis, which no paste takes while every text is balanced, and
+// the calls that take them where a text is not (each checked with
+// clang-15 -E: the day is in the output).
+func TestPastedOutsideParentheses(t *testing.T) {
+	dir := t.TempDir()
+	const defs = "#define CAT(a, b) a ## b\n#define XCAT(a, b) CAT(a, b)\n#define LP (\n#define APPLY(f, x) f x\n"
+	cases := []struct {
+		name, src, header string
+		date              bool
+	}{
+		{name: "declarations", src: defs + "typedef int __DA; typedef int TE__;\nint k;\n"},
+		{name: "in parentheses", src: defs + "int f(int __DA, int TE__);\n", date: true},
+		{name: "a call a body opens", src: defs + "const char *d = APPLY(XCAT, LP) __DA, TE__ );\n", date: true},
+		{name: "a call a body opens within parentheses", src: defs + "const char *d = (APPLY(XCAT, LP) __DA, TE__ ));\n", date: true},
+		{name: "a call across an include's end", src: defs + "#include \"t5.h\"\n)\n", header: "APPLY(XCAT, LP) __DA, TE__\n", date: true},
+		{name: "a call a body opens, a parenthesis a body closes", src: defs + "#define RP )\nconst char *d = APPLY(XCAT, LP) __DA, TE__ ), *e = ( \"x\" RP;\n", date: true},
+		{name: "a call across a skipped block", src: defs + "const char *d = APPLY(XCAT, LP) __DA, TE__\n#if 0\n(\n#endif\n);\n", date: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.header != "" {
+				if err := os.WriteFile(filepath.Join(dir, "t5.h"), []byte(c.header), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			in := Input{Source: []byte(c.src), Path: "k.c", WorkDir: dir, Args: []string{"-I" + dir}}
+			_, trace, err := NewScanner(nil).Scan(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			date := slices.ContainsFunc(trace, func(d Dependency) bool { return d.Name == DateHeader })
+			if date != c.date {
+				t.Errorf("the key holds the day: %v, want %v", date, c.date)
+			}
+		})
+	}
+}
+
 // FuzzTargetWords holds targetWords to a plain split into words where no
 // comment or literal can begin, and to pieces of targets everywhere.
 func FuzzTargetWords(f *testing.F) {
@@ -167,7 +244,13 @@ func FuzzTargetWords(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, text []byte) {
-		got := targetWords(text)
+		words := targetWords(text)
+		got := words.all
+		for _, w := range words.grouped {
+			if !slices.Contains(got, w) {
+				t.Fatalf("%q is grouped, but not among all the words %q", w, got)
+			}
+		}
 		for _, w := range got {
 			if !targetPieceSet[w] && w != "_" {
 				t.Fatalf("%q is no piece of a target", w)

@@ -28,7 +28,7 @@ var datePieces = []string{"__", "_", "DA", "TE", "__DA", "TE__", "D", "A", "T", 
 func randomDateProgram(r *rand.Rand) string {
 	pick := func() string { return datePieces[r.IntN(len(datePieces))] }
 	var b strings.Builder
-	b.WriteString("#define CAT(a, b) a ## b\n#define XCAT(a, b) CAT(a, b)\n")
+	b.WriteString("#define CAT(a, b) a ## b\n#define XCAT(a, b) CAT(a, b)\n#define LP (\n#define APPLY(f, x) f x\n")
 	// A call's arguments are, half the time, a split of __DATE__ in order
 	// (__DA TE__, __ DA TE__ ...), each maybe replaced by a parameter.
 	call := func(params []string) string {
@@ -99,11 +99,25 @@ func randomDateProgram(r *rand.Rand) string {
 		if r.IntN(2) == 0 {
 			noise()
 		}
-		use := call(nil)
-		if r.IntN(2) == 0 {
-			use = fmt.Sprintf("G%d(%s, %s)", r.IntN(2), pick(), pick())
+		// Pieces outside parentheses, and calls a body's ( opens, whose
+		// arguments stand outside the text's own parentheses.
+		p1, p2 := pick(), pick()
+		switch r.IntN(6) {
+		case 0:
+			fmt.Fprintf(&b, "typedef int %s; typedef int %s;\n", p1, p2)
+		case 1:
+			fmt.Fprintf(&b, "const char *v%d = APPLY(XCAT, LP) %s, %s );\n", n, p1, p2)
+		case 2:
+			fmt.Fprintf(&b, "const char *v%d = (APPLY(XCAT, LP) %s, %s ));\n", n, p1, p2)
+		case 3:
+			fmt.Fprintf(&b, "const char *v%d = APPLY(XCAT, LP) %s, %s\n#if 0\n(\n#endif\n);\n", n, p1, p2)
+		default:
+			use := call(nil)
+			if r.IntN(2) == 0 {
+				use = fmt.Sprintf("G%d(%s, %s)", r.IntN(2), pick(), pick())
+			}
+			fmt.Fprintf(&b, "\nconst char *v%d = %s;\n", n, use)
 		}
-		fmt.Fprintf(&b, "\nconst char *v%d = %s;\n", n, use)
 	}
 	return b.String()
 }

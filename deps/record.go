@@ -77,7 +77,8 @@ func WithRecords(rs RecordStore) Option {
 // record of version 7 could miss a file it read. Version 9: no comment
 // begins after an unterminated literal on its line (a record of version 8
 // could miss a pasted __DATE__ after one), and a definition's parameters
-// are no words a paste may take.
+// are no words a paste may take, nor, where every text read is balanced,
+// words outside every parenthesis.
 const recordVersion = 9
 
 // recordCRC is the table of a record's checksum. A checksum, not a

@@ -67,7 +67,7 @@ type scan struct {
 	// a definition the scan made pastes, and bodyIdents holds the
 	// identifiers of those definitions' bodies.
 	targetChains targetSet
-	targetWords  map[string]bool
+	targetWords  spelledPieces
 	anyPaste     bool
 	bodyIdents   map[string]bool
 	// testPieces are the proper substrings of the names that test for a
@@ -116,7 +116,6 @@ func newScan(ctx context.Context, s *Scanner, in Input, wd string) *scan {
 		observed:         map[string]bool{},
 		hasIncludeMacros: map[string]bool{},
 		bodyIdents:       map[string]bool{},
-		targetWords:      map[string]bool{},
 		testPieces:       map[string]bool{},
 		testCacheFor:     [2]int{-1, -1},
 	}
@@ -244,7 +243,7 @@ func (sc *scan) facts(path string, p *parsedFile) {
 	}
 	sc.operators(p.pastesPragma, p.stringizes, p.pragmaPiece)
 	sc.targetChains |= p.targetChains
-	addWords(sc.targetWords, p.targetWords)
+	sc.targetWords.add(p.targetWords)
 	switch {
 	case p.unsure != "":
 		sc.refuse(path + ": " + p.unsure)
@@ -285,7 +284,10 @@ func (sc *scan) optionOperators(skipped []*macro) {
 		if o.define && restoreMarked(o.text) {
 			sc.table.uncertain = true
 		}
-		addWords(sc.targetWords, targetWords([]byte(o.text)))
+		// An option's value is a definition's body: its words are
+		// grouped wherever they stand.
+		w := targetWords([]byte(o.text))
+		sc.targetWords.add(pasteWords{all: w.all, grouped: w.all, balanced: true})
 	}
 	count := func(m *macro) {
 		pastes, stringizes := m.restoreOperators()
@@ -614,10 +616,7 @@ func (sc *scan) builtinMacros() *macroTable {
 			t.pragmaPiece = t.pragmaPiece || e.pragmaPiece
 			t.restores = t.restores || e.restores
 			t.targetChains |= e.targetChains
-			if t.targetWords == nil {
-				t.targetWords = map[string]bool{}
-			}
-			addWords(t.targetWords, e.targetWords)
+			t.targetWords.add(e.targetWords)
 		}
 		t.learnBodies()
 		return t, true
