@@ -257,10 +257,7 @@ func codeWords(text []byte, separators bool, add func(w []byte, grouped bool)) (
 			balanced = balanced && depth >= 0
 			i++
 		case continuesWord(c):
-			j := i + 1
-			for j < len(text) && continuesWord(text[j]) {
-				j++
-			}
+			j := wordEnd(text, i)
 			if w := text[i:j]; !isParam(params, w) {
 				add(w, directive || depth > 0)
 			}
