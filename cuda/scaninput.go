@@ -124,6 +124,7 @@ func nvrtc13(in *deps.Input, src Source) {
 	in.CompleteSearchPath = true
 	in.VerifiesPredefines = true // Cache.checkAssumptions asks NVRTC
 	in.CompilerMacros = nvrtcMacros
+	in.LexesCPlusPlus = lexesCPlusPlus14(in.Args)
 	in.CompilerHeaders = nvrtcBuiltinHeaders // the scanner copies what it keeps
 	if len(src.Headers) > 0 {
 		in.CompilerHeaders = make([]string, 1, 1+len(src.Headers))
@@ -132,6 +133,30 @@ func nvrtc13(in *deps.Input, src Source) {
 			in.CompilerHeaders = append(in.CompilerHeaders, h.Name)
 		}
 	}
+}
+
+// lexesCPlusPlus14 reports whether NVRTC 13 lexes a program built with
+// options as C++14 or later does (digit separators, raw strings): its
+// default dialect is C++17, and every -std= or --std= option must name
+// C++14, 17 or 20. An option it cannot read so (a -std with its value
+// apart, an older dialect, one it does not know) leaves the scan lexing
+// as it does for any C++, which narrows less but never wrongly.
+func lexesCPlusPlus14(options []string) bool {
+	for _, o := range options {
+		name, value, joined := strings.Cut(strings.TrimPrefix(o, "-"), "=")
+		if name != "-std" && name != "std" {
+			continue
+		}
+		if !joined {
+			return false
+		}
+		switch value {
+		case "c++14", "c++17", "c++20":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // nvrtcBuiltinHeaders are the compiler headers of a source with no header

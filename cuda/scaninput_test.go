@@ -161,3 +161,40 @@ func TestNVRTC13CompilerHeaders(t *testing.T) {
 		t.Fatalf("the shared list was extended: %q", nvrtcBuiltinHeaders)
 	}
 }
+
+// TestLexesCPlusPlus14: NVRTC 13's scan lexes as C++14 (digit separators,
+// raw strings) only where every dialect option names C++14 or later, or
+// none is given (its default is C++17); an older dialect or an option
+// spelled apart from its value lexes as any C++ does.
+func TestLexesCPlusPlus14(t *testing.T) {
+	for _, c := range []struct {
+		options []string
+		want    bool
+	}{
+		{nil, true},
+		{[]string{"-arch=sm_90"}, true},
+		{[]string{"-std=c++17"}, true},
+		{[]string{"--std=c++20", "-std=c++14"}, true},
+		{[]string{"-std=c++11"}, false},
+		{[]string{"--std=c++03"}, false},
+		{[]string{"-std=c++17", "-std=c++11"}, false},
+		{[]string{"-std", "c++17"}, false},
+		{[]string{"--std=gnu++17"}, false},
+		{[]string{"-stdlib=x", "-standard=c++11"}, true},
+	} {
+		if got := lexesCPlusPlus14(c.options); got != c.want {
+			t.Errorf("lexesCPlusPlus14(%q) = %v, want %v", c.options, got, c.want)
+		}
+	}
+	var in deps.Input
+	in.Args = []string{"-std=c++11"}
+	nvrtc13(&in, Source{})
+	if in.LexesCPlusPlus {
+		t.Error("nvrtc13 under -std=c++11 lexes as C++14")
+	}
+	in = deps.Input{}
+	nvrtc13(&in, Source{})
+	if !in.LexesCPlusPlus {
+		t.Error("nvrtc13 with no dialect option does not lex as NVRTC 13's default, C++17")
+	}
+}

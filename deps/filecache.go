@@ -83,10 +83,12 @@ type fileKey struct {
 
 // lexMode is how the compiler lexes a file, as far as the scan knows:
 // whether it replaces trigraphs, and whether it lexes C only (no C++
-// raw strings or digit separators).
+// raw strings or digit separators), C++14 or later only (both), or
+// either (neither set).
 type lexMode struct {
 	tri   Trigraphs
 	onlyC bool
+	cpp   bool
 }
 
 // fileCache maps absolute paths to their last seen identity, digest and

@@ -56,7 +56,7 @@ func writePerFieldID(in Input, wd string) kcache.Digest {
 	}
 	var flags uint
 	count(int(in.Trigraphs))
-	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate, in.VerifiesPredefines, in.PrivateDir != "", in.LexesC, in.PredefinesAfterOptions} {
+	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate, in.VerifiesPredefines, in.PrivateDir != "", in.LexesC, in.PredefinesAfterOptions, in.LexesCPlusPlus} {
 		if f {
 			flags |= 1 << i
 		}

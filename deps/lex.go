@@ -136,11 +136,21 @@ func directiveLines(src []byte, cpp bool) (out []string, unsure string) {
 				doubt("the operand of #" + directiveWord(line.String()) + " holds " + string(src[i:j+1]) + ", which clang lexes as one header name where what comes before it expands to nothing")
 			}
 			emit(c)
-		case cpp && c == '\'' && digitSeparator(src, i):
+		case cpp && startsNumber(src, i):
+			j, odd := numberEnd(src, i)
+			if odd && unsure == "" {
+				unsure = "a number beside a byte or an apostrophe that compilers lex apart"
+			}
+			if directive {
+				line.Write(src[i:j])
+			}
 			lineStart = false
-			emit(c)
+			i = j - 1
 		case cpp && c == '"' && rawStringPrefix(src, i):
-			j := rawStringEnd(src, i)
+			j, ok := rawStringEnd(src, i)
+			if !ok && unsure == "" {
+				unsure = "a raw string literal whose delimiter is none, or which never closes: compilers find its end apart"
+			}
 			doubt("a raw string literal in a directive")
 			if directive {
 				line.Write(src[i:j])
@@ -200,7 +210,8 @@ func fileNameLexingDiffers(name []byte) bool {
 }
 
 // hasCPlusPlusLexemes reports whether text may hold a raw string literal
-// or a digit separator, which C++ lexes otherwise than C.
+// or a digit separator, which C++ lexes otherwise than C: a '"' after an
+// R, or an apostrophe after an identifier's character or a period.
 func hasCPlusPlusLexemes(text []byte) bool {
 	for i := bytes.IndexByte(text, '"'); i >= 0; {
 		if rawStringPrefix(text, i) {
@@ -213,7 +224,7 @@ func hasCPlusPlusLexemes(text []byte) bool {
 		i += 1 + j
 	}
 	for i := bytes.IndexByte(text, '\''); i >= 0; {
-		if digitSeparator(text, i) {
+		if i > 0 && (isIdentChar(text[i-1]) || text[i-1] == '.') {
 			return true
 		}
 		j := bytes.IndexByte(text[i+1:], '\'')
@@ -240,40 +251,72 @@ func rawStringPrefix(src []byte, i int) bool {
 }
 
 // rawStringEnd returns the index just past the raw string literal whose
-// '"' is src[i]: past ")delimiter\"", or the end of src where it never
-// closes (the compiler rejects it). A delimiter that is not one (over 16
-// bytes, or holding a blank, a parenthesis or a backslash) ends the
-// literal at its line's end, as an ordinary literal would.
-func rawStringEnd(src []byte, i int) int {
+// '"' is src[i] (past ")delimiter\"") and true; or, where it is none that
+// compilers read alike, where an ordinary literal would end and false: a
+// delimiter that is not one (over 16 bytes, or holding a blank, a
+// parenthesis or a backslash; clang then skips to the next '"', on any
+// line), or a literal that never closes.
+func rawStringEnd(src []byte, i int) (int, bool) {
 	open := bytes.IndexByte(src[i+1:min(len(src), i+18)], '(')
 	if open < 0 || bytes.ContainsAny(src[i+1:i+1+open], " ()\\\t\v\f\n\r") {
-		return literalEnd(src, i)
+		return literalEnd(src, i), false
 	}
 	delim := src[i+1 : i+1+open]
 	closing := append(append([]byte{')'}, delim...), '"')
 	if j := bytes.Index(src[i+2+open:], closing); j >= 0 {
-		return i + 2 + open + j + len(closing)
+		return i + 2 + open + j + len(closing), true
 	}
-	return len(src)
+	return literalEnd(src, i), false
 }
 
-// digitSeparator reports whether the apostrophe at src[i] separates digits of
-// a number, as C++14 lexes it: it follows a preprocessing number (a run
-// of identifier characters, dots and separators that starts with a digit,
-// or a dot and a digit) and precedes a digit or an identifier character.
-func digitSeparator(src []byte, i int) bool {
-	if i+1 >= len(src) || !isIdentChar(src[i+1]) {
-		return false
+// startsNumber reports whether a preprocessing number begins at src[i]:
+// a digit that continues no identifier, or a period before a digit.
+func startsNumber(src []byte, i int) bool {
+	if src[i] == '.' {
+		return isDigit(next(src, i))
 	}
-	k := i
-	for k > 0 && (isIdentChar(src[k-1]) || src[k-1] == '.' || src[k-1] == '\'') {
-		k--
-	}
-	for k < i && src[k] == '.' && !(k+1 < i && isDigit(src[k+1])) {
-		k++ // a dot before the number is a punctuator of its own
-	}
-	return k < i && (isDigit(src[k]) || src[k] == '.')
+	return isDigit(src[i]) && (i == 0 || !isIdentChar(src[i-1]))
 }
+
+// numberEnd returns the index just past the preprocessing number that
+// begins at src[i] (startsNumber), as C++14 lexes it: identifier
+// characters, periods, a sign after an e or a p, and digit separators,
+// each an apostrophe before a letter, a digit or an underscore. odd says
+// compilers may lex it apart: it ends at a byte that may or may not go
+// on a number ($, UTF-8, a backslash), or at an apostrophe before one, or
+// it has an apostrophe after a p's sign (which C++14 takes in a decimal
+// number only).
+func numberEnd(src []byte, i int) (end int, odd bool) {
+	pSign := false
+	for i < len(src) {
+		c := src[i]
+		switch {
+		case continuesWord(c) || c == '.':
+			i++
+			if (c == 'e' || c == 'E' || c == 'p' || c == 'P') && i < len(src) && (src[i] == '+' || src[i] == '-') {
+				pSign = pSign || c == 'p' || c == 'P'
+				i++
+			}
+		case c == '\'' && continuesWord(next(src, i)):
+			if pSign {
+				return i, true
+			}
+			i++
+		case oddInNumber(c):
+			return i, true
+		case c == '\'' && oddInNumber(next(src, i)):
+			return i, true
+		default:
+			return i, false
+		}
+	}
+	return i, false
+}
+
+// oddInNumber reports whether compilers may read c, in a number or just
+// after its apostrophe, as part of the number or not: $, a byte of UTF-8,
+// a backslash (of a universal character name).
+func oddInNumber(c byte) bool { return c == '$' || c >= 0x80 || c == '\\' }
 
 // includeOperandNext reports whether line, a directive so far, is the name
 // of an include-like directive and nothing else: what comes next is its

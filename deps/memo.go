@@ -380,7 +380,7 @@ func appendList(b []byte, l []string) []byte {
 // inputFlags packs in's booleans, one bit each.
 func inputFlags(in Input) uint {
 	var flags uint
-	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate, in.VerifiesPredefines, in.PrivateDir != "", in.LexesC, in.PredefinesAfterOptions} {
+	for i, f := range []bool{in.SearchWorkDir, in.CompleteSearchPath, in.EveryCandidate, in.VerifiesPredefines, in.PrivateDir != "", in.LexesC, in.PredefinesAfterOptions, in.LexesCPlusPlus} {
 		if f {
 			flags |= 1 << i
 		}
@@ -396,7 +396,7 @@ func sameInput(a, b Input) bool {
 		a.PrivateDir == b.PrivateDir &&
 		a.Trigraphs == b.Trigraphs && a.SearchWorkDir == b.SearchWorkDir &&
 		a.CompleteSearchPath == b.CompleteSearchPath && a.EveryCandidate == b.EveryCandidate &&
-		a.VerifiesPredefines == b.VerifiesPredefines && a.LexesC == b.LexesC &&
+		a.VerifiesPredefines == b.VerifiesPredefines && a.LexesC == b.LexesC && a.LexesCPlusPlus == b.LexesCPlusPlus &&
 		a.PredefinesAfterOptions == b.PredefinesAfterOptions &&
 		slices.Equal(a.Args, b.Args) && slices.Equal(a.Depends, b.Depends) &&
 		slices.Equal(a.Builtins, b.Builtins) && slices.Equal(a.SystemDirs, b.SystemDirs) &&

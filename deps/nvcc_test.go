@@ -26,8 +26,9 @@ import (
 // holds one header.
 func nvrtc13Input(src []byte, path, wd string, args []string) Input {
 	// As cuda's nvrtc13: the key assumes NVRTC predefines no name the
-	// scan meets undefined, which the cache then asks NVRTC.
-	return Input{Source: src, Path: path, WorkDir: wd, Args: args, CompleteSearchPath: true, VerifiesPredefines: true, CompilerHeaders: []string{"__nv_nvrtc_builtin_header.h"},
+	// scan meets undefined, which the cache then asks NVRTC; and it lexes
+	// as C++17, its default and the dialect these tests ask for.
+	return Input{Source: src, Path: path, WorkDir: wd, Args: args, CompleteSearchPath: true, VerifiesPredefines: true, LexesCPlusPlus: true, CompilerHeaders: []string{"__nv_nvrtc_builtin_header.h"},
 		// A few of the names NVRTC's built-in header defines
 		// (cuda/scaninput.go holds them all).
 		CompilerMacros: []string{"NV_*", "CUDART_VERSION", "assert", "cudaStreamLegacy", "va_start"}}

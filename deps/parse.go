@@ -74,15 +74,20 @@ func restoreMarked[T string | []byte](text T) bool {
 // then differ is beyond the scanner.
 func parseFile(src []byte, mode lexMode) parsedFile {
 	tri := mode.tri == TrigraphsOn
-	p := parseText(normalize(src, tri), false)
-	if mode.tri == TrigraphsUnknown && hasTrigraph(src) && !reflect.DeepEqual(p, parseText(normalize(src, true), false)) {
+	text := normalize(src, tri)
+	p := parseText(text, mode.cpp)
+	if mode.tri == TrigraphsUnknown && hasTrigraph(src) && !reflect.DeepEqual(p, parseText(normalize(src, true), mode.cpp)) {
 		p.unsure = "its directives differ with and without trigraphs, and whether the compiler replaces them is not known"
 	}
-	if !mode.onlyC && p.unsure == "" {
-		if text := normalize(src, tri); hasCPlusPlusLexemes(text) && !reflect.DeepEqual(p, parseText(text, true)) {
+	if !mode.onlyC && !mode.cpp && p.unsure == "" {
+		if hasCPlusPlusLexemes(text) && !reflect.DeepEqual(p, parseText(text, true)) {
 			p.unsure = "its directives differ where C++'s raw string literals and digit separators are lexed, and the compiler may lex C++"
 		}
 	}
+	// The words are read once, from the text as the compiler reads it;
+	// where it may lex either way, targetWords reads both where they
+	// differ.
+	p.targetWords = targetWords(text, mode.cpp)
 	return p
 }
 
@@ -98,7 +103,6 @@ func parseText(text []byte, cpp bool) parsedFile {
 	}
 	p.restores = restoreMarked(text)
 	p.pragmaPiece = holdsPragmaPiece(text)
-	p.targetWords = targetWords(text)
 	for _, d := range p.directives {
 		if d.kind == dDefine {
 			p.targetChains |= d.macro.pasteTargets()

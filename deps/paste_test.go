@@ -70,7 +70,7 @@ func TestTargetWords(t *testing.T) {
 		{"\"x\n#define G(D) D\n", nil},
 	}
 	for _, c := range cases {
-		got := targetWords([]byte(c.text)).all
+		got := targetWords([]byte(c.text), false).all
 		slices.Sort(got)
 		want := slices.Clone(c.want)
 		slices.Sort(want)
@@ -97,24 +97,71 @@ func TestGroupedTargetWords(t *testing.T) {
 		{"%:define LP (\nD\n", nil, true},
 		{"\x00#define LP (\nD\n", nil, true}, // a NUL is a blank
 		{"/* c */ # define LP (\nD\n", nil, true},
-		{"f(\n#include \"x.h\"\n)\n", nil, false},             // a directive within parentheses
-		{"f(\n#if 1\nE)\n#endif\n", []string{"E"}, false},     // a block that does not pair up
-		{"E ) (\n", nil, false},                               // closes what the text did not open
-		{"( E\n", []string{"E"}, false},                       // opens what the text does not close
-		{"E ')' \"(\" // (\n/* ( */\n", nil, true},            // literals and comments hold none
-		{"#if 0\ndon't (\n#endif\nE\n", []string{"E"}, false}, // an unterminated literal
-		{"R\"x(E)x\"\n", []string{"E"}, false},                // a raw string: nothing skipped
+		{"f(\n#include \"x.h\"\n)\n", nil, false},         // a directive within parentheses
+		{"f(\n#if 1\nE)\n#endif\n", []string{"E"}, false}, // a block that does not pair up
+		{"E ) (\n", nil, false},                           // closes what the text did not open
+		{"( E\n", []string{"E"}, false},                   // opens what the text does not close
+		{"E ')' \"(\" // (\n/* ( */\n", nil, true},        // literals and comments hold none
+		{"#if 0\ndon't (\n#endif\nE\n", nil, false},       // an unterminated literal
+		{"R\"x(E)x\"\n", []string{"E"}, false},            // a raw string: nothing skipped
 		{"x = __USER_LABEL_PREFIX__;\n", []string{"_"}, true},
+		// Each branch of a conditional block pairs up from the depth
+		// its #if stands at, whichever the build takes.
+		{"f(a,\n#ifdef X\nE\n#else\nD\n#endif\n)\n", []string{"E", "D"}, true},
+		{"f(a,\n#if X\nE)\n#else\nD)\n#endif\n", []string{"E", "D"}, false}, // closes below its floor
+		{"#if X\nf(\n#else\ng(\n#endif\n)\n", nil, false},                   // leaves open what it opened
+		{"#if X\n(E)\n#elif Y\n(D)\n#endif\n", []string{"E", "D"}, true},
+		{"#if X\n#endif\n#endif\n", nil, false}, // no #if
+		{"#if X\nE\n", nil, false},              // no #endif
+		{"f(\n#  include_next <x.h>\n)\n", nil, false},
+		{"f(\n#pragma once\n)\n", nil, true}, // only includes are refused within parentheses
+		{"#define F(x) (x\nF(\n#include \"x.h\"\n)\n", nil, false},
 	}
 	for _, c := range cases {
-		got := targetWords([]byte(c.text))
-		grouped := slices.Clone(got.grouped)
-		slices.Sort(grouped)
-		want := slices.Clone(c.grouped)
-		slices.Sort(want)
-		if !slices.Equal(grouped, want) || got.balanced != c.balanced {
-			t.Errorf("targetWords(%q): grouped %q, balanced %v; want %q, %v", c.text, grouped, got.balanced, want, c.balanced)
-		}
+		checkGroupedWords(t, c.text, false, c.grouped, c.balanced)
+	}
+}
+
+// checkGroupedWords checks targetWords(text, cpp)'s grouped words and
+// whether it finds text balanced.
+func checkGroupedWords(t *testing.T, text string, cpp bool, grouped []string, balanced bool) {
+	t.Helper()
+	got := targetWords([]byte(text), cpp)
+	have := slices.Clone(got.grouped)
+	slices.Sort(have)
+	want := slices.Clone(grouped)
+	slices.Sort(want)
+	if !slices.Equal(have, want) || (got.unbalanced == "") != balanced {
+		t.Errorf("targetWords(%q, %v): grouped %q, unbalanced %q; want %q, balanced %v", text, cpp, have, got.unbalanced, want, balanced)
+	}
+}
+
+// TestTargetWordsLexedAsCPlusPlus checks the words of texts that C and
+// C++14 lex apart: raw strings and digit separators, read as C++ where
+// the compiler lexes it, and in both readings where it may lex either.
+func TestTargetWordsLexedAsCPlusPlus(t *testing.T) {
+	cases := []struct {
+		text     string
+		cpp      bool
+		grouped  []string
+		balanced bool
+	}{
+		{"R\"x(E) ( \" /*)x\" D\n", true, nil, true},  // the raw string is skipped whole
+		{"R\"x(E)x\"\n", false, []string{"E"}, false}, // a compiler of C reads no raw string
+		{"R\"x y(E)x y\" D\n", true, []string{"E"}, false},
+		{"R\"x(E) never closes\n", true, []string{"E"}, false},
+		{"int n = 1'000; f(D)\n", true, []string{"D"}, true},
+		// Without C++, '000; f(D)' is a character literal that does not
+		// close on its line, outside a directive.
+		{"int n = 1'000; f(D)\n", false, []string{"D"}, false},
+		{"x = 0x1'ff'E; (D)\n", true, []string{"D"}, true}, // E is the number's
+		{"x = 1e+E'D; (A)\n", true, []string{"A"}, true},
+		{"x = 0x1p+E'D; (A)\n", true, []string{"A"}, false}, // a p's sign: lexed apart
+		{"x = 1'$ (D)\n", true, []string{"D"}, false},       // $ may go on the number or not
+		{"x = 1$'E' (D)\n", true, []string{"D"}, false},
+	}
+	for _, c := range cases {
+		checkGroupedWords(t, c.text, c.cpp, c.grouped, c.balanced)
 	}
 }
 
@@ -237,6 +284,32 @@ func TestPastedOutsideParentheses(t *testing.T) {
 	}
 }
 
+// TestPastedOutsideParenthesesCPlusPlus scans pieces outside every
+// parenthesis after a digit separator and a raw string: under
+// LexesCPlusPlus both are lexed as C++14 lexes them and the text stays
+// balanced (no day in the key); lexed as any C++, the separator's
+// apostrophe might open a literal and the raw string's parenthesis might
+// be one, so the day is kept. An input may not claim both C and C++.
+func TestPastedOutsideParenthesesCPlusPlus(t *testing.T) {
+	const src = "#define CAT(a, b) a ## b\ntypedef int __DA; int n = 1'000;\n" +
+		"const char *r = R\"x( ( \" )x\"; typedef int TE__;\nint k;\n"
+	for _, cpp := range []bool{false, true} {
+		in := Input{Source: []byte(src), Path: "k.cu", LexesCPlusPlus: cpp}
+		_, trace, err := NewScanner(nil).Scan(context.Background(), in)
+		if err != nil {
+			t.Fatalf("LexesCPlusPlus %v: %v", cpp, err)
+		}
+		date := slices.ContainsFunc(trace, func(d Dependency) bool { return d.Name == DateHeader })
+		if date != !cpp {
+			t.Errorf("LexesCPlusPlus %v: the key holds the day: %v, want %v", cpp, date, !cpp)
+		}
+	}
+	in := Input{Source: []byte(src), Path: "k.cu", LexesC: true, LexesCPlusPlus: true}
+	if _, _, err := NewScanner(nil).Scan(context.Background(), in); err == nil {
+		t.Error("an input lexed as both C and C++ was scanned")
+	}
+}
+
 // FuzzTargetWords holds targetWords to a plain split into words where no
 // comment or literal can begin, and to pieces of targets everywhere.
 func FuzzTargetWords(f *testing.F) {
@@ -244,7 +317,7 @@ func FuzzTargetWords(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, text []byte) {
-		words := targetWords(text)
+		words := targetWords(text, len(text) > 0 && text[0]&1 == 1)
 		got := words.all
 		for _, w := range words.grouped {
 			if !slices.Contains(got, w) {

@@ -3,7 +3,8 @@ package deps_test
 // A differential check of the rule for pasted names (paste.go) against
 // clang-15's own preprocessor: programs made at random from the pieces of
 // __DATE__, macros whose parameters are named with them, calls, comments,
-// literals and unterminated literals in skipped blocks. Wherever clang's
+// literals and unterminated literals in skipped blocks, digit separators
+// and raw strings, read as C and as C++14. Wherever clang's
 // output holds the day, the key must hold it too (or the program be
 // refused): anything else is another day's binary.
 
@@ -52,7 +53,7 @@ func randomDateProgram(r *rand.Rand) string {
 		return fmt.Sprintf("XCAT(XCAT(%s, %s), %s)", arg(0), arg(1), arg(2))
 	}
 	noise := func() {
-		switch r.IntN(7) {
+		switch r.IntN(11) {
 		case 0:
 			fmt.Fprintf(&b, "/* %s */ ", pick())
 		case 1:
@@ -67,6 +68,14 @@ func randomDateProgram(r *rand.Rand) string {
 			b.WriteString("/*\n")
 		case 6:
 			b.WriteString("*/\n")
+		case 7: // a digit separator, or in C a character literal that never closes
+			fmt.Fprintf(&b, "int q = 1'%s;\n", pick())
+		case 8:
+			fmt.Fprintf(&b, "int q = 0x1'f'%s (\n", pick())
+		case 9: // a raw string, or in C an R and an ordinary literal
+			fmt.Fprintf(&b, "const char *r = R\"x( ( %s \" )x\";\n", pick())
+		case 10:
+			fmt.Fprintf(&b, "const char *r = R\"(\n%s /* ) */\n)\";\n", pick())
 		}
 	}
 	for n := range 1 + r.IntN(3) {
@@ -123,31 +132,55 @@ func randomDateProgram(r *rand.Rand) string {
 }
 
 // TestPastedDateAgainstClang runs random programs through clang-15 -E and
-// the scanner; KCACHE_PASTE_CASES sets how many (400).
+// the scanner, as C and as C++14 (Input.LexesCPlusPlus);
+// KCACHE_PASTE_CASES sets how many of each (400).
 func TestPastedDateAgainstClang(t *testing.T) {
 	clang := requireClang(t)
-	preprocess := func(src string) (string, error) {
-		cmd := exec.Command(clang, "-E", "-P", "-x", "c", "-")
-		cmd.Stdin = strings.NewReader(src)
-		out, err := cmd.Output()
-		return string(out), err
+	for _, lang := range []struct {
+		name string
+		args []string
+		cpp  bool
+	}{
+		{"c", []string{"-x", "c"}, false},
+		{"c++14", []string{"-x", "c++", "-std=c++14"}, true},
+	} {
+		t.Run(lang.name, func(t *testing.T) {
+			preprocess := func(src string) (string, error) {
+				cmd := exec.Command(clang, append(append([]string{"-E", "-P"}, lang.args...), "-")...)
+				cmd.Stdin = strings.NewReader(src)
+				out, err := cmd.Output()
+				return string(out), err
+			}
+			scan := func(src string) ([]deps.Dependency, error) {
+				in := deps.Input{Source: []byte(src), Path: "k.c", WorkDir: t.TempDir(), LexesCPlusPlus: lang.cpp}
+				_, trace, err := deps.NewScanner(nil).Scan(context.Background(), in)
+				return trace, err
+			}
+			checkPastedDate(t, preprocess, scan)
+		})
 	}
+}
+
+// checkPastedDate runs KCACHE_PASTE_CASES random programs through
+// preprocess and scan, and fails where the first's output holds the day
+// and the second's key does not.
+func checkPastedDate(t *testing.T, preprocess func(string) (string, error), scan func(string) ([]deps.Dependency, error)) {
 	today, err := preprocess("__DATE__\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	today = strings.TrimSpace(today)
 	r := rand.New(rand.NewPCG(1, 2))
-	dir := t.TempDir()
-	var holds, keyed, needless int
+	var holds, keyed, needless, refused int
 	for range envInt(t, "KCACHE_PASTE_CASES", 400) {
 		src := randomDateProgram(r)
 		out, err := preprocess(src)
 		if err != nil {
 			continue // clang rejects it: no binary comes of it
 		}
-		_, trace, err := deps.NewScanner(nil).Scan(context.Background(), deps.Input{Source: []byte(src), Path: "k.c", WorkDir: dir})
+		trace, err := scan(src)
 		if errors.Is(err, deps.ErrUncacheable) {
+			refused++
 			continue
 		}
 		if err != nil {
@@ -173,5 +206,5 @@ func TestPastedDateAgainstClang(t *testing.T) {
 	if holds == 0 {
 		t.Fatal("no program held the day: the check proves nothing")
 	}
-	t.Logf("%d programs held the day; the key held it for %d, %d of them needlessly", holds, keyed, needless)
+	t.Logf("%d programs held the day; the key held it for %d, %d of them needlessly; %d refused", holds, keyed, needless, refused)
 }

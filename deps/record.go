@@ -78,8 +78,13 @@ func WithRecords(rs RecordStore) Option {
 // begins after an unterminated literal on its line (a record of version 8
 // could miss a pasted __DATE__ after one), and a definition's parameters
 // are no words a paste may take, nor, where every text read is balanced,
-// words outside every parenthesis.
-const recordVersion = 9
+// words outside every parenthesis. Version 10: Input.LexesCPlusPlus lexes
+// as C++14 does (digit separators, raw strings), a conditional's branches
+// balance per #if depth, an include-like directive within parentheses
+// makes the words unbalanced, and text after a byte read as no number is
+// read anew as words (a record of version 9 could narrow where a paste
+// took a word from such text).
+const recordVersion = 10
 
 // recordCRC is the table of a record's checksum. A checksum, not a
 // digest, is what a record needs: it guards against damage on disk (a

@@ -126,6 +126,9 @@ func newScan(ctx context.Context, s *Scanner, in Input, wd string) *scan {
 }
 
 func (sc *scan) run() error {
+	if sc.in.LexesC && sc.in.LexesCPlusPlus {
+		return errors.New("deps: an Input sets both LexesC and LexesCPlusPlus")
+	}
 	var overridden func(string) bool
 	if sc.in.PredefinesAfterOptions {
 		overridden = sc.predefinable
@@ -286,8 +289,8 @@ func (sc *scan) optionOperators(skipped []*macro) {
 		}
 		// An option's value is a definition's body: its words are
 		// grouped wherever they stand.
-		w := targetWords([]byte(o.text))
-		sc.targetWords.add(pasteWords{all: w.all, grouped: w.all, balanced: true})
+		w := targetWords([]byte(o.text), sc.in.LexesCPlusPlus)
+		sc.targetWords.add(pasteWords{all: w.all, grouped: w.all})
 	}
 	count := func(m *macro) {
 		pastes, stringizes := m.restoreOperators()
@@ -325,7 +328,9 @@ func (sc *scan) settleOperators() {
 }
 
 // mode is how the compiler lexes the source and its headers.
-func (sc *scan) mode() lexMode { return lexMode{sc.in.Trigraphs, sc.in.LexesC} }
+func (sc *scan) mode() lexMode {
+	return lexMode{tri: sc.in.Trigraphs, onlyC: sc.in.LexesC, cpp: sc.in.LexesCPlusPlus}
+}
 
 // dataMode parses files whose directives the scan does not follow (the
 // compiler's built-in headers, for their macros; declared files, for

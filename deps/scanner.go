@@ -155,6 +155,12 @@ type Input struct {
 	// whose directives differ with and without them is uncacheable, as
 	// for trigraphs. CUDA is C++, and so is C++ for OpenCL.
 	LexesC bool
+	// LexesCPlusPlus says the compiler lexes the source and every header
+	// as C++14 or later (NVRTC at its default dialect, C++17): raw string
+	// literals and digit separators are lexed as such, and a file whose
+	// directives would differ without them is read as the compiler reads
+	// it, not refused. It and LexesC are not both set.
+	LexesCPlusPlus bool
 	// SearchWorkDir says the compiler searches the working directory
 	// first for every include, quoted or angled, from any file, as if
 	// "-I." came first. PoCL does: it compiles program text under a
