@@ -43,14 +43,22 @@ type directive struct {
 	// operand holds a computed include's tokens, to expand at scan time.
 	operand []token
 	macro   *macro // #define
+	// at is the index of a conditional directive's introducer in the
+	// parsed text. needs is the name a dIf's branch is taken only where it is a
+	// macro (#ifdef NAME, #if defined(NAME)). unbalanced says the branch
+	// the directive opens is not balanced (pasteWords.branches), which
+	// matters only where the compiler may read it.
+	at         int
+	needs      string
+	unbalanced bool
 }
 
 // parseDirectives returns the directives of src that can add or name a
 // dependency, and the conditionals around them, in order, with src lexed
 // as C++ where cpp is set.
 func parseDirectives(src []byte, cpp bool) (out []directive, unsure string) {
-	lines, unsure := directiveLines(src, cpp)
-	for _, line := range lines {
+	lines, at, unsure := directiveLines(src, cpp)
+	for n, line := range lines {
 		if unsure == "" && namesCharacter(line) {
 			// clang reads caf\u00e9 as café: one identifier in two
 			// spellings, which the scan would take for two names.
@@ -88,9 +96,9 @@ func parseDirectives(src []byte, cpp bool) (out []directive, unsure string) {
 				out = append(out, d)
 			}
 		case "if", "elif":
-			d := directive{kind: dElse}
+			d := directive{kind: dElse, at: at[n]}
 			if name == "if" {
-				d = directive{kind: dIf, name: notDefinedName(rest)}
+				d = directive{kind: dIf, name: notDefinedName(rest), needs: definedName(rest), at: at[n]}
 			}
 			out = append(out, d)
 			tests := hasIncludes(tokenizeCondition(rest))
@@ -100,13 +108,13 @@ func parseDirectives(src []byte, cpp bool) (out []directive, unsure string) {
 			out = append(out, tests...)
 			out = append(out, directive{kind: dCondition, name: rest})
 		case "ifdef":
-			out = append(out, directive{kind: dIf})
+			out = append(out, directive{kind: dIf, needs: ifndefName(rest), at: at[n]})
 		case "ifndef":
-			out = append(out, directive{kind: dIf, name: ifndefName(rest)})
+			out = append(out, directive{kind: dIf, name: ifndefName(rest), at: at[n]})
 		case "else", "elifdef", "elifndef":
-			out = append(out, directive{kind: dElse, name: name})
+			out = append(out, directive{kind: dElse, name: name, at: at[n]})
 		case "endif":
-			out = append(out, directive{kind: dEndif})
+			out = append(out, directive{kind: dEndif, at: at[n]})
 		}
 	}
 	return out, unsure
@@ -146,7 +154,7 @@ func lexedAsFileName(d directive) bool {
 	})
 }
 
-// ifndefName returns the name #ifndef tests, "" if malformed.
+// ifndefName returns the name #ifndef (or #ifdef) tests, "" if malformed.
 func ifndefName(rest string) string {
 	if ts := tokenize(rest); len(ts) == 1 && ts[0].kind == tIdent {
 		return ts[0].text
@@ -164,6 +172,19 @@ func notDefinedName(rest string) string {
 		return ts[2].text
 	case len(ts) == 5 && ts[0].text == "!" && ts[1].text == "defined" && ts[2].text == "(" && ts[3].kind == tIdent && ts[4].text == ")":
 		return ts[3].text
+	}
+	return ""
+}
+
+// definedName returns NAME for an #if whose whole expression is
+// defined(NAME) or defined NAME; "" for any other expression.
+func definedName(rest string) string {
+	ts := tokenize(rest)
+	switch {
+	case len(ts) == 2 && ts[0].text == "defined" && ts[1].kind == tIdent:
+		return ts[1].text
+	case len(ts) == 4 && ts[0].text == "defined" && ts[1].text == "(" && ts[2].kind == tIdent && ts[3].text == ")":
+		return ts[2].text
 	}
 	return ""
 }

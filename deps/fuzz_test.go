@@ -26,6 +26,7 @@ func FuzzDirectives(f *testing.F) {
 		"%:define H <h.h>\n%:include H\n#embed \"e\" limit(1)\n#include_next <n.h>\n#import \"i.h\"\n",
 		"#define H(x) x\n#include H(\n#include H(<a.h>\n#include H(a,b)\n#define\n#define (\n#define F(a,\n#undef\n",
 		"\xff\xfe#include \"\x00\".h\n#define \x80 1\n#include \x80\n",
+		"f(\n#ifdef X\n)\n#elif defined(Y)\n(\n#else\n#include \"a.h\"\n#endif\n)\n",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -34,6 +35,9 @@ func FuzzDirectives(f *testing.F) {
 		dirs := parseFile(data, lexMode{}).directives
 		table := newMacroTable()
 		for _, d := range dirs {
+			if d.unbalanced && d.kind != dIf && d.kind != dElse {
+				t.Fatalf("a branch not balanced opened by %+v", d)
+			}
 			switch d.kind {
 			case dDefine:
 				if d.macro == nil || d.macro.name == "" {

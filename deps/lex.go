@@ -40,7 +40,8 @@ type token struct {
 // directiveLines returns the preprocessing directives of src, normalized
 // by normalize, one logical line each, without the leading '#': comments
 // are replaced by a space, as translation phase 3 does. A comment that
-// spans lines joins them, as it does for the compiler.
+// spans lines joins them, as it does for the compiler. at holds, for each
+// line, the index in src of its introducer (# or %:).
 //
 // clang lexes two kinds of directive otherwise where it obeys them than
 // where it skips them (in a conditional's false branch, which the scan
@@ -66,15 +67,17 @@ type token struct {
 // With cpp, src is lexed as C++: a raw string literal runs to its closing
 // delimiter, across lines, and a digit separator in a number begins no
 // character literal. A raw string in a directive is not modelled (unsure).
-func directiveLines(src []byte, cpp bool) (out []string, unsure string) {
+func directiveLines(src []byte, cpp bool) (out []string, at []int, unsure string) {
 	var (
 		line      strings.Builder
 		lineStart = true // only blanks so far on this logical line
 		directive bool
+		start     int // the index of the directive's introducer
 	)
 	flush := func() {
 		if directive {
 			out = append(out, line.String())
+			at = append(at, start)
 		}
 		line.Reset()
 		lineStart, directive = true, false
@@ -168,9 +171,9 @@ func directiveLines(src []byte, cpp bool) (out []string, unsure string) {
 			lineStart = false
 			i = j - 1
 		case c == '#' && lineStart:
-			directive, lineStart = true, false
+			directive, lineStart, start = true, false, i
 		case c == '%' && next(src, i) == ':' && lineStart: // the digraph of #
-			directive, lineStart = true, false
+			directive, lineStart, start = true, false, i
 			i++
 		case c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f':
 			emit(c)
@@ -182,7 +185,7 @@ func directiveLines(src []byte, cpp bool) (out []string, unsure string) {
 		}
 	}
 	flush()
-	return out, unsure
+	return out, at, unsure
 }
 
 // nulInName is why a file is beyond the scanner whose directive holds a

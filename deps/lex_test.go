@@ -27,7 +27,7 @@ func TestDirectiveLinesCPlusPlus(t *testing.T) {
 		{"#define S R\"(x)\"\n", []string{`define S R"(x)"`}, true},
 	}
 	for _, c := range cases {
-		got, unsure := directiveLines([]byte(c.text), true)
+		got, _, unsure := directiveLines([]byte(c.text), true)
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%q: directives %q, want %q", c.text, got, c.want)
 		}
@@ -37,7 +37,7 @@ func TestDirectiveLinesCPlusPlus(t *testing.T) {
 	}
 	// Read as C, the raw string is an ordinary literal on its line: the
 	// include within it is a directive.
-	if got, _ := directiveLines([]byte(cases[0].text), false); len(got) != 2 {
+	if got, _, _ := directiveLines([]byte(cases[0].text), false); len(got) != 2 {
 		t.Errorf("lexed as C: directives %q, want both includes", got)
 	}
 }

@@ -126,6 +126,14 @@ func (p *spelledPieces) add(w pasteWords) {
 	p.unbalanced = p.unbalanced || w.unbalanced != ""
 }
 
+// addBranches gathers w as add does, and its branches that are not
+// balanced as if the compiler read them all: for texts the scan reads
+// without following their directives (the built-in headers).
+func (p *spelledPieces) addBranches(w pasteWords) {
+	p.add(w)
+	p.unbalanced = p.unbalanced || len(w.branches) > 0
+}
+
 // segmentable reports whether name is the concatenation of two or more of
 // its proper substrings for which spelled is true.
 func segmentable(name string, spelled func(string) bool) bool {

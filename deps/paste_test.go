@@ -136,6 +136,110 @@ func checkGroupedWords(t *testing.T, text string, cpp bool, grouped []string, ba
 	}
 }
 
+// TestUnbalancedBranches checks which texts are not balanced only within
+// branches of their conditional blocks (pasteWords.branches, each the
+// index of the introducer that opens the branch), which is for the scan
+// to weigh, and which are not balanced outside them.
+func TestUnbalancedBranches(t *testing.T) {
+	cases := []struct {
+		text     string
+		branches []int
+		balanced bool // outside the branches
+	}{
+		{"f(a,\n#if X\nE)\n#else\nD)\n#endif\n)\n", []int{5, 14}, true},
+		{"#ifdef X\n#if Y\n)\n#endif\n#endif\n", []int{9}, true}, // the innermost branch
+		{"(\n#ifdef X\n#include \"a.h\"\n#endif\n)\n", []int{2}, true},
+		{"#ifdef X\nf(\n#endif\n", []int{0}, true},
+		{"#if X\nf(\n#else\ng(\n#endif\n)\n", []int{0, 9}, false}, // and ) closes below every #if
+		{"#ifdef X\n)\n#endif\n#endif\n", []int{0}, false},        // no #if
+		{"#if X\n(\n", nil, false},                                // no #endif
+		{"#ifdef X\nR\"x(\n#endif\n)x\"\n", nil, false},           // read anew (a raw string in C)
+	}
+	for _, c := range cases {
+		got := targetWords([]byte(c.text), false)
+		if !slices.Equal(got.branches, c.branches) || (got.unbalanced == "") != c.balanced {
+			t.Errorf("targetWords(%q): branches %v, unbalanced %q; want %v, balanced %v", c.text, got.branches, got.unbalanced, c.branches, c.balanced)
+		}
+	}
+	// The parse marks the directives that open those branches, and they
+	// are what directiveLines finds.
+	p := parseFile([]byte(cases[0].text), lexMode{tri: TrigraphsOff, onlyC: true})
+	var marked []int
+	for _, d := range p.directives {
+		if d.unbalanced {
+			marked = append(marked, d.at)
+		}
+	}
+	if !slices.Equal(marked, cases[0].branches) || p.targetWords.unbalanced != "" {
+		t.Errorf("parseFile marks branches at %v (unbalanced %q), want %v", marked, p.targetWords.unbalanced, cases[0].branches)
+	}
+	// Read with digit separators, the apostrophe begins no literal and
+	// the comment hides an #if; read without, it does not: the words were
+	// read with two structures of conditional blocks, so no branch holds.
+	const apart = "#ifdef X\n)\n#endif\nint n = 1'a/*\n#if 1\n#endif\n*/\n"
+	if p := parseFile([]byte(apart), lexMode{tri: TrigraphsOff}); p.targetWords.unbalanced == "" || slices.ContainsFunc(p.directives, func(d directive) bool { return d.unbalanced }) {
+		t.Errorf("%q: unbalanced %q, a branch marked: the readings' blocks differ", apart, p.targetWords.unbalanced)
+	}
+}
+
+// TestUnbalancedBranchTaken scans pieces outside every parenthesis beside
+// a branch that is not balanced: where the branch is one no build with
+// the key can take (an #ifdef or #if defined() of a name that is
+// certainly no macro there), the day stays out of the key; where it may
+// be taken, the day is in it.
+func TestUnbalancedBranchTaken(t *testing.T) {
+	dir := t.TempDir()
+	const defs = "#define CAT(a, b) a ## b\n#define XCAT(a, b) CAT(a, b)\n#define LP (\n#define APPLY(f, x) f x\n"
+	const use = "const char *d = APPLY(XCAT, LP) __DA, TE__ );\n"
+	for name, text := range map[string]string{"def.h": "#define NEVER 1\n", "h.h": "#ifdef NEVER\n" + use + "#endif\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name, src string
+		verifies  bool
+		date      bool
+		assumes   string // a name the key must assume the compiler does not predefine
+	}{
+		{name: "#ifdef of no macro", src: "#ifdef NEVER\n" + use + "#endif\n"},
+		{name: "#if defined() of no macro", src: "#if defined(NEVER)\n" + use + "#endif\n"},
+		{name: "#if defined of no macro", src: "#if defined NEVER\n" + use + "#endif\n"},
+		{name: "nested in it", src: "#ifdef NEVER\n#if 1\n" + use + "#endif\n#endif\n"},
+		{name: "defined later", src: "#ifdef NEVER\n" + use + "#endif\n#define NEVER\n"},
+		{name: "defined before", src: "#define NEVER\n#ifdef NEVER\n" + use + "#endif\n", date: true},
+		{name: "undefined before", src: "#undef NEVER\n#ifdef NEVER\n" + use + "#endif\n", date: true},
+		{name: "defined in a header before", src: "#include \"def.h\"\n#ifdef NEVER\n" + use + "#endif\n", date: true},
+		{name: "defined in a branch before", src: "#if 0\n#include \"def.h\"\n#endif\n#ifdef NEVER\n" + use + "#endif\n", date: true},
+		{name: "after an include found nowhere", src: "#include \"nowhere.h\"\n#ifdef NEVER\n" + use + "#endif\n", date: true},
+		{name: "the #else", src: "#ifdef NEVER\n#else\n" + use + "#endif\n", date: true},
+		{name: "#if of its value", src: "#if NEVER\n" + use + "#endif\n", date: true},
+		{name: "#ifndef", src: "#ifndef NEVER\n" + use + "#endif\n", date: true},
+		{name: "a reserved name", src: "#ifdef __NEVER\n" + use + "#endif\n", date: true},
+		{name: "a reserved name, verified", src: "#ifdef __NEVER\n" + use + "#endif\n", verifies: true, assumes: "__NEVER"},
+		{name: "a header's branch", src: "#include \"h.h\"\n"},
+		// The header is followed again where what it consulted changed.
+		{name: "a header's branch, then defined", src: "#include \"h.h\"\n#define NEVER\n#include \"h.h\"\n", date: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := Input{Source: []byte(defs + c.src), Path: "k.c", WorkDir: dir, Args: []string{"-I" + dir}, VerifiesPredefines: c.verifies}
+			_, trace, err := NewScanner(nil).Scan(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			date := slices.ContainsFunc(trace, func(d Dependency) bool { return d.Name == DateHeader })
+			if date != c.date {
+				t.Errorf("the key holds the day: %v, want %v", date, c.date)
+			}
+			assumed := slices.ContainsFunc(trace, func(d Dependency) bool { return d.Rule == RuleNotPredefined && d.Path == c.assumes })
+			if c.assumes != "" && !assumed {
+				t.Errorf("the key does not assume %s is not predefined: %v", c.assumes, trace)
+			}
+		})
+	}
+}
+
 // TestTargetWordsLexedAsCPlusPlus checks the words of texts that C and
 // C++14 lex apart: raw strings and digit separators, read as C++ where
 // the compiler lexes it, and in both readings where it may lex either.
@@ -329,6 +433,12 @@ func FuzzTargetWords(f *testing.F) {
 				t.Fatalf("%q is no piece of a target", w)
 			}
 		}
+		// A branch not balanced is opened by a conditional's introducer.
+		for _, at := range words.branches {
+			if at < 0 || at >= len(text) || (text[at] != '#' && text[at] != '%') {
+				t.Fatalf("targetWords(%q): branch at %d, which no introducer begins", text, at)
+			}
+		}
 		if strings.ContainsAny(string(text), "/\"'") {
 			return
 		}
@@ -343,8 +453,10 @@ func FuzzTargetWords(f *testing.F) {
 		}
 		slices.Sort(got)
 		slices.Sort(want)
-		if strings.Contains(string(text), "#") {
-			// A definition's parameters are left out: fewer, never others.
+		if strings.ContainsAny(string(text), "#0123456789") {
+			// A definition's parameters are left out, and the letters of
+			// a preprocessing number (0.A) are no word: fewer, never
+			// others.
 			for _, w := range got {
 				if !slices.Contains(want, w) {
 					t.Fatalf("targetWords(%q) = %q, which the words %q lack", text, got, want)

@@ -29,7 +29,7 @@ var datePieces = []string{"__", "_", "DA", "TE", "__DA", "TE__", "D", "A", "T", 
 func randomDateProgram(r *rand.Rand) string {
 	pick := func() string { return datePieces[r.IntN(len(datePieces))] }
 	var b strings.Builder
-	b.WriteString("#define CAT(a, b) a ## b\n#define XCAT(a, b) CAT(a, b)\n#define LP (\n#define APPLY(f, x) f x\n")
+	b.WriteString("#define CAT(a, b) a ## b\n#define XCAT(a, b) CAT(a, b)\n#define LP (\n#define APPLY(f, x) f x\n#define ON 1\n")
 	// A call's arguments are, half the time, a split of __DATE__ in order
 	// (__DA TE__, __ DA TE__ ...), each maybe replaced by a parameter.
 	call := func(params []string) string {
@@ -109,8 +109,13 @@ func randomDateProgram(r *rand.Rand) string {
 			noise()
 		}
 		// Pieces outside parentheses, and calls a body's ( opens, whose
-		// arguments stand outside the text's own parentheses.
+		// arguments stand outside the text's own parentheses, a third of
+		// them in a branch that is or is not taken.
 		p1, p2 := pick(), pick()
+		wrapped := r.IntN(3) == 0
+		if wrapped {
+			b.WriteString([]string{"#ifdef ON\n", "#ifdef OFF\n", "#if defined(OFF)\n", "#ifndef ON\n", "#ifdef OFF\n#else\n"}[r.IntN(5)])
+		}
 		switch r.IntN(6) {
 		case 0:
 			fmt.Fprintf(&b, "typedef int %s; typedef int %s;\n", p1, p2)
@@ -126,6 +131,9 @@ func randomDateProgram(r *rand.Rand) string {
 				use = fmt.Sprintf("G%d(%s, %s)", r.IntN(2), pick(), pick())
 			}
 			fmt.Fprintf(&b, "\nconst char *v%d = %s;\n", n, use)
+		}
+		if wrapped {
+			b.WriteString("#endif\n")
 		}
 	}
 	return b.String()

@@ -17,6 +17,19 @@ type pasteWords struct {
 	// what the branch did not open, every one the branch opens it closes),
 	// and every include stands outside them.
 	unbalanced string
+	// branches holds the indexes of the introducers of the directives
+	// (#if, #elif, #else and their kin) that open the branches of
+	// conditional blocks in which the text is not balanced, where it is
+	// balanced outside them. Each branch ends at its block's depth
+	// whatever it holds, so the text the compiler reads is balanced
+	// unless it reads one of these branches: the scan decides
+	// (directive.unbalanced).
+	branches []int
+	// conditionals holds, where branches does, the indexes of the
+	// introducers of every conditional directive the words were read
+	// with: the branches hold only where the parse found the same
+	// (parsedFile.markUnbalancedBranches).
+	conditionals []int
 }
 
 // targetWords returns the pieces of pasteTargets that text spells as
@@ -55,14 +68,26 @@ func targetWords(text []byte, cpp bool) pasteWords {
 	// compiler may lex either and the text holds one, the words of both
 	// readings count, and both must be balanced.
 	r := wordReading{separators: cpp, rawStrings: cpp}
-	why, other := codeWords(text, r, add)
-	if other && !cpp {
+	lx := codeWords(text, r, add)
+	words.unbalanced, words.branches, words.conditionals = lx.unbalanced, lx.branches, lx.conditionals
+	if lx.other && !cpp {
 		r.separators = !r.separators
-		if why2, _ := codeWords(text, r, add); why == "" {
-			why = why2
+		lx = codeWords(text, r, add)
+		if words.unbalanced == "" {
+			words.unbalanced = lx.unbalanced
+		}
+		for _, b := range lx.branches {
+			if !slices.Contains(words.branches, b) {
+				words.branches = append(words.branches, b)
+			}
+		}
+		if !slices.Equal(lx.conditionals, words.conditionals) {
+			words.conditionals = nil // the readings find blocks apart: no branch holds
 		}
 	}
-	words.unbalanced = why
+	if len(words.branches) == 0 {
+		words.conditionals = nil
+	}
 	if bytes.Contains(text, []byte(userLabelPrefix)) {
 		add([]byte("_"), true)
 	}
@@ -81,9 +106,11 @@ type wordReading struct {
 
 // codeWords calls add with each word of text outside comments and
 // literals, read as r says, and whether the word is grouped: on a
-// directive's line or within parentheses. It returns why the text is not
-// balanced (pasteWords), or "", and whether an apostrophe ended a number
-// that a reading with separators (wordReading.separators) reads on.
+// directive's line or within parentheses. It returns the lexer at the
+// text's end: why the text is not balanced (pasteWords), or "", the
+// branches it is not balanced in, and whether an apostrophe ended a
+// number that a reading with separators (wordReading.separators) reads
+// on.
 //
 // Comments and literals are skipped only up to where compilers may lex
 // the text apart: a raw string literal the reading does not lex (R"), or
@@ -102,7 +129,7 @@ type wordReading struct {
 // while comments are skipped and none is in doubt: after a literal left
 // unterminated before a /*, a compiler that lexes it otherwise could end
 // a comment, and so a definition's line, elsewhere.
-func codeWords(text []byte, r wordReading, add func(w []byte, grouped bool)) (unbalanced string, other bool) {
+func codeWords(text []byte, r wordReading, add func(w []byte, grouped bool)) *wordLexer {
 	lx := wordLexer{text: text, reading: r, add: add, lineStart: true}
 	lx.skipLexemes = true
 	if !r.rawStrings && bytes.Contains(text, []byte(`R"`)) {
@@ -117,7 +144,7 @@ func codeWords(text []byte, r wordReading, add func(w []byte, grouped bool)) (un
 	case len(lx.floors) != 0:
 		lx.unbalance("a conditional block does not end")
 	}
-	return lx.unbalanced, lx.other
+	return &lx
 }
 
 // wordLexer is codeWords' state as it reads a text.
@@ -132,19 +159,36 @@ type wordLexer struct {
 	directive   bool // the line is a directive's
 	depth       int  // parentheses open outside directives' lines
 	// floors holds, for each conditional block the text is in, the depth
-	// at its #if: each of its branches keeps to it and ends at it.
-	floors      []int
-	params      []string // the parameters of the #define of the line
-	commentsEnd int      // no comment begins before this index
-	doubt       bool     // parameters are no longer left out
-	unbalanced  string   // why the text is not balanced, "" while it is
-	other       bool     // an apostrophe after a number ended it: separators may read on
+	// at its #if: each of its branches keeps to it and ends at it; opened
+	// the index of the introducer of the directive that opened the
+	// block's current branch.
+	floors, opened []int
+	branches       []int    // pasteWords.branches
+	conditionals   []int    // pasteWords.conditionals
+	params         []string // the parameters of the #define of the line
+	commentsEnd    int      // no comment begins before this index
+	doubt          bool     // parameters are no longer left out
+	unbalanced     string   // why the text is not balanced, "" while it is
+	other          bool     // an apostrophe after a number ended it: separators may read on
 }
 
 // unbalance notes why the text is not balanced; the first reason is kept.
 func (lx *wordLexer) unbalance(why string) {
 	if lx.unbalanced == "" {
 		lx.unbalanced = why
+	}
+}
+
+// unbalanceBranch notes why the branch the lexer is in is not balanced,
+// where what is not balanced stays within it; outside every branch, or
+// once the lexer reads anew, the text is not balanced.
+func (lx *wordLexer) unbalanceBranch(why string) {
+	if len(lx.opened) == 0 || lx.doubt {
+		lx.unbalance(why)
+		return
+	}
+	if b := lx.opened[len(lx.opened)-1]; !slices.Contains(lx.branches, b) {
+		lx.branches = append(lx.branches, b)
 	}
 }
 
@@ -176,7 +220,7 @@ func (lx *wordLexer) step() {
 	case c == ')' && !lx.directive:
 		lx.depth--
 		if lx.depth < lx.floor() {
-			lx.unbalance(") closes what the text, or the branch it is in, did not open")
+			lx.unbalanceBranch(") closes what the text, or the branch it is in, did not open")
 		}
 		i++
 	case isDigit(c):
@@ -225,24 +269,32 @@ func (lx *wordLexer) floor() int {
 // whose names it notes, or past the introducer.
 func (lx *wordLexer) introducer(i int) int {
 	lx.directive = true
+	at := i
 	i++
 	if lx.text[i-1] == '%' {
 		i++
 	}
 	name, ok := introducedName(lx.text, i)
 	switch string(name) {
+	case "if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif":
+		lx.conditionals = append(lx.conditionals, at)
+	}
+	switch string(name) {
 	case "if", "ifdef", "ifndef":
-		lx.floors = append(lx.floors, lx.depth)
+		lx.floors, lx.opened = append(lx.floors, lx.depth), append(lx.opened, at)
 	case "elif", "elifdef", "elifndef", "else":
 		lx.branchEnds()
+		if len(lx.opened) > 0 {
+			lx.opened[len(lx.opened)-1] = at
+		}
 	case "endif":
 		lx.branchEnds()
 		if len(lx.floors) > 0 {
-			lx.floors = lx.floors[:len(lx.floors)-1]
+			lx.floors, lx.opened = lx.floors[:len(lx.floors)-1], lx.opened[:len(lx.opened)-1]
 		}
 	case "include", "include_next", "import", "__include_macros", "embed":
 		if lx.depth != 0 {
-			lx.unbalance("an include within parentheses")
+			lx.unbalanceBranch("an include within parentheses")
 		}
 	}
 	if !ok {
@@ -261,7 +313,7 @@ func (lx *wordLexer) branchEnds() {
 	case len(lx.floors) == 0:
 		lx.unbalance("a conditional directive without its #if")
 	case lx.depth != lx.floors[len(lx.floors)-1]:
-		lx.unbalance("a conditional branch leaves a parenthesis open that it opened")
+		lx.unbalanceBranch("a conditional branch leaves a parenthesis open that it opened")
 		lx.depth = lx.floors[len(lx.floors)-1] // the next branch begins at the floor
 	}
 }

@@ -372,6 +372,7 @@ func (sc *scan) abs(p string) string {
 func (sc *scan) process(dirs []directive, includerDir string, depth int) error {
 	base := len(sc.table.open)
 	defer sc.table.close(base)
+	var needs []string // of each conditional open in the file (directive.needs)
 	for _, d := range dirs {
 		if err := sc.ctx.Err(); err != nil {
 			return err
@@ -384,10 +385,19 @@ func (sc *scan) process(dirs []directive, includerDir string, depth int) error {
 			sc.table.undef(d.name)
 		case dIf:
 			sc.table.enter(sc.certainlyUndefined(d.name))
+			needs = append(needs, d.needs)
+			sc.branch(d, needs)
 		case dElse:
 			sc.table.next(base, d.name == "else")
+			if len(needs) > 0 {
+				needs[len(needs)-1] = "" // taken where the others were not: not known
+			}
+			sc.branch(d, needs)
 		case dEndif:
 			sc.table.leave(base)
+			if len(needs) > 0 {
+				needs = needs[:len(needs)-1]
+			}
 		case dCondition:
 			err = sc.condition(d.name, includerDir, depth)
 		default:
@@ -398,6 +408,24 @@ func (sc *scan) process(dirs []directive, includerDir string, depth int) error {
 		}
 	}
 	return nil
+}
+
+// branch notes a branch the text is not balanced in (directive.unbalanced)
+// that the compiler may read: unless it, or a branch it is in, is taken
+// only where a name is a macro that certainly is none (needs), the words
+// outside parentheses count as if they were within.
+//
+// The name is looked up when such a branch is met, not at its #if: the
+// scan only learns definitions as it goes on (and learns that an include
+// is found nowhere), so a name that is certainly no macro here was none
+// at its #if.
+func (sc *scan) branch(d directive, needs []string) {
+	if !d.unbalanced || sc.targetWords.unbalanced {
+		return
+	}
+	if !slices.ContainsFunc(needs, sc.certainlyNotMacro) {
+		sc.targetWords.unbalanced = true
+	}
 }
 
 // headerRef is an include's name and form.
@@ -488,6 +516,19 @@ func (sc *scan) certainlyUndefined(name string) bool {
 	}
 	sc.consult(unseenName)
 	return !sc.unseen && !sc.predefinable(name) && sc.table.undefined(name, nil) && !sc.builtinsMayDefine(name)
+}
+
+// certainlyNotMacro reports whether name is no macro at this point, as
+// certainlyUndefined does, but with the key's assumption that the
+// compiler defines no name it is not known to, where the caller verifies
+// it (compilerMayDefine): a branch it decides is one that no build with
+// the key can take.
+func (sc *scan) certainlyNotMacro(name string) bool {
+	if name == "" {
+		return false
+	}
+	sc.consult(unseenName)
+	return !sc.unseen && sc.table.undefined(name, nil) && !sc.builtinsMayDefine(name) && !sc.compilerMayDefine(name)
 }
 
 // builtinsMayDefine reports whether the built-in headers define name. A
@@ -621,7 +662,7 @@ func (sc *scan) builtinMacros() *macroTable {
 			t.pragmaPiece = t.pragmaPiece || e.pragmaPiece
 			t.restores = t.restores || e.restores
 			t.targetChains |= e.targetChains
-			t.targetWords.add(e.targetWords)
+			t.targetWords.addBranches(e.targetWords)
 		}
 		t.learnBodies()
 		return t, true
