@@ -83,7 +83,8 @@ func WithRecords(rs RecordStore) Option {
 // balance per #if depth, an include-like directive within parentheses
 // makes the words unbalanced, and text after a byte read as no number is
 // read anew as words (a record of version 9 could narrow where a paste
-// took a word from such text).
+// took a word from such text); a branch not balanced within itself
+// counts only where a build may read it (scan.branch).
 const recordVersion = 10
 
 // recordCRC is the table of a record's checksum. A checksum, not a
