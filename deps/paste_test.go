@@ -224,14 +224,7 @@ func TestUnbalancedBranchTaken(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			in := Input{Source: []byte(defs + c.src), Path: "k.c", WorkDir: dir, Args: []string{"-I" + dir}, VerifiesPredefines: c.verifies}
-			_, trace, err := NewScanner(nil).Scan(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			date := slices.ContainsFunc(trace, func(d Dependency) bool { return d.Name == DateHeader })
-			if date != c.date {
-				t.Errorf("the key holds the day: %v, want %v", date, c.date)
-			}
+			trace := scanHoldingDay(t, in, c.date)
 			assumed := slices.ContainsFunc(trace, func(d Dependency) bool { return d.Rule == RuleNotPredefined && d.Path == c.assumes })
 			if c.assumes != "" && !assumed {
 				t.Errorf("the key does not assume %s is not predefined: %v", c.assumes, trace)
@@ -375,15 +368,7 @@ func TestPastedOutsideParentheses(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			in := Input{Source: []byte(c.src), Path: "k.c", WorkDir: dir, Args: []string{"-I" + dir}}
-			_, trace, err := NewScanner(nil).Scan(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			date := slices.ContainsFunc(trace, func(d Dependency) bool { return d.Name == DateHeader })
-			if date != c.date {
-				t.Errorf("the key holds the day: %v, want %v", date, c.date)
-			}
+			scanHoldingDay(t, Input{Source: []byte(c.src), Path: "k.c", WorkDir: dir, Args: []string{"-I" + dir}}, c.date)
 		})
 	}
 }
@@ -398,20 +383,26 @@ func TestPastedOutsideParenthesesCPlusPlus(t *testing.T) {
 	const src = "#define CAT(a, b) a ## b\ntypedef int __DA; int n = 1'000;\n" +
 		"const char *r = R\"x( ( \" )x\"; typedef int TE__;\nint k;\n"
 	for _, cpp := range []bool{false, true} {
-		in := Input{Source: []byte(src), Path: "k.cu", LexesCPlusPlus: cpp}
-		_, trace, err := NewScanner(nil).Scan(context.Background(), in)
-		if err != nil {
-			t.Fatalf("LexesCPlusPlus %v: %v", cpp, err)
-		}
-		date := slices.ContainsFunc(trace, func(d Dependency) bool { return d.Name == DateHeader })
-		if date != !cpp {
-			t.Errorf("LexesCPlusPlus %v: the key holds the day: %v, want %v", cpp, date, !cpp)
-		}
+		scanHoldingDay(t, Input{Source: []byte(src), Path: "k.cu", LexesCPlusPlus: cpp}, !cpp)
 	}
 	in := Input{Source: []byte(src), Path: "k.cu", LexesC: true, LexesCPlusPlus: true}
 	if _, _, err := NewScanner(nil).Scan(context.Background(), in); err == nil {
 		t.Error("an input lexed as both C and C++ was scanned")
 	}
+}
+
+// scanHoldingDay scans in, fails t unless its key holds the day exactly
+// where date says, and returns the trace.
+func scanHoldingDay(t *testing.T, in Input, date bool) []Dependency {
+	t.Helper()
+	_, trace, err := NewScanner(nil).Scan(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.ContainsFunc(trace, func(d Dependency) bool { return d.Name == DateHeader }); got != date {
+		t.Errorf("the key holds the day: %v, want %v", got, date)
+	}
+	return trace
 }
 
 // FuzzTargetWords holds targetWords to a plain split into words where no
