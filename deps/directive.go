@@ -178,15 +178,33 @@ func notDefinedName(rest string) string {
 
 // definedName returns NAME for an #if whose whole expression is
 // defined(NAME) or defined NAME; "" for any other expression.
+//
+// It reads the line itself rather than its tokens: every #if of every
+// file passes through it, and few are so simple.
 func definedName(rest string) string {
-	ts := tokenize(rest)
-	switch {
-	case len(ts) == 2 && ts[0].text == "defined" && ts[1].kind == tIdent:
-		return ts[1].text
-	case len(ts) == 4 && ts[0].text == "defined" && ts[1].text == "(" && ts[2].kind == tIdent && ts[3].text == ")":
-		return ts[2].text
+	const blanks = " \t\r\v\f"
+	rest, ok := strings.CutPrefix(strings.Trim(rest, blanks), "defined")
+	if !ok || rest == "" || isIdentChar(rest[0]) {
+		return ""
 	}
-	return ""
+	rest = strings.TrimLeft(rest, blanks)
+	parens := strings.HasPrefix(rest, "(")
+	if parens {
+		rest = strings.TrimLeft(rest[1:], blanks)
+	}
+	n := 0
+	for n < len(rest) && isIdentChar(rest[n]) {
+		n++
+	}
+	name, after := rest[:n], strings.TrimLeft(rest[n:], blanks)
+	if parens {
+		after, ok = strings.CutPrefix(after, ")")
+		after = strings.TrimLeft(after, blanks)
+	}
+	if name == "" || isDigit(name[0]) || !ok || after != "" {
+		return ""
+	}
+	return name
 }
 
 var includeKinds = map[string]dirKind{"include": dInclude, "import": dInclude, "include_next": dIncludeNext, "embed": dEmbed}

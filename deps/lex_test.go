@@ -41,3 +41,28 @@ func TestDirectiveLinesCPlusPlus(t *testing.T) {
 		t.Errorf("lexed as C: directives %q, want both includes", got)
 	}
 }
+
+// TestDefinedName reads the name an #if tests for a definition, where
+// the whole expression is that test, and nothing elsewhere.
+func TestDefinedName(t *testing.T) {
+	for rest, want := range map[string]string{
+		" defined(X)":          "X",
+		"defined X":            "X",
+		" defined ( _Y1 ) \t ": "_Y1",
+		"defined(X) && Y":      "",
+		"defined(X":            "",
+		"defined X)":           "",
+		"definedX":             "",
+		"defined":              "",
+		"defined()":            "",
+		"defined(1)":           "",
+		"!defined(X)":          "",
+		"defined(X)(":          "",
+		"X":                    "",
+		"defined(caf\xc3\xa9)": "caf\xc3\xa9", // clang takes UTF-8 in names
+	} {
+		if got := definedName(rest); got != want {
+			t.Errorf("definedName(%q) = %q, want %q", rest, got, want)
+		}
+	}
+}

@@ -88,37 +88,25 @@ func parseFile(src []byte, mode lexMode) parsedFile {
 	// The words are read once, from the text as the compiler reads it;
 	// where it may lex either way, targetWords reads both where they
 	// differ.
-	p.targetWords = targetWords(text, mode.cpp)
+	p.targetWords = targetWords(text, mode.cpp, p.directives)
 	p.markUnbalancedBranches()
 	return p
 }
 
 // markUnbalancedBranches marks each conditional directive that opens a
 // branch the text is not balanced in (pasteWords.branches), for the scan
-// to decide whether the compiler may read it. That holds only where the
-// words were read with the conditional blocks the directives have, each
-// directive at the same place: elsewhere (the lexers read a comment or a
-// literal apart) the whole text is not balanced.
+// to decide whether the compiler may read it; where the whole text is
+// not balanced, none needs a mark.
 func (p *parsedFile) markUnbalancedBranches() {
 	w := &p.targetWords
-	if len(w.branches) == 0 {
+	if len(w.branches) == 0 || w.unbalanced != "" {
 		return
-	}
-	var conditionals []int
-	for _, d := range p.directives {
-		if d.kind == dIf || d.kind == dElse || d.kind == dEndif {
-			conditionals = append(conditionals, d.at)
-		}
-	}
-	if !slices.Equal(conditionals, w.conditionals) {
-		w.unbalanced = "a branch not balanced, where the words were read with other conditional blocks than the directives"
 	}
 	for i := range p.directives {
 		if d := &p.directives[i]; (d.kind == dIf || d.kind == dElse) && slices.Contains(w.branches, d.at) {
-			d.unbalanced = w.unbalanced == ""
+			d.unbalanced = true
 		}
 	}
-	w.conditionals = nil // kept with every file: no longer needed
 }
 
 // parseText parses normalized text, lexed as C++ where cpp is set.

@@ -70,7 +70,7 @@ func TestTargetWords(t *testing.T) {
 		{"\"x\n#define G(D) D\n", nil},
 	}
 	for _, c := range cases {
-		got := targetWords([]byte(c.text), false).all
+		got := targetWords([]byte(c.text), false, nil).all
 		slices.Sort(got)
 		want := slices.Clone(c.want)
 		slices.Sort(want)
@@ -126,7 +126,7 @@ func TestGroupedTargetWords(t *testing.T) {
 // whether it finds text balanced.
 func checkGroupedWords(t *testing.T, text string, cpp bool, grouped []string, balanced bool) {
 	t.Helper()
-	got := targetWords([]byte(text), cpp)
+	got := targetWords([]byte(text), cpp, nil)
 	have := slices.Clone(got.grouped)
 	slices.Sort(have)
 	want := slices.Clone(grouped)
@@ -156,22 +156,34 @@ func TestUnbalancedBranches(t *testing.T) {
 		{"#ifdef X\nR\"x(\n#endif\n)x\"\n", nil, false},           // read anew (a raw string in C)
 	}
 	for _, c := range cases {
-		got := targetWords([]byte(c.text), false)
+		// The parse marks the directives that open those branches,
+		// where the text is balanced outside them.
+		p := parseFile([]byte(c.text), lexMode{tri: TrigraphsOff, onlyC: true})
+		got := p.targetWords
+		var marked []int
+		for _, d := range p.directives {
+			if d.unbalanced {
+				marked = append(marked, d.at)
+			}
+		}
 		if !slices.Equal(got.branches, c.branches) || (got.unbalanced == "") != c.balanced {
-			t.Errorf("targetWords(%q): branches %v, unbalanced %q; want %v, balanced %v", c.text, got.branches, got.unbalanced, c.branches, c.balanced)
+			t.Errorf("%q: branches %v, unbalanced %q; want %v, balanced %v", c.text, got.branches, got.unbalanced, c.branches, c.balanced)
+		}
+		if want := c.branches; (!c.balanced && marked != nil) || (c.balanced && !slices.Equal(marked, want)) {
+			t.Errorf("%q: the parse marks branches at %v", c.text, marked)
 		}
 	}
-	// The parse marks the directives that open those branches, and they
-	// are what directiveLines finds.
-	p := parseFile([]byte(cases[0].text), lexMode{tri: TrigraphsOff, onlyC: true})
-	var marked []int
-	for _, d := range p.directives {
-		if d.unbalanced {
-			marked = append(marked, d.at)
+	// Without its directives, or with directives that lack a conditional
+	// the words meet, or place it elsewhere, a text's branches hold for
+	// no scan.
+	const text = "#ifdef X\n)\n#endif\n"
+	for _, dirs := range [][]directive{nil, {{kind: dDefine}}, {{kind: dIf, at: 1}, {kind: dEndif, at: 11}}} {
+		if w := targetWords([]byte(text), false, dirs); w.unbalanced == "" {
+			t.Errorf("%q with directives %+v: balanced", text, dirs)
 		}
 	}
-	if !slices.Equal(marked, cases[0].branches) || p.targetWords.unbalanced != "" {
-		t.Errorf("parseFile marks branches at %v (unbalanced %q), want %v", marked, p.targetWords.unbalanced, cases[0].branches)
+	if w := targetWords([]byte(text), false, []directive{{kind: dIf}, {kind: dEndif, at: 11}}); w.unbalanced != "" {
+		t.Errorf("%q with its own directives: %s", text, w.unbalanced)
 	}
 	// Read with digit separators, the apostrophe begins no literal and
 	// the comment hides an #if; read without, it does not: the words were
@@ -412,7 +424,7 @@ func FuzzTargetWords(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, text []byte) {
-		words := targetWords(text, len(text) > 0 && text[0]&1 == 1)
+		words := targetWords(text, len(text) > 0 && text[0]&1 == 1, nil)
 		got := words.all
 		for _, w := range words.grouped {
 			if !slices.Contains(got, w) {

@@ -25,11 +25,6 @@ type pasteWords struct {
 	// unless it reads one of these branches: the scan decides
 	// (directive.unbalanced).
 	branches []int
-	// conditionals holds, where branches does, the indexes of the
-	// introducers of every conditional directive the words were read
-	// with: the branches hold only where the parse found the same
-	// (parsedFile.markUnbalancedBranches).
-	conditionals []int
 }
 
 // targetWords returns the pieces of pasteTargets that text spells as
@@ -50,7 +45,13 @@ type pasteWords struct {
 // whichever the build takes, the text it reads is balanced as counted.
 // The word may still be anything else (a macro's name among them), but
 // no paste takes it.
-func targetWords(text []byte, cpp bool) pasteWords {
+//
+// dirs are text's directives (parseDirectives), where known: the
+// branches hold only where each reading meets the same conditional
+// directives, each at the same index, and elsewhere (the lexers read a
+// comment or a literal apart) the whole text is not balanced. Without
+// them the branches are not checked, and hold for no scan.
+func targetWords(text []byte, cpp bool, dirs []directive) pasteWords {
 	var words pasteWords
 	add := func(w []byte, grouped bool) {
 		if len(w) > maxTargetLen || !inTargetAlphabet(w) || !targetPieceSet[string(w)] {
@@ -68,11 +69,11 @@ func targetWords(text []byte, cpp bool) pasteWords {
 	// compiler may lex either and the text holds one, the words of both
 	// readings count, and both must be balanced.
 	r := wordReading{separators: cpp, rawStrings: cpp}
-	lx := codeWords(text, r, add)
-	words.unbalanced, words.branches, words.conditionals = lx.unbalanced, lx.branches, lx.conditionals
+	lx := codeWords(text, r, dirs, add)
+	words.unbalanced, words.branches = lx.unbalanced, lx.branches
 	if lx.other && !cpp {
 		r.separators = !r.separators
-		lx = codeWords(text, r, add)
+		lx = codeWords(text, r, dirs, add)
 		if words.unbalanced == "" {
 			words.unbalanced = lx.unbalanced
 		}
@@ -81,12 +82,6 @@ func targetWords(text []byte, cpp bool) pasteWords {
 				words.branches = append(words.branches, b)
 			}
 		}
-		if !slices.Equal(lx.conditionals, words.conditionals) {
-			words.conditionals = nil // the readings find blocks apart: no branch holds
-		}
-	}
-	if len(words.branches) == 0 {
-		words.conditionals = nil
 	}
 	if bytes.Contains(text, []byte(userLabelPrefix)) {
 		add([]byte("_"), true)
@@ -129,8 +124,8 @@ type wordReading struct {
 // while comments are skipped and none is in doubt: after a literal left
 // unterminated before a /*, a compiler that lexes it otherwise could end
 // a comment, and so a definition's line, elsewhere.
-func codeWords(text []byte, r wordReading, add func(w []byte, grouped bool)) *wordLexer {
-	lx := wordLexer{text: text, reading: r, add: add, lineStart: true}
+func codeWords(text []byte, r wordReading, dirs []directive, add func(w []byte, grouped bool)) *wordLexer {
+	lx := wordLexer{text: text, reading: r, add: add, lineStart: true, dirs: dirs}
 	lx.skipLexemes = true
 	if !r.rawStrings && bytes.Contains(text, []byte(`R"`)) {
 		lx.readAnew("a raw string literal may hide the markers of comments and literals")
@@ -144,7 +139,32 @@ func codeWords(text []byte, r wordReading, add func(w []byte, grouped bool)) *wo
 	case len(lx.floors) != 0:
 		lx.unbalance("a conditional block does not end")
 	}
+	if len(lx.branches) > 0 && (lx.dirs == nil || lx.apart || lx.nextConditional() >= 0) {
+		lx.unbalance("a branch not balanced, where the words were read with other conditional blocks than the directives")
+	}
 	return &lx
+}
+
+// nextConditional returns the index in lx.dirs of the conditional
+// directive (dIf, dElse, dEndif) after those the lexer has met, or -1.
+func (lx *wordLexer) nextConditional() int {
+	for i := lx.metDirs; i < len(lx.dirs); i++ {
+		if k := lx.dirs[i].kind; k == dIf || k == dElse || k == dEndif {
+			return i
+		}
+	}
+	return -1
+}
+
+// meetConditional checks a conditional directive the lexer reads at
+// text[at] against the next of lx.dirs.
+func (lx *wordLexer) meetConditional(at int) {
+	i := lx.nextConditional()
+	if i < 0 || lx.dirs[i].at != at {
+		lx.apart = true
+		return
+	}
+	lx.metDirs = i + 1
 }
 
 // wordLexer is codeWords' state as it reads a text.
@@ -163,13 +183,18 @@ type wordLexer struct {
 	// the index of the introducer of the directive that opened the
 	// block's current branch.
 	floors, opened []int
-	branches       []int    // pasteWords.branches
-	conditionals   []int    // pasteWords.conditionals
-	params         []string // the parameters of the #define of the line
-	commentsEnd    int      // no comment begins before this index
-	doubt          bool     // parameters are no longer left out
-	unbalanced     string   // why the text is not balanced, "" while it is
-	other          bool     // an apostrophe after a number ended it: separators may read on
+	branches       []int // pasteWords.branches
+	// dirs are the text's directives, where known (targetWords); metDirs
+	// counts those the lexer has met, and apart says it met a conditional
+	// directive other than theirs.
+	dirs        []directive
+	metDirs     int
+	apart       bool
+	params      []string // the parameters of the #define of the line
+	commentsEnd int      // no comment begins before this index
+	doubt       bool     // parameters are no longer left out
+	unbalanced  string   // why the text is not balanced, "" while it is
+	other       bool     // an apostrophe after a number ended it: separators may read on
 }
 
 // unbalance notes why the text is not balanced; the first reason is kept.
@@ -277,7 +302,7 @@ func (lx *wordLexer) introducer(i int) int {
 	name, ok := introducedName(lx.text, i)
 	switch string(name) {
 	case "if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif":
-		lx.conditionals = append(lx.conditionals, at)
+		lx.meetConditional(at)
 	}
 	switch string(name) {
 	case "if", "ifdef", "ifndef":

@@ -289,7 +289,7 @@ func (sc *scan) optionOperators(skipped []*macro) {
 		}
 		// An option's value is a definition's body: its words are
 		// grouped wherever they stand.
-		w := targetWords([]byte(o.text), sc.in.LexesCPlusPlus)
+		w := targetWords([]byte(o.text), sc.in.LexesCPlusPlus, nil)
 		sc.targetWords.add(pasteWords{all: w.all, grouped: w.all})
 	}
 	count := func(m *macro) {
