@@ -99,11 +99,22 @@ func (c *Cache) prepareFirstRequest() {
 // Context returns the context the cache loads modules into.
 func (c *Cache) Context() *Context { return c.ctx }
 
-// Close unloads every module no caller still holds.
+// Close unloads every module no caller still holds and waits, for at
+// most CloseRecordWait, for the dependency records still being written:
+// a process that exits past them would leave its next process to scan
+// its sources again.
 func (c *Cache) Close() {
 	c.modules.Close()
 	c.uncached.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), CloseRecordWait)
+	defer cancel()
+	c.scanner.WaitRecords(ctx)
 }
+
+// CloseRecordWait bounds how long Close waits for dependency records
+// being written: a process must not hang at exit behind a stalled file
+// system, and a record lost costs one scan.
+const CloseRecordWait = 5 * time.Second
 
 // Arch returns the architecture builds target by default ("sm_90"), and
 // whether NVRTC can only reach it through PTX.

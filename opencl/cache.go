@@ -144,12 +144,22 @@ func NewCache(cl *Context, bins *kcache.Cache, opts CacheOptions) *Cache {
 // Context returns the OpenCL context the cache belongs to.
 func (c *Cache) Context() *Context { return c.cl }
 
-// Close commits every pending binary and releases every program and kernel
-// no caller still holds.
+// Close commits every pending binary, releases every program and kernel
+// no caller still holds, and waits, for at most CloseRecordWait, for the
+// dependency records still being written: a process that exits past
+// them would leave its next process to scan its sources again.
 func (c *Cache) Close() {
 	c.kernels.Close()
 	c.programs.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), CloseRecordWait)
+	defer cancel()
+	c.headers.WaitRecords(ctx)
 }
+
+// CloseRecordWait bounds how long Close waits for dependency records
+// being written: a process must not hang at exit behind a stalled file
+// system, and a record lost costs one scan.
+const CloseRecordWait = 5 * time.Second
 
 // Key returns the kcache key of src built for dev: device and driver
 // identity, source, every header it includes, options and the compiler's
