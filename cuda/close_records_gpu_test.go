@@ -2,8 +2,6 @@ package cuda
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,11 +34,7 @@ func (s *slowRecords) Put(ctx context.Context, key *kcache.Key, e kcache.Entry) 
 func TestCloseWaitsForRecords(t *testing.T) {
 	gpu := requireGPU(t)
 	inc := t.TempDir()
-	if err := os.WriteFile(filepath.Join(inc, "scale.h"), []byte("#define SCALE 2\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	old := time.Now().Add(-time.Hour)
-	os.Chtimes(filepath.Join(inc, "scale.h"), old, old)
+	writeUserHeader(t, inc) // settled: a record holds no file changed within a tick of its scan
 	st, err := disk.Open(disk.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +45,7 @@ func TestCloseWaitsForRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := Source{Code: []byte("#include \"scale.h\"\nextern \"C\" __global__ void k(int* p) { *p = SCALE; }\n"), Options: []string{"-I" + inc}}
+	src := Source{Code: []byte("#include \"mine.h\"\nextern \"C\" __global__ void k(int* p) { *p = MINE; }\n"), Options: []string{"-I" + inc}}
 	if _, err := c.Key(context.Background(), src); err != nil {
 		t.Fatal(err)
 	}
