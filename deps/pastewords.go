@@ -111,11 +111,11 @@ type wordReading struct {
 // the text apart: a raw string literal the reading does not lex (R"), or
 // one whose end compilers find apart, or a number beside a byte that may
 // or may not go on it ($, UTF-8, a backslash). From there on nothing is
-// skipped (readAnew), and the text is not balanced. A literal is skipped only where it closes on its
-// line: clang reads the rest of the line of one that does not as part of
-// it, so no comment begins there either, and outside directives' lines
-// such a literal leaves the text not balanced (its parentheses, read or
-// not, are in doubt).
+// skipped (readAnew), and the text is not balanced. A literal is skipped
+// only where it closes on its line: clang reads the rest of the line of
+// one that does not as part of it, so no comment begins there either, and
+// outside directives' lines such a literal leaves the text not balanced
+// (its parentheses, read or not, are in doubt).
 //
 // A definition's parameters are no tokens of what the compiler reads:
 // the parameter list is the directive's, and each use in the body is
@@ -301,18 +301,17 @@ func (lx *wordLexer) introducer(i int) int {
 	}
 	name, ok := introducedName(lx.text, i)
 	switch string(name) {
-	case "if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif":
-		lx.meetConditional(at)
-	}
-	switch string(name) {
 	case "if", "ifdef", "ifndef":
+		lx.meetConditional(at)
 		lx.floors, lx.opened = append(lx.floors, lx.depth), append(lx.opened, at)
 	case "elif", "elifdef", "elifndef", "else":
+		lx.meetConditional(at)
 		lx.branchEnds()
 		if len(lx.opened) > 0 {
 			lx.opened[len(lx.opened)-1] = at
 		}
 	case "endif":
+		lx.meetConditional(at)
 		lx.branchEnds()
 		if len(lx.floors) > 0 {
 			lx.floors, lx.opened = lx.floors[:len(lx.floors)-1], lx.opened[:len(lx.opened)-1]
@@ -337,9 +336,9 @@ func (lx *wordLexer) branchEnds() {
 	switch {
 	case len(lx.floors) == 0:
 		lx.unbalance("a conditional directive without its #if")
-	case lx.depth != lx.floors[len(lx.floors)-1]:
+	case lx.depth != lx.floor():
 		lx.unbalanceBranch("a conditional branch leaves a parenthesis open that it opened")
-		lx.depth = lx.floors[len(lx.floors)-1] // the next branch begins at the floor
+		lx.depth = lx.floor() // the next branch begins at the floor
 	}
 }
 
