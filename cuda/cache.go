@@ -13,6 +13,7 @@ import (
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
+	"github.com/kcache/kcache/internal/ctxwait"
 	"github.com/kcache/kcache/internal/keyparts"
 	"github.com/kcache/kcache/objcache"
 )
@@ -100,21 +101,16 @@ func (c *Cache) prepareFirstRequest() {
 func (c *Cache) Context() *Context { return c.ctx }
 
 // Close unloads every module no caller still holds and waits, for at
-// most CloseRecordWait, for the dependency records still being written:
-// a process that exits past them would leave its next process to scan
-// its sources again.
+// most 5 s (ctxwait.CloseWait), for the dependency records still being
+// written: a process that exits past them would leave its next process
+// to scan its sources again.
 func (c *Cache) Close() {
 	c.modules.Close()
 	c.uncached.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), CloseRecordWait)
+	ctx, cancel := context.WithTimeout(context.Background(), ctxwait.CloseWait)
 	defer cancel()
 	c.scanner.WaitRecords(ctx)
 }
-
-// CloseRecordWait bounds how long Close waits for dependency records
-// being written: a process must not hang at exit behind a stalled file
-// system, and a record lost costs one scan.
-const CloseRecordWait = 5 * time.Second
 
 // Arch returns the architecture builds target by default ("sm_90"), and
 // whether NVRTC can only reach it through PTX.

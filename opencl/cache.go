@@ -14,6 +14,7 @@ import (
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/deps"
+	"github.com/kcache/kcache/internal/ctxwait"
 	"github.com/kcache/kcache/internal/keyparts"
 	"github.com/kcache/kcache/objcache"
 )
@@ -145,21 +146,16 @@ func NewCache(cl *Context, bins *kcache.Cache, opts CacheOptions) *Cache {
 func (c *Cache) Context() *Context { return c.cl }
 
 // Close commits every pending binary, releases every program and kernel
-// no caller still holds, and waits, for at most CloseRecordWait, for the
-// dependency records still being written: a process that exits past
+// no caller still holds, and waits, for at most 5 s (ctxwait.CloseWait),
+// for the dependency records still being written: a process that exits past
 // them would leave its next process to scan its sources again.
 func (c *Cache) Close() {
 	c.kernels.Close()
 	c.programs.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), CloseRecordWait)
+	ctx, cancel := context.WithTimeout(context.Background(), ctxwait.CloseWait)
 	defer cancel()
 	c.headers.WaitRecords(ctx)
 }
-
-// CloseRecordWait bounds how long Close waits for dependency records
-// being written: a process must not hang at exit behind a stalled file
-// system, and a record lost costs one scan.
-const CloseRecordWait = 5 * time.Second
 
 // Key returns the kcache key of src built for dev: device and driver
 // identity, source, every header it includes, options and the compiler's

@@ -3,31 +3,13 @@ package opencl
 import (
 	"context"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/disk"
+	"github.com/kcache/kcache/internal/slowrecords"
 )
-
-// slowRecords is a disk store whose dependency records take a while to
-// write, as on a loaded or networked file system.
-type slowRecords struct {
-	*disk.Store
-	writing, written atomic.Int32
-}
-
-// Put writes e, after a wait where it is a dependency record.
-func (s *slowRecords) Put(ctx context.Context, key *kcache.Key, e kcache.Entry) error {
-	if kcache.IsDependencyRecord(key) {
-		s.writing.Add(1)
-		defer s.writing.Add(-1)
-		time.Sleep(300 * time.Millisecond) // past the scan's own wait (100 ms)
-		defer s.written.Add(1)
-	}
-	return s.Store.Put(ctx, key, e)
-}
 
 // TestCloseWaitsForRecords checks that Close returns only once the
 // dependency records a key began to write are written: a key's scan
@@ -43,19 +25,19 @@ func TestCloseWaitsForRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close(context.Background())
-	slow := &slowRecords{Store: st}
+	slow := &slowrecords.Store{Store: st}
 	c := NewCache(f.ctx, kcache.New(kcache.DefaultConfig(func(string) string { return "" }), nil, kcache.Tier{Kind: kcache.OutcomeDisk, Store: slow}), CacheOptions{Environ: []string{}})
 	if _, err := c.Key(f.dev, Source{Code: saxpyWith("#include \"inc_scale.cl\"\n")}); err != nil {
 		t.Fatal(err)
 	}
-	if slow.writing.Load() == 0 && slow.written.Load() == 0 {
+	if slow.Writing() == 0 && slow.Written() == 0 {
 		t.Fatal("the key wrote no dependency record: the test proves nothing")
 	}
 	c.Close()
-	if n := slow.writing.Load(); n != 0 {
+	if n := slow.Writing(); n != 0 {
 		t.Errorf("Close returned with %d dependency records still being written", n)
 	}
-	if slow.written.Load() == 0 {
+	if slow.Written() == 0 {
 		t.Error("no dependency record was written")
 	}
 }
