@@ -258,8 +258,8 @@ func BenchmarkFirstLookupCold(b *testing.B) {
 		},
 		"direct": func(c *Cache) {
 			p, _ := c.plan(src)
-			_, d, _, ok := c.lookupDirect(ctx, src, p)
-			if !ok {
+			_, d, _, confirm, ok := c.lookupDirect(ctx, src, p)
+			if !ok || !confirm() {
 				b.Fatal("the direct record did not serve")
 			}
 			if _, err := decodeImage(d.image); err != nil {
@@ -268,8 +268,8 @@ func BenchmarkFirstLookupCold(b *testing.B) {
 		},
 		"direct-ahead": func(c *Cache) {
 			p, _ := c.plan(src)
-			_, d, _, ok := c.lookupDirect(ctx, src, p)
-			if !ok {
+			_, d, _, confirm, ok := c.lookupDirect(ctx, src, p)
+			if !ok || !confirm() {
 				b.Fatal("the direct record read ahead did not serve")
 			}
 			if _, err := decodeImage(d.image); err != nil {

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"syscall"
@@ -131,6 +133,13 @@ func measureCCCL(t *testing.T, dir, kernel string, rounds int) {
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s %s: %v\n%s", kernel, phase, err, out)
+		}
+		if os.Getenv("KCACHE_TEST_DEBUG") != "" {
+			for _, line := range splitLines(out) {
+				if strings.Contains(string(line), `msg="deps: `) {
+					t.Logf("%s %s: %s", kernel, phase, line)
+				}
+			}
 		}
 		var r cccResult
 		for _, line := range splitLines(out) {
@@ -330,7 +339,7 @@ func cccPhase(t *testing.T, phase string) {
 		t.Errorf("%s: a warm start compiled %d predefine probes", kernel, predefineProbes())
 	}
 	if phase != "floor" {
-		r.KeyMS, r.LookupMS, r.Headers = keyAndLookup(t, gpu, filepath.Join(dir, "cache"), src)
+		r.KeyMS, r.LookupMS, r.Headers = tracedKeyAndLookup(t, gpu, filepath.Join(dir, "cache"), src, kernel)
 		r.FilesMS, r.IdentityMS = identityTimes(t, gpu)
 	}
 	fmt.Println(mustJSON(r))
@@ -366,6 +375,30 @@ func keyAndLookup(t *testing.T, gpu *Context, dir string, src Source) (keyMS, lo
 		t.Fatal("empty hit")
 	}
 	return float64(k1.Sub(k0).Microseconds()) / 1000, float64(k2.Sub(k1).Microseconds()) / 1000, len(key.Image.Headers)
+}
+
+// tracedKeyAndLookup is keyAndLookup, under a runtime trace where
+// KCACHE_CCCL_KEYTRACE names a directory: a key slower than 5 ms leaves
+// its trace there, named by the kernel and the process, for a look at
+// what stalled it.
+func tracedKeyAndLookup(t *testing.T, gpu *Context, dir string, src Source, kernel string) (keyMS, lookupMS float64, headers int) {
+	out := os.Getenv("KCACHE_CCCL_KEYTRACE")
+	if out == "" {
+		return keyAndLookup(t, gpu, dir, src)
+	}
+	var buf bytes.Buffer
+	if err := trace.Start(&buf); err != nil {
+		t.Fatal(err)
+	}
+	keyMS, lookupMS, headers = keyAndLookup(t, gpu, dir, src)
+	trace.Stop()
+	if keyMS > 5 {
+		name := filepath.Join(out, fmt.Sprintf("%s-%d.trace", kernel, os.Getpid()))
+		if err := os.WriteFile(name, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keyMS, lookupMS, headers
 }
 
 // identityTimes times a search for the compiler's files, as

@@ -38,11 +38,14 @@ import (
 // driver refuses) goes the usual way, and a usual way that finds the
 // binary in the machine's tiers writes the record for the next process.
 //
-// Only small records travel so (deps.Scanner.SmallRecord: a few places
-// per input, checked on the caller's goroutine); a CUB kernel's record of
-// hundreds of places keeps the usual way, whose stats overlap the load.
-// A record duplicates its binary; binaries larger than maxDirectImage are
-// not kept twice.
+// A small kernel's records list a few places, stat'd on the request's
+// goroutine before the load. A CUB kernel's list hundreds: their stats run
+// on goroutines of their own while the binary loads, and the module is
+// handed back only once every one answered as recorded (as the usual way's
+// first key overlaps them, scaninput.go); where one did not, the module
+// stays in the object tier under its own key, which it is the binary of,
+// and the request goes the usual way. A record duplicates its binary;
+// binaries larger than maxDirectImage are not kept twice.
 
 // directVersion is the version of the direct record's encoding and of
 // what its name covers. Bump it whenever either changes, or the key's
@@ -145,7 +148,7 @@ func appendStrings(b []byte, l []string) []byte {
 // that cannot be read).
 func (c *Cache) moduleDirect(ctx context.Context, src Source, p plan, h uint64) (*CachedModule, *directRequest) {
 	start := time.Now()
-	req, d, scanned, ok := c.lookupDirect(ctx, src, p)
+	req, d, scanned, confirm, ok := c.lookupDirect(ctx, src, p)
 	if !ok {
 		return nil, req
 	}
@@ -170,6 +173,12 @@ func (c *Cache) moduleDirect(ctx context.Context, src Source, p plan, h uint64) 
 		}
 		return nil, req
 	}
+	if !confirm() {
+		// The records' files changed: the module is the binary of the
+		// old ones.
+		m.Release()
+		return nil, req
+	}
 	if outcome == kcache.OutcomeDisk {
 		c.bins.RecordMemory(false, 0)
 		c.bins.RecordLocalHit(kcache.OutcomeDisk, d.buildTime, time.Since(start))
@@ -180,37 +189,51 @@ func (c *Cache) moduleDirect(ctx context.Context, src Source, p plan, h uint64) 
 	return &CachedModule{h: m, Outcome: outcome}, nil
 }
 
-// lookupDirect reads src's direct record and checks its inputs' records:
-// ok says the record names src's key, with the headers scanned. req is
-// nil where src has no name (a working directory that cannot be read).
-func (c *Cache) lookupDirect(ctx context.Context, src Source, p plan) (req *directRequest, d direct, scanned []kcache.Header, ok bool) {
+// lookupDirect reads src's direct record and begins the check of its
+// inputs' records: ok says the record decoded, with the headers scanned,
+// and confirm whether it names src's key (nothing found with it may be
+// used before confirm returns true). req is nil where src has no name (a
+// working directory that cannot be read).
+func (c *Cache) lookupDirect(ctx context.Context, src Source, p plan) (req *directRequest, d direct, scanned []kcache.Header, confirm deps.Confirm, ok bool) {
 	req, err := c.directRequestOf(src, p)
 	if err != nil {
-		return nil, d, nil, false
+		return nil, d, nil, nil, false
 	}
 	data, ok := c.ahead.take(req.id)
 	if !ok {
 		if data, err = c.bins.LoadRecord(ctx, req.id); err != nil {
-			return req, d, nil, false
+			return req, d, nil, nil, false
 		}
 	}
 	if d, err = decodeDirect(data); err != nil || len(d.records) != len(req.ins) {
-		return req, d, nil, false
+		return req, d, nil, nil, false
 	}
+	confirms := make([]deps.Confirm, len(req.ins))
 	for i, in := range req.ins {
-		if scanned, ok = c.scanner.AdoptRecord(ctx, scanned, in, d.records[i]); !ok {
-			return req, d, nil, false
+		if scanned, confirms[i], ok = c.scanner.AdoptRecord(ctx, scanned, in, d.records[i]); !ok {
+			// Checks begun go on to their end and decide nothing.
+			return req, d, nil, nil, false
 		}
 	}
-	return req, d, scanned, true
+	if len(confirms) == 1 {
+		return req, d, scanned, confirms[0], true
+	}
+	return req, d, scanned, func() bool {
+		for _, f := range confirms {
+			if !f() {
+				return false
+			}
+		}
+		return true
+	}, true
 }
 
 // storeDirect writes src's direct record after the usual way served m
 // from the machine's or the fleet's tiers, whose entry is the binary of
 // its key, or built and stored it: a build that was not stored (a file
 // changed during the compile) may not be the binary of its key, and a
-// module found live may be such a build. Only inputs whose records are
-// small, and binaries up to maxDirectImage, are written. A record that
+// module found live may be such a build. Only binaries up to
+// maxDirectImage, and records deps.Scanner.RecordOf gives, are written. A record that
 // cannot be written costs the next process the usual way, nothing more.
 //
 // The records are the scanner's last scans of the inputs, which another
@@ -235,7 +258,7 @@ func (c *Cache) storeDirect(ctx context.Context, req *directRequest, src Source,
 	d := direct{key: e.digest, buildTime: e.buildTime, image: e.blob}
 	headers := memoryHeaders(src)
 	for _, in := range req.ins {
-		rec, hs, ok := c.scanner.SmallRecordHeaders(in)
+		rec, hs, ok := c.scanner.RecordOf(in)
 		if !ok {
 			return
 		}

@@ -2,8 +2,11 @@ package cuda
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/disk"
@@ -118,4 +121,46 @@ func TestDirectRecordRefused(t *testing.T) {
 	if d, err := decodeDirect(data); err != nil || string(d.image) != string(good) {
 		t.Errorf("the direct record written again holds another binary (err %v)", err)
 	}
+}
+
+// TestDirectRecordLarge: a source whose records list more places than are
+// stat'd before the load (a CUB kernel's hundreds) is served from its
+// direct record alone, the stats running while the module loads; after an
+// edit that keeps the header's size and modification time, the record's
+// module, loaded before the stats answered, is never handed back: the new
+// process builds the new value, and the record written then serves the
+// next.
+func TestDirectRecordLarge(t *testing.T) {
+	ctx := requireGPU(t)
+	dir, header, src := factorTree(t, 3)
+	var code strings.Builder
+	for i := range 24 {
+		name := fmt.Sprintf("pad%02d.h", i)
+		writeFile(t, filepath.Join(dir, "inc", name), fmt.Sprintf("#define PAD%d %d\n", i, i))
+		code.WriteString("#include \"" + name + "\"\n")
+	}
+	time.Sleep(100 * time.Millisecond) // settled: past deps' window for fine timestamps
+	src.Code = []byte(code.String() + factorSource)
+	cacheDir := filepath.Join(dir, "cache")
+	process := func() *Cache { return newTestCache(t, ctx, cacheDir) }
+	step := func(c *Cache, what string, want int, outcome kcache.Outcome) {
+		t.Helper()
+		if got, o := factorOf(t, ctx, c, src); got != want || o != outcome {
+			t.Fatalf("%s: FACTOR %d from %v, want %d from %v", what, got, o, want, outcome)
+		}
+	}
+	first := process()
+	step(first, "first process", 3, kcache.OutcomeBuilt)
+	deleteEntry(t, first, cacheDir, src)
+	second := process()
+	step(second, "second process, the entry deleted after the build", 3, kcache.OutcomeDisk)
+	if hits := second.bins.Stats().Disk.Hits; hits != 1 {
+		t.Errorf("the direct record's hit counted %d disk hits, want 1", hits)
+	}
+	step(second, "second process, again", 3, kcache.OutcomeMemory)
+
+	setFactor(t, header, 5)
+	step(process(), "after the edit", 5, kcache.OutcomeBuilt)
+	deleteEntry(t, process(), cacheDir, src)
+	step(process(), "after the edit, its direct record", 5, kcache.OutcomeDisk)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -273,13 +274,23 @@ func newTestCacheMem(t testing.TB, ctx *Context, dir string, inMemory bool) *Cac
 	if err != nil {
 		t.Fatal(err)
 	}
-	bins := kcache.New(cfg, nil, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st})
+	bins := kcache.New(cfg, testLogger(), kcache.Tier{Kind: kcache.OutcomeDisk, Store: st})
 	c, err := NewCache(ctx, bins, CacheOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// testLogger is the test caches' logger: nil (none), or with
+// KCACHE_TEST_DEBUG set, every debug line on stderr, which says for
+// instance why a dependency record did not hold.
+func testLogger() *slog.Logger {
+	if os.Getenv("KCACHE_TEST_DEBUG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // TestCacheTiers goes through every tier: a build, a hit on the live

@@ -73,7 +73,7 @@ func storeWithDirect(t testing.TB, c *Cache, src Source, blob []byte) kcache.Dig
 	}
 	d := direct{key: prep.Digests().Key, image: blob}
 	for _, in := range req.ins {
-		rec, ok := c.scanner.SmallRecord(in)
+		rec, _, ok := c.scanner.RecordOf(in)
 		if !ok {
 			t.Fatal("no small record")
 		}
@@ -100,8 +100,8 @@ func served(t *testing.T, c *Cache, src Source) ([]byte, bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, d, _, ok := c.lookupDirect(context.Background(), src, p)
-	return d.image, ok
+	_, d, _, confirm, ok := c.lookupDirect(context.Background(), src, p)
+	return d.image, ok && confirm()
 }
 
 // TestPrefetchServesFromMemory: a new Cache reads ahead the direct records
@@ -243,8 +243,8 @@ func TestDirectConcurrent(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				_, d, _, ok := c.lookupDirect(context.Background(), src, p)
-				if !ok {
+				_, d, _, confirm, ok := c.lookupDirect(context.Background(), src, p)
+				if !ok || !confirm() {
 					t.Errorf("goroutine %d (ahead %v): not served", i, ahead)
 					return
 				}

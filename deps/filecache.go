@@ -46,15 +46,19 @@ func identityOf(fi fs.FileInfo) identity {
 // settled is never trusted later by stat alone, however long ago that
 // was: the file may have been rewritten within the tick after the read.
 func (id identity) settled(at time.Time) bool {
-	last := max(id.mtime, id.ctime)
-	window := tooNew
+	return at.UnixNano()-max(id.mtime, id.ctime) > int64(id.window())
+}
+
+// window is how long after its last change a file of this identity is
+// too new to be trusted by stat.
+func (id identity) window() time.Duration {
 	if id.mtime%int64(time.Second) != 0 && id.ctime%int64(time.Second) != 0 {
 		// Timestamps finer than a second come from the kernel's coarse
 		// clock, whose tick is at most 10 ms; a whole second in either
 		// may be a file system that keeps seconds (or two).
-		window = fineTooNew
+		return fineTooNew
 	}
-	return at.UnixNano()-last > int64(window)
+	return tooNew
 }
 
 // fineTooNew is tooNew on a file system whose timestamps are finer than a

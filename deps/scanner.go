@@ -334,8 +334,11 @@ func (s *Scanner) memoOf(ctx context.Context, in Input, early bool) (*memo, Conf
 		return nil, nil, err
 	}
 	m, h := s.memos.lookup(in, wd)
-	if m != nil && m.valid(s.fs) {
-		return m, confirmed, nil
+	if m != nil {
+		if m.valid(s.fs) {
+			return m, confirmed, nil
+		}
+		s.logStaleMemo(ctx, in, m)
 	}
 	// Past the memo the input's SHA-256 names its record, and a scan
 	// costs far more than the hash.
@@ -535,8 +538,10 @@ func (s *Scanner) loadRecord(ctx context.Context, id kcache.Digest, in Input, wd
 	start := time.Now()
 	data, err := s.records.LoadRecord(ctx, id)
 	if err != nil {
-		if !errors.Is(err, kcache.ErrMiss) {
-			s.log.Debug("deps: dependency record unreadable, scanning", "id", id, "err", err)
+		if errors.Is(err, kcache.ErrMiss) {
+			s.log.Debug("deps: no dependency record, scanning", "source", in.Path, "id", id)
+		} else {
+			s.log.Debug("deps: dependency record unreadable, scanning", "source", in.Path, "id", id, "err", err)
 		}
 		return r
 	}
@@ -560,6 +565,15 @@ func (s *Scanner) loadRecord(ctx context.Context, id kcache.Digest, in Input, wd
 	return r
 }
 
+// logStaleMemo logs, at debug level, which place made this process's
+// memo of in stop holding.
+func (s *Scanner) logStaleMemo(ctx context.Context, in Input, m *memo) {
+	if s.log.Enabled(ctx, slog.LevelDebug) {
+		s.log.Debug("deps: scan of this process stale, scanning", "source", in.Path,
+			slog.Any("stale", slog.GroupValue(staleness(s.fs, m.seen)...)))
+	}
+}
+
 // holds reports whether every stat of the record answers as it did. At
 // debug level it logs the answer and what the record cost: a new
 // process's first key is this, and a record that stops holding makes
@@ -574,11 +588,13 @@ func (r loadedRecord) holds(ctx context.Context, s *Scanner, in Input) bool {
 	}
 	if s.log.Enabled(ctx, slog.LevelDebug) {
 		msg := "deps: dependency record holds"
+		attrs := []any{"source", in.Path, "id", r.id, "bytes", r.bytes, "observations", len(r.m.seen),
+			"dependencies", len(r.m.trace), "read", r.read, "decode", r.decode, "stat", time.Since(start)}
 		if !ok {
 			msg = "deps: dependency record stale, scanning"
+			attrs = append(attrs, slog.Any("stale", slog.GroupValue(staleness(s.fs, r.m.seen)...)))
 		}
-		s.log.Debug(msg, "source", in.Path, "id", r.id, "bytes", r.bytes, "observations", len(r.m.seen),
-			"dependencies", len(r.m.trace), "read", r.read, "decode", r.decode, "stat", time.Since(start))
+		s.log.Debug(msg, attrs...)
 	}
 	return ok
 }
