@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/trace"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -230,6 +231,19 @@ type cccResult struct {
 	// time, every thread's, over MS.
 	Faults int64   `json:"faults"`
 	CPUMS  float64 `json:"cpu_ms"`
+	// FDSize is the size of the process's descriptor table before the
+	// phase's cache is made, after the warm start, and after the key
+	// timed again (fdroom.go in package deps says why it matters).
+	FDSize [3]int `json:"fd_size"`
+}
+
+// fdTableSize returns the FDSize line of /proc/self/status, or 0.
+func fdTableSize() int {
+	status, _ := os.ReadFile("/proc/self/status")
+	_, rest, _ := strings.Cut(string(status), "\nFDSize:")
+	line, _, _ := strings.Cut(rest, "\n")
+	n, _ := strconv.Atoi(strings.TrimSpace(line))
+	return n
 }
 
 // rusage returns the process's resource usage so far.
@@ -282,6 +296,7 @@ func cccPhase(t *testing.T, phase string) {
 		}
 	}
 	r := cccResult{Phase: phase, Kernel: kernel}
+	r.FDSize[0] = fdTableSize()
 	cubin := filepath.Join(dir, kernel+".cubin")
 	ru0 := rusage()
 	start := time.Now()
@@ -330,6 +345,7 @@ func cccPhase(t *testing.T, phase string) {
 		}
 	}
 	r.MS = ms()
+	r.FDSize[1] = fdTableSize()
 	ru1 := rusage()
 	r.Faults = ru1.Minflt - ru0.Minflt
 	r.CPUMS = float64(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) / 1e6
@@ -341,6 +357,7 @@ func cccPhase(t *testing.T, phase string) {
 	if phase != "floor" {
 		r.KeyMS, r.LookupMS, r.Headers = tracedKeyAndLookup(t, gpu, filepath.Join(dir, "cache"), src, kernel)
 		r.FilesMS, r.IdentityMS = identityTimes(t, gpu)
+		r.FDSize[2] = fdTableSize()
 	}
 	fmt.Println(mustJSON(r))
 }

@@ -34,6 +34,17 @@ func deleteEntry(t *testing.T, c *Cache, dir string, src Source) {
 	}
 }
 
+// factorStep returns a check that a cache serves src with FACTOR want,
+// from outcome.
+func factorStep(t *testing.T, ctx *Context, src Source) func(c *Cache, what string, want int, outcome kcache.Outcome) {
+	return func(c *Cache, what string, want int, outcome kcache.Outcome) {
+		t.Helper()
+		if got, o := factorOf(t, ctx, c, src); got != want || o != outcome {
+			t.Fatalf("%s: FACTOR %d from %v, want %d from %v", what, got, o, want, outcome)
+		}
+	}
+}
+
 // TestDirectRecord: each new Cache over one disk tier stands for a new
 // process. The first builds, stores, and writes the source's direct
 // record: with the entry itself deleted, the second is served from the
@@ -47,12 +58,7 @@ func TestDirectRecord(t *testing.T) {
 	dir, header, src := factorTree(t, 3)
 	cacheDir := filepath.Join(dir, "cache")
 	process := func() *Cache { return newTestCache(t, ctx, cacheDir) }
-	step := func(c *Cache, what string, want int, outcome kcache.Outcome) {
-		t.Helper()
-		if got, o := factorOf(t, ctx, c, src); got != want || o != outcome {
-			t.Fatalf("%s: FACTOR %d from %v, want %d from %v", what, got, o, want, outcome)
-		}
-	}
+	step := factorStep(t, ctx, src)
 	first := process()
 	step(first, "first process", 3, kcache.OutcomeBuilt)
 	deleteEntry(t, first, cacheDir, src)
@@ -143,12 +149,7 @@ func TestDirectRecordLarge(t *testing.T) {
 	src.Code = []byte(code.String() + factorSource)
 	cacheDir := filepath.Join(dir, "cache")
 	process := func() *Cache { return newTestCache(t, ctx, cacheDir) }
-	step := func(c *Cache, what string, want int, outcome kcache.Outcome) {
-		t.Helper()
-		if got, o := factorOf(t, ctx, c, src); got != want || o != outcome {
-			t.Fatalf("%s: FACTOR %d from %v, want %d from %v", what, got, o, want, outcome)
-		}
-	}
+	step := factorStep(t, ctx, src)
 	first := process()
 	step(first, "first process", 3, kcache.OutcomeBuilt)
 	deleteEntry(t, first, cacheDir, src)
