@@ -136,6 +136,10 @@ func NewCache(cl *Context, bins *kcache.Cache, opts CacheOptions) *Cache {
 	// headers a search of /usr/lib: pay both with the context, not on the
 	// first program.
 	keyparts.PrefetchBuiltinHeaders()
+	// So is what a process's first dependency record costs once: the
+	// scanner's build, and room in the descriptor table for a large
+	// record's check (deps.PrepareProcess).
+	go deps.PrepareProcess(deps.Input{})
 	for _, d := range cl.Devices() {
 		c.identity(d)
 	}
