@@ -4,59 +4,98 @@ import (
 	"bytes"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
 
-// A large record's check opens up to statWorkers()*dirSlots directories
-// at once (statat.go). Linux grows a process's descriptor table when an
-// open finds it full, and in a process of several threads the growth waits
-// for an RCU grace period (expand_fdtable's synchronize_rcu): 5-25 ms on
-// the machines measured, against 0.2-1 ms for the whole check. A new
-// process with a driver loaded (CUDA opens dozens of descriptors) sits
-// near the table's first sizes, so its first key crossed one now and
-// then and took 20 times as long (bench/RESULTS-cuda.md, round twenty).
+// A large record's check opens directories to stat places relative to
+// them (statat.go), up to dirSlots for each of its goroutines. Linux grows
+// a process's descriptor table when an open finds no free slot, and in a
+// process of several threads the growth waits for an RCU grace period
+// (expand_fdtable's synchronize_rcu): 3-25 ms on the machines measured,
+// against 0.2-1 ms for the whole check. A CUDA process sits just under the
+// table's first size (64: the driver's descriptors), and a check of a CUB
+// kernel's record that opened its 64 directories took 13-17 ms where it
+// took 0.6-0.9 ms without crossing it (bench/RESULTS-cuda.md, round
+// twenty).
 //
-// So a process that prepares for its first request (PrepareProcess) grows
-// the table once, on its own goroutine, to hold at least a check's
-// descriptors more than it does: a descriptor duplicated past the table's
-// size, then closed. The table never shrinks; the room costs 8 bytes a
-// descriptor.
+// So a check opens directories only within the room the table has: its
+// size (FDSize in /proc/self/status) less the descriptors open
+// (/proc/self/fd), less a margin for the application's own threads,
+// learnt once per check when its first directory would be opened. Past
+// that room, or where /proc cannot say, places are stat'd by their full
+// paths: the same answers, a longer walk.
 
-// checkDescriptors is the most directories one check holds open.
+// descriptorMargin is the room a check leaves free for other threads.
+const descriptorMargin = 8
+
+// descriptorBudget is how many directories one check may hold open at
+// once. Its zero value learns the room on the first take.
+type descriptorBudget struct {
+	once sync.Once
+	left atomic.Int64
+}
+
+// take reserves a descriptor, reporting false where none is left.
+func (b *descriptorBudget) take() bool {
+	b.once.Do(func() { b.left.Store(int64(min(descriptorRoom()-descriptorMargin, checkDescriptors()))) })
+	if b.left.Add(-1) < 0 {
+		b.left.Add(1)
+		return false
+	}
+	return true
+}
+
+// give returns a descriptor take reserved.
+func (b *descriptorBudget) give() { b.left.Add(1) }
+
+// checkDescriptors is the most directories one check opens.
 func checkDescriptors() int { return statWorkers() * dirSlots }
 
-// makeDescriptorRoom grows the descriptor table once per process.
-var makeDescriptorRoom = sync.OnceFunc(func() { growDescriptorTable(checkDescriptors()) })
+// descriptorRoom returns how many descriptors the process can open now
+// before its descriptor table must grow, or 0 where that is not known.
+// The table never shrinks, so a size read before is a lower bound of the
+// size now: the status is read again only where the room that bound
+// gives is short of a check's.
+func descriptorRoom() int {
+	open, ok := openDescriptors()
+	if !ok {
+		return 0
+	}
+	size := int(lastTableSize.Load())
+	if size-open < checkDescriptors()+descriptorMargin {
+		n, ok := descriptorTableSize()
+		if !ok {
+			return 0
+		}
+		lastTableSize.Store(int64(n))
+		size = n
+	}
+	return max(size-open, 0)
+}
 
-// growDescriptorTable grows the descriptor table by at least room
-// descriptors past its size now, as /proc/self/status gives it. It gives
-// up silently: without it a check is as exact, and only sometimes slower.
-func growDescriptorTable(room int) {
+// lastTableSize is the descriptor table's size as last read.
+var lastTableSize atomic.Int64
+
+// descriptorTableSize returns the size of the descriptor table, as the
+// FDSize line of /proc/self/status gives it.
+func descriptorTableSize() (int, bool) {
 	fd, err := unix.Open("/proc/self/status", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return
+		return 0, false
 	}
 	defer unix.Close(fd)
 	var buf [4096]byte
 	n, err := unix.Read(fd, buf[:])
 	if err != nil {
-		return
+		return 0, false
 	}
-	size, ok := descriptorTableSize(buf[:n])
-	if !ok {
-		return
-	}
-	// F_DUPFD gives the lowest free descriptor at or past its argument,
-	// growing the table to hold it.
-	if dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, size+room-1); err == nil {
-		unix.Close(dup)
-	}
+	return statusTableSize(buf[:n])
 }
 
-// descriptorTableSize reads the FDSize line of a /proc/PID/status text:
-// the number of descriptors the table holds without growing.
-func descriptorTableSize(status []byte) (int, bool) {
+// statusTableSize reads the FDSize line of a /proc/PID/status text.
+func statusTableSize(status []byte) (int, bool) {
 	_, rest, ok := bytes.Cut(status, []byte("\nFDSize:"))
 	if !ok {
 		return 0, false
@@ -67,4 +106,26 @@ func descriptorTableSize(status []byte) (int, bool) {
 		return 0, false
 	}
 	return size, true
+}
+
+// openDescriptors counts the process's open descriptors, not counting
+// the one that lists them (closed after).
+func openDescriptors() (int, bool) {
+	fd, err := unix.Open("/proc/self/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, false
+	}
+	defer unix.Close(fd)
+	var buf [8192]byte
+	var names []string
+	for {
+		n, err := unix.Getdents(fd, buf[:])
+		if err != nil {
+			return 0, false
+		}
+		if n == 0 {
+			return len(names) - 1, true
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	}
 }

@@ -5,26 +5,27 @@ import (
 	"testing"
 )
 
-// TestGrowDescriptorTable: the table grows by at least the room asked,
-// past its size before; and the status line is read as the kernel writes
-// it.
-func TestGrowDescriptorTable(t *testing.T) {
-	size := func() int {
-		t.Helper()
-		status, err := os.ReadFile("/proc/self/status")
-		if err != nil {
-			t.Skip("no /proc/self/status")
-		}
-		n, ok := descriptorTableSize(status)
-		if !ok {
-			t.Fatalf("no FDSize in\n%s", status)
-		}
-		return n
+// TestDescriptorRoom: the room falls by one for each descriptor opened,
+// and the status line is read as the kernel writes it.
+func TestDescriptorRoom(t *testing.T) {
+	before := descriptorRoom()
+	if before <= 4 {
+		t.Skipf("room %d: no /proc, or a table too full to test", before)
 	}
-	before := size()
-	growDescriptorTable(64)
-	if after := size(); after < before+64 {
-		t.Errorf("FDSize %d after growing by 64 from %d", after, before)
+	var files []*os.File
+	for range 3 {
+		f, err := os.Open(".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	after := descriptorRoom()
+	for _, f := range files {
+		f.Close()
+	}
+	if after != before-3 {
+		t.Errorf("room %d with 3 descriptors more, %d before", after, before)
 	}
 	for _, c := range []struct {
 		text string
@@ -38,8 +39,31 @@ func TestGrowDescriptorTable(t *testing.T) {
 		{"FDSize:\t64\n", 0, false}, // not at a line's start: no status writes it first
 		{"Name:\tx\n", 0, false},
 	} {
-		if n, ok := descriptorTableSize([]byte(c.text)); n != c.size || ok != c.ok {
-			t.Errorf("descriptorTableSize(%q) = %d, %v; want %d, %v", c.text, n, ok, c.size, c.ok)
+		if n, ok := statusTableSize([]byte(c.text)); n != c.size || ok != c.ok {
+			t.Errorf("statusTableSize(%q) = %d, %v; want %d, %v", c.text, n, ok, c.size, c.ok)
+		}
+	}
+}
+
+// TestDescriptorBudget: a budget gives at most the room less the margin,
+// never more than a check's goroutines hold, and what is given back may be
+// taken again.
+func TestDescriptorBudget(t *testing.T) {
+	var b descriptorBudget
+	taken := 0
+	for b.take() {
+		taken++
+		if taken > checkDescriptors() {
+			t.Fatalf("a budget gave more than %d descriptors", checkDescriptors())
+		}
+	}
+	if want := min(max(descriptorRoom()-descriptorMargin, 0), checkDescriptors()); taken != want && descriptorRoom() > 0 {
+		t.Errorf("took %d, want %d", taken, want)
+	}
+	if taken > 0 {
+		b.give()
+		if !b.take() {
+			t.Error("a descriptor given back could not be taken again")
 		}
 	}
 }

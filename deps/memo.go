@@ -443,14 +443,10 @@ func inputSize(in Input) int {
 // process's first id of an input with like's compiler macros does once:
 // reading the program's build information for the scanner's build (13-30
 // us, parsed from the binary's module list) and hashing the list of
-// macros (a cache miss per name), and growing the process's descriptor
-// table to hold the directories a large record's check opens (fdroom.go:
-// growing it on a request's path waited 5-25 ms). A caller that names
-// records by Identified.WriteID calls it on a goroutine of its own at
-// start, so that its first request does not pay for them; calling it is
-// never needed.
+// macros (a cache miss per name). A caller that names records by
+// Identified.WriteID calls it on a goroutine of its own at start, so that
+// its first request does not pay for them; calling it is never needed.
 func PrepareProcess(like Input) {
-	makeDescriptorRoom()
 	scannerBuild()
 	if len(like.CompilerMacros) > 0 {
 		macroListDigest(like.CompilerMacros)

@@ -31,6 +31,9 @@ type recordCheck struct {
 	next      atomic.Int64
 	failed    atomic.Bool
 	wg        sync.WaitGroup
+	// descriptors bounds the directories the goroutines hold open at
+	// once (fdroom.go).
+	descriptors descriptorBudget
 }
 
 // newRecordCheck returns a check of a record's places by fsys, with the
@@ -69,7 +72,7 @@ func (c *recordCheck) work() {
 	defer c.wg.Done()
 	var dirs *dirStats
 	if c.fsys.stat == nil {
-		dirs = new(dirStats) // large memos are where places share directories
+		dirs = &dirStats{budget: &c.descriptors} // large memos are where places share directories
 		defer dirs.close()
 	}
 	n := len(c.seen)

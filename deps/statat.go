@@ -40,6 +40,9 @@ const dirSlots = 4
 type dirStats struct {
 	slots [dirSlots]dirSlot
 	next  int // the slot reused next
+	// budget bounds the directories open at once across a check's
+	// goroutines (fdroom.go); nil for none.
+	budget *descriptorBudget
 }
 
 // dirSlot is one directory of dirStats: open (fd >= 0) or known absent
@@ -132,6 +135,11 @@ func (d *dirStats) find(dir string) *dirSlot {
 // open opens dir into a slot, or returns nil where the places in it must
 // be stat'd by their full paths.
 func (d *dirStats) open(dir string) *dirSlot {
+	s := &d.slots[d.next]
+	d.release(s) // its descriptor, if any, is the one taken now
+	if d.budget != nil && !d.budget.take() {
+		return nil
+	}
 	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	for err == unix.EINTR {
 		fd, err = unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -140,30 +148,38 @@ func (d *dirStats) open(dir string) *dirSlot {
 	if err == unix.ENOENT || err == unix.ENOTDIR {
 		missing = err.(syscall.Errno)
 	} else if err != nil {
+		d.give()
 		return nil
 	}
-	s := &d.slots[d.next]
 	d.next = (d.next + 1) % dirSlots
-	s.release()
 	s.path, s.fd, s.missing = dir, fd, missing
 	if missing != 0 {
 		s.fd = -1
+		d.give()
 	}
 	return s
 }
 
 // release closes the slot's directory.
-func (s *dirSlot) release() {
+func (d *dirStats) release(s *dirSlot) {
 	if s.path != "" && s.fd >= 0 {
 		unix.Close(s.fd)
+		d.give()
 	}
 	*s = dirSlot{fd: -1}
+}
+
+// give returns a descriptor to the budget.
+func (d *dirStats) give() {
+	if d.budget != nil {
+		d.budget.give()
+	}
 }
 
 // close releases every directory d holds.
 func (d *dirStats) close() {
 	for i := range d.slots {
-		d.slots[i].release()
+		d.release(&d.slots[i])
 	}
 }
 

@@ -57,22 +57,39 @@ func TestDirStatsIsObserve(t *testing.T) {
 	for i, n := range names {
 		seen[i].path = root + "/" + n
 	}
-	fds := openFDs(t)
-	var dirs dirStats
-	for i := range seen {
-		path := seen[i].path
-		fi, err := os.Stat(path)
-		want := observe(path, fi, err, now)
-		if got := dirs.observe(seen, i, now); got != want {
-			t.Errorf("%s: relative stat %+v, os.Stat %+v", names[i], got, want)
+	// Unbounded, then within budgets of descriptors that leave some
+	// places, or all, to full stats.
+	for _, budget := range []int{-1, 0, 1, 2} {
+		fds := openFDs(t)
+		var dirs dirStats
+		if budget >= 0 {
+			dirs.budget = &descriptorBudget{}
+			dirs.budget.once.Do(func() {})
+			dirs.budget.left.Store(int64(budget))
 		}
-	}
-	if opened := openFDs(t) - fds; opened == 0 {
-		t.Errorf("no directory was opened: the relative stats were not tested")
-	}
-	dirs.close()
-	if left := openFDs(t) - fds; left != 0 {
-		t.Errorf("%d descriptors left open after close", left)
+		most := 0
+		for i := range seen {
+			path := seen[i].path
+			fi, err := os.Stat(path)
+			want := observe(path, fi, err, now)
+			if got := dirs.observe(seen, i, now); got != want {
+				t.Errorf("budget %d: %s: relative stat %+v, os.Stat %+v", budget, names[i], got, want)
+			}
+			most = max(most, openFDs(t)-fds)
+		}
+		switch {
+		case budget < 0 && most == 0:
+			t.Errorf("no directory was opened: the relative stats were not tested")
+		case budget >= 0 && most > budget:
+			t.Errorf("budget %d: %d directories open at once", budget, most)
+		}
+		dirs.close()
+		if left := openFDs(t) - fds; left != 0 {
+			t.Errorf("budget %d: %d descriptors left open after close", budget, left)
+		}
+		if budget >= 0 && dirs.budget.left.Load() != int64(budget) {
+			t.Errorf("budget %d: %d left after close", budget, dirs.budget.left.Load())
+		}
 	}
 }
 

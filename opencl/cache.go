@@ -137,8 +137,7 @@ func NewCache(cl *Context, bins *kcache.Cache, opts CacheOptions) *Cache {
 	// first program.
 	keyparts.PrefetchBuiltinHeaders()
 	// So is what a process's first dependency record costs once: the
-	// scanner's build, and room in the descriptor table for a large
-	// record's check (deps.PrepareProcess).
+	// scanner's build (deps.PrepareProcess).
 	go deps.PrepareProcess(deps.Input{})
 	for _, d := range cl.Devices() {
 		c.identity(d)
