@@ -25,7 +25,10 @@ import (
 // (/proc/self/fd), less a margin for the application's own threads,
 // learnt once per check when its first directory would be opened. Past
 // that room, or where /proc cannot say, places are stat'd by their full
-// paths: the same answers, a longer walk.
+// paths: the same answers, a longer walk. Where the room is short of a
+// check's, the table is grown on a goroutine of its own, whose wait for
+// the grace period keeps no request waiting (an open waits for a growth
+// only where it needs one itself), so that the next checks find room.
 
 // descriptorMargin is the room a check leaves free for other threads.
 const descriptorMargin = 8
@@ -39,7 +42,14 @@ type descriptorBudget struct {
 
 // take reserves a descriptor, reporting false where none is left.
 func (b *descriptorBudget) take() bool {
-	b.once.Do(func() { b.left.Store(int64(min(descriptorRoom()-descriptorMargin, checkDescriptors()))) })
+	b.once.Do(func() {
+		room, open := descriptorRoom()
+		want := checkDescriptors()
+		if room-descriptorMargin < want && open > 0 {
+			growDescriptorTable(open + want + descriptorMargin)
+		}
+		b.left.Store(int64(min(room-descriptorMargin, want)))
+	})
 	if b.left.Add(-1) < 0 {
 		b.left.Add(1)
 		return false
@@ -54,29 +64,54 @@ func (b *descriptorBudget) give() { b.left.Add(1) }
 func checkDescriptors() int { return statWorkers() * dirSlots }
 
 // descriptorRoom returns how many descriptors the process can open now
-// before its descriptor table must grow, or 0 where that is not known.
-// The table never shrinks, so a size read before is a lower bound of the
-// size now: the status is read again only where the room that bound
-// gives is short of a check's.
-func descriptorRoom() int {
+// before its descriptor table must grow, and how many are open; 0 and 0
+// where that is not known. The table never shrinks, so a size read before
+// is a lower bound of the size now: the status is read again only where
+// the room that bound gives is short of a check's.
+func descriptorRoom() (room, open int) {
 	open, ok := openDescriptors()
 	if !ok {
-		return 0
+		return 0, 0
 	}
 	size := int(lastTableSize.Load())
 	if size-open < checkDescriptors()+descriptorMargin {
 		n, ok := descriptorTableSize()
 		if !ok {
-			return 0
+			return 0, 0
 		}
 		lastTableSize.Store(int64(n))
 		size = n
 	}
-	return max(size-open, 0)
+	return max(size-open, 0), open
 }
 
 // lastTableSize is the descriptor table's size as last read.
 var lastTableSize atomic.Int64
+
+// growing is set while growDescriptorTable's goroutine runs.
+var growing atomic.Bool
+
+// growDescriptorTable grows the descriptor table, on a goroutine of its
+// own, to hold at least slots descriptors: F_DUPFD gives the lowest free
+// descriptor at or past its argument, growing the table to hold it, and
+// the duplicate is closed at once. One growth runs at a time; failures
+// are silent (the checks stay exact, only slower).
+func growDescriptorTable(slots int) {
+	if !growing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer growing.Store(false)
+		fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return
+		}
+		defer unix.Close(fd)
+		if dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, slots-1); err == nil {
+			unix.Close(dup)
+		}
+	}()
+}
 
 // descriptorTableSize returns the size of the descriptor table, as the
 // FDSize line of /proc/self/status gives it.
