@@ -13,7 +13,7 @@ import (
 // them (statat.go), up to dirSlots for each of its goroutines. Linux grows
 // a process's descriptor table when an open finds no free slot, and in a
 // process of several threads the growth waits for an RCU grace period
-// (expand_fdtable's synchronize_rcu): 3-25 ms on the machines measured,
+// (expand_fdtable's synchronize_rcu): 3-21 ms on the development VM,
 // against 0.2-1 ms for the whole check. A CUDA process sits just under the
 // table's first size (64: the driver's descriptors), and a check of a CUB
 // kernel's record that opened its 64 directories took 13-17 ms where it
