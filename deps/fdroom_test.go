@@ -9,7 +9,7 @@ import (
 // TestDescriptorRoom: the room falls by one for each descriptor opened,
 // and the status line is read as the kernel writes it.
 func TestDescriptorRoom(t *testing.T) {
-	before, _ := descriptorRoom()
+	before, _ := countDescriptorRoom()
 	if before <= 4 {
 		t.Skipf("room %d: no /proc, or a table too full to test", before)
 	}
@@ -21,7 +21,7 @@ func TestDescriptorRoom(t *testing.T) {
 		}
 		files = append(files, f)
 	}
-	after, _ := descriptorRoom()
+	after, _ := countDescriptorRoom()
 	for _, f := range files {
 		f.Close()
 	}
@@ -50,6 +50,7 @@ func TestDescriptorRoom(t *testing.T) {
 // never more than a check's goroutines hold, and what is given back may be
 // taken again.
 func TestDescriptorBudget(t *testing.T) {
+	lastRoom.Store(nil)
 	var b descriptorBudget
 	taken := 0
 	for b.take() {
@@ -58,7 +59,7 @@ func TestDescriptorBudget(t *testing.T) {
 			t.Fatalf("a budget gave more than %d descriptors", checkDescriptors())
 		}
 	}
-	room, _ := descriptorRoom()
+	room, _ := countDescriptorRoom()
 	if want := min(max(room-descriptorMargin, 0), checkDescriptors()); taken != want && room > 0 {
 		t.Errorf("took %d, want %d", taken, want)
 	}
@@ -74,7 +75,7 @@ func TestDescriptorBudget(t *testing.T) {
 // its room takes only what there is, and has the table grown off its
 // path, so that a later check finds room for all its directories.
 func TestDescriptorBudgetGrowsTable(t *testing.T) {
-	room, _ := descriptorRoom()
+	room, _ := countDescriptorRoom()
 	if room == 0 {
 		t.Skip("no /proc to learn the room from")
 	}
@@ -91,8 +92,9 @@ func TestDescriptorBudgetGrowsTable(t *testing.T) {
 			t.Fatal(err)
 		}
 		files = append(files, f)
-		room, _ = descriptorRoom()
+		room, _ = countDescriptorRoom()
 	}
+	lastRoom.Store(nil) // the check counts the room as it is now
 	short := &descriptorBudget{}
 	taken := 0
 	for short.take() {
@@ -105,7 +107,7 @@ func TestDescriptorBudgetGrowsTable(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if room, _ = descriptorRoom(); room >= checkDescriptors()+descriptorMargin {
+		if room, _ = countDescriptorRoom(); room >= checkDescriptors()+descriptorMargin {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -118,5 +120,27 @@ func TestDescriptorBudgetGrowsTable(t *testing.T) {
 		if !later.take() {
 			t.Fatal("a check after the growth found no room")
 		}
+	}
+}
+
+// TestDescriptorRoomCounted: the room is counted once for the checks of
+// a roomFresh, and counted again after it.
+func TestDescriptorRoomCounted(t *testing.T) {
+	if room, _ := countDescriptorRoom(); room <= 4 {
+		t.Skip("no /proc, or a table too full to test")
+	}
+	lastRoom.Store(nil)
+	first, _ := descriptorRoom()
+	f, err := os.Open(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if again, _ := descriptorRoom(); again != first {
+		t.Errorf("room %d counted again within roomFresh, %d before", again, first)
+	}
+	lastRoom.Store(&roomCount{room: first, at: time.Now().Add(-roomFresh)})
+	if later, _ := descriptorRoom(); later != first-1 {
+		t.Errorf("room %d after roomFresh with one descriptor more, %d before", later, first)
 	}
 }
