@@ -215,17 +215,23 @@ func validRange(fsys *fileSystem, dirs *dirStats, now time.Time, seen []observat
 		} else {
 			n = fsys.observe(o.path, now)
 		}
-		if n.state != o.state || n.state == stateOther {
-			// A pipe or a device is never trusted by stat: a scan that
-			// meets one refuses the source, and a memo or record from
-			// before that rule holds one as if it were absent.
-			return false
-		}
-		if (o.state == stateFile || o.state == stateDir) && (!o.settled || o.id != n.id) {
+		if !o.holdsAs(n) {
 			return false
 		}
 	}
 	return true
+}
+
+// holdsAs reports whether n, a stat of o.path now, answers as o did, and
+// o pins what it found.
+func (o observation) holdsAs(n observation) bool {
+	if n.state != o.state || n.state == stateOther {
+		// A pipe or a device is never trusted by stat: a scan that meets
+		// one refuses the source, and a memo or record from before that
+		// rule holds one as if it were absent.
+		return false
+	}
+	return (o.state != stateFile && o.state != stateDir) || (o.settled && o.id == n.id)
 }
 
 // inputID identifies everything of in that a scan reads besides the file

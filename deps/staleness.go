@@ -22,20 +22,19 @@ func staleness(fsys *fileSystem, seen []observation) []slog.Attr {
 	now := fsys.now()
 	for i, o := range seen {
 		n := fsys.observe(o.path, now)
-		why := ""
+		if o.holdsAs(n) {
+			continue
+		}
+		var why string
 		switch {
 		case n.state != o.state:
 			why = fmt.Sprintf("was %s, is %s", o.state, n.state)
 		case n.state == stateOther:
 			why = "not a regular file or directory"
-		case o.state != stateFile && o.state != stateDir:
-			continue
 		case !o.settled:
 			why = fmt.Sprintf("changed within %v before it was scanned (too new to be trusted by stat)", o.id.window())
-		case o.id != n.id:
-			why = o.id.difference(n.id)
 		default:
-			continue
+			why = o.id.difference(n.id)
 		}
 		return []slog.Attr{slog.String("place", o.path), slog.Int("index", i), slog.String("change", why)}
 	}
