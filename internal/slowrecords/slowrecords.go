@@ -6,6 +6,7 @@ package slowrecords
 import (
 	"context"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/kcache/kcache"
@@ -40,3 +41,21 @@ func (s *Store) Writing() int { return int(s.writing.Load()) }
 
 // Written is how many records were written.
 func (s *Store) Written() int { return int(s.written.Load()) }
+
+// CheckClose calls closeCache, the Close of a cache over s after a key
+// began to write a record, and fails t unless a record was being written
+// or written before it (else the check proves nothing), none is being
+// written after it, and one was written.
+func (s *Store) CheckClose(t testing.TB, closeCache func()) {
+	t.Helper()
+	if s.Writing() == 0 && s.Written() == 0 {
+		t.Fatal("the key wrote no dependency record: the test proves nothing")
+	}
+	closeCache()
+	if n := s.Writing(); n != 0 {
+		t.Errorf("Close returned with %d dependency records still being written", n)
+	}
+	if s.Written() == 0 {
+		t.Error("no dependency record was written")
+	}
+}
