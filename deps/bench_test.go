@@ -149,8 +149,9 @@ func recordBenchTree(tb testing.TB, headers int) (string, Input, []string) {
 
 // BenchmarkNewProcessKey measures the first key of a new process over a
 // 2,500-header tree: "record" loads the dependency record from a disk
-// tier and stats what it lists ("record-load" is its part before the
-// stats), "cold" is a scan without records (every
+// tier and stats what it lists (Scan: headers and trace; "record-key" is
+// the same for the headers alone, as a key takes them; "record-load" is
+// its part before the stats), "cold" is a scan without records (every
 // header read and lexed, from the page cache), and "floor" stats the
 // same paths, in parallel, and does nothing else. Each iteration uses a
 // new Scanner, so nothing of an earlier one is remembered.
@@ -180,6 +181,22 @@ func BenchmarkNewProcessKey(b *testing.B) {
 			s := settledScan(WithRecords(records))
 			s.fs.readFile = func(p string) ([]byte, error) { reads.Add(1); return os.ReadFile(p) }
 			if _, _, err := s.Scan(context.Background(), in); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if reads.Load() != 0 {
+			b.Fatalf("%d headers read: the record was not used", reads.Load())
+		}
+		b.ReportMetric(float64(len(paths)), "stats/op")
+	})
+	b.Run("record-key", func(b *testing.B) {
+		// "record" as a key takes it: the headers alone (AppendHeaders,
+		// as the cuda and opencl caches' keys call it), no trace copied.
+		var reads atomic.Int64
+		for b.Loop() {
+			s := settledScan(WithRecords(records))
+			s.fs.readFile = func(p string) ([]byte, error) { reads.Add(1); return os.ReadFile(p) }
+			if _, err := s.AppendHeaders(context.Background(), nil, in); err != nil {
 				b.Fatal(err)
 			}
 		}

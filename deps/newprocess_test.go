@@ -25,7 +25,8 @@ import (
 // least an exact cache could do in a new process, the same stats in
 // parallel and a read of the binary from a plain file. It reports, it
 // does not judge: KCACHE_NEWPROC_MEASURE=N runs N rounds, hit and floor
-// interleaved, and logs each phase's median.
+// interleaved, and logs each phase's median; KCACHE_NEWPROC_HEADERS=N
+// makes the tree N headers (650 by default).
 func TestNewProcessHit(t *testing.T) {
 	if raw := os.Getenv(newProcEnv); raw != "" {
 		newProcChild(t, raw)
@@ -36,7 +37,9 @@ func TestNewProcessHit(t *testing.T) {
 	if rounds == 0 {
 		t.Skip("a measurement: set KCACHE_NEWPROC_MEASURE=N")
 	}
-	_, in, paths := recordBenchTree(t, newProcHeaders)
+	headers := newProcHeaders
+	fmt.Sscan(os.Getenv("KCACHE_NEWPROC_HEADERS"), &headers)
+	_, in, paths := recordBenchTree(t, headers)
 	job := newProcJob{Cache: t.TempDir(), In: in, Dir: t.TempDir()}
 	settle(t, in.WorkDir)
 	if err := os.WriteFile(filepath.Join(job.Dir, "paths"), []byte(strings.Join(paths, "\n")), 0o644); err != nil {
