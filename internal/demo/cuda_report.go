@@ -120,8 +120,13 @@ type cudaDemoRow struct {
 	ComputeCacheMS float64 `json:"computecache_ms"`
 	CuPyMS         float64 `json:"cupy_ms,omitempty"`
 	FloorMS        float64 `json:"floor_ms"`
-	WarmOut        string  `json:"warm_outcome"`
-	Error          string  `json:"error,omitempty"`
+	// WarmModuleMS and FloorModuleMS are the parts of WarmMS and FloorMS
+	// up to the module loaded (the rest is the case's launches): where a
+	// warm start's time over its floor goes.
+	WarmModuleMS  float64 `json:"warm_module_ms"`
+	FloorModuleMS float64 `json:"floor_module_ms"`
+	WarmOut       string  `json:"warm_outcome"`
+	Error         string  `json:"error,omitempty"`
 }
 
 func cudaDemoRows(cases []cudasuite.Case, results map[string]map[string]cudaResult, haveCuPy bool) []cudaDemoRow {
@@ -138,6 +143,7 @@ func cudaDemoRows(cases []cudasuite.Case, results map[string]map[string]cudaResu
 		}
 		r.Bytes = results["cold"][c.Name].Bytes
 		r.WarmOut = results["warm"][c.Name].Outcome
+		r.WarmModuleMS, r.FloorModuleMS = results["warm"][c.Name].ModuleMS, results["floor"][c.Name].ModuleMS
 		r.Error = get.err
 		rows = append(rows, r)
 	}
