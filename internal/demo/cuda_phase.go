@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"slices"
 	"time"
 
@@ -75,23 +76,51 @@ func runCUDAPhase(ctx context.Context, out, progress io.Writer, mode, include, i
 		what += ", NVRTC, device identity"
 	}
 	fmt.Fprintf(progress, "cuda-demo-phase %s: set-up (%s) %.1f ms\n", mode, what, msSince(start))
+	if dir := os.Getenv(phaseTraceEnv); dir != "" {
+		stop, err := startPhaseTrace(dir, mode)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	enc := json.NewEncoder(out)
 	var held heldUntilEnd
 	defer held.release()
 	for _, c := range selectCUDACases(only) {
 		c.PrepareReference() // outside the timed region: not what a cache saves
 		var r cudaResult
-		if sess != nil {
-			r = runCUDACached(ctx, sess, c, include, images)
-		} else {
-			r = runCUDAImage(cctx, c, images, mode, &held)
-		}
+		trace.WithRegion(ctx, c.Name, func() {
+			if sess != nil {
+				r = runCUDACached(ctx, sess, c, include, images)
+			} else {
+				r = runCUDAImage(cctx, c, images, mode, &held)
+			}
+		})
 		r.Case, r.Category = c.Name, c.Category
 		if err := enc.Encode(r); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// phaseTraceEnv names a directory where each CUDA phase process writes an
+// execution trace of its cases (go tool trace), one region a case: where a
+// warm start's time over its floor goes, goroutine by goroutine.
+const phaseTraceEnv = "KCACHE_DEMO_TRACE"
+
+// startPhaseTrace starts the execution trace of a phase in mode, into a
+// file of its own in dir, and returns what stops it.
+func startPhaseTrace(dir, mode string) (stop func(), err error) {
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.trace", mode, os.Getpid())))
+	if err != nil {
+		return nil, fmt.Errorf("demo: %s: %w", phaseTraceEnv, err)
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("demo: %s: %w", phaseTraceEnv, err)
+	}
+	return func() { trace.Stop(); f.Close() }, nil
 }
 
 // runCUDACached times a case from the request for its module to its
@@ -106,7 +135,9 @@ func runCUDACached(ctx context.Context, sess *CUDASession, c cudasuite.Case, inc
 	defer run.Free()
 	src := c.CUDASource(include)
 	start := time.Now()
+	region := trace.StartRegion(ctx, "module")
 	m, err := sess.Cache.Module(ctx, src)
+	region.End()
 	if err != nil {
 		return cudaResult{Error: err.Error()}
 	}
@@ -194,11 +225,14 @@ func runCUDAImage(ctx *cuda.Context, c cudasuite.Case, dir, mode string, held *h
 	}
 	defer run.Free()
 	start := time.Now()
+	region := trace.StartRegion(context.Background(), "module")
 	img, err := os.ReadFile(base + ext)
 	if err != nil {
+		region.End()
 		return cudaResult{Error: err.Error()}
 	}
 	m, err := ctx.LoadModule(img, nil)
+	region.End()
 	if err != nil {
 		return cudaResult{Error: err.Error()}
 	}
