@@ -127,11 +127,16 @@ func runCUDAPhaseProcess(ctx context.Context, progress io.Writer, ph cudaPhase, 
 }
 
 // cleanCUDAEnv drops the variables the phases set, so the user's own
-// settings cannot skew one phase and not another.
+// settings cannot skew one phase and not another; KCACHE_DEMO_TRACE goes
+// to every phase.
 func cleanCUDAEnv(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
+		if name == phaseTraceEnv { // what the phases are asked to trace
+			out = append(out, kv)
+			continue
+		}
 		if strings.HasPrefix(name, "KCACHE_") || strings.HasPrefix(name, "CUDA_CACHE_") || name == "CUPY_CACHE_DIR" {
 			continue
 		}

@@ -148,7 +148,7 @@ func TestCUDAPhaseCommands(t *testing.T) {
 			strings.Join(ph.argv("/bin/kcache", "/d", o), " "), strings.Join(ph.env("/d"), " "))
 	}
 	env := []string{"HOME=/h", "KCACHE_DIR=/x", "CUDA_CACHE_PATH=/y", "CUDA_CACHE_MAXSIZE=1", "CUDA_VISIBLE_DEVICES=0",
-		"CUPY_CACHE_DIR=/z", "CUPY_CACHE_DIR_X=1", "POCL_KERNEL_CACHE=1", "POCL_CACHE_DIR=/p", "PATH=/bin"}
+		"CUPY_CACHE_DIR=/z", "CUPY_CACHE_DIR_X=1", "POCL_KERNEL_CACHE=1", "POCL_CACHE_DIR=/p", "PATH=/bin", "KCACHE_DEMO_TRACE=/t"}
 	fmt.Fprintf(&out, "clean CUDA: %s\n", strings.Join(cleanCUDAEnv(env), " "))
 	fmt.Fprintf(&out, "clean OpenCL: %s\n", strings.Join(cleanEnv(env), " "))
 	for _, ph := range demoPhases {
