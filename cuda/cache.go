@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime/trace"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -293,8 +294,10 @@ func (c *Cache) jitLink() string {
 // context, so a broken program is not recompiled on every call, and is
 // never stored in the binary tiers. The caller must Release the result.
 func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
+	region := trace.StartRegion(ctx, regionPlan)
 	p, err := c.plan(src)
 	if err != nil {
+		region.End()
 		return nil, err
 	}
 	// A key that takes long is a cold miss's: its compile may begin in
@@ -306,6 +309,7 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 	// both ways: the lookup hashes the source.
 	var req *directRequest
 	found := c.keys.lookup(src)
+	region.End()
 	if found.e == nil {
 		var m *CachedModule
 		if m, req = c.moduleDirect(ctx, src, p, found.h); m != nil {
@@ -333,6 +337,27 @@ func (c *Cache) Module(ctx context.Context, src Source) (*CachedModule, error) {
 	return m, err
 }
 
+// Module marks its steps as regions of an execution trace (runtime/trace;
+// free where no trace runs), so that a trace of an application shows
+// where a request's time goes: its plan and key memo, its key, its direct
+// record, its binary tiers' read, the image's decode, the driver's load,
+// the check of a record's stats and the memos kept after.
+const (
+	regionPlan   = "kcache.plan"
+	regionKey    = "kcache.key"
+	regionDirect = "kcache.direct-record"
+	// Within it: the record's name, its decode, and the adoption of the
+	// dependency records it holds.
+	regionDirectName   = "kcache.direct-name"
+	regionDirectDecode = "kcache.direct-decode"
+	regionAdopt        = "kcache.adopt"
+	regionRead         = "kcache.read"
+	regionDecode       = "kcache.decode"
+	regionLoad         = "kcache.load"
+	regionConfirm      = "kcache.confirm"
+	regionRemember     = "kcache.remember"
+)
+
 // maxModuleTries bounds Module's lookups after the first that was not held.
 const maxModuleTries = 4
 
@@ -345,7 +370,9 @@ var errStaleRecord = errors.New("cuda: dependency record stale")
 func (c *Cache) module(ctx context.Context, src Source, p plan, early bool, found memoLookup) (_ *CachedModule, held bool, _ error) {
 	// Prepared once: the object tier needs the digest, and the binary
 	// tiers the digests and the encoding.
+	region := trace.StartRegion(ctx, regionKey)
 	prep, confirm, err := c.preparedKey(ctx, src, p, early, found)
+	region.End()
 	if errors.Is(err, deps.ErrUncacheable) {
 		m, err := c.moduleUncached(ctx, src, p, err)
 		return m, true, err
@@ -450,7 +477,9 @@ func (c *Cache) load(ctx context.Context, src Source, prep *kcache.Prepared, p p
 // again and knows what each failure calls for (deleting a damaged
 // entry, evicting on out of memory).
 func (c *Cache) loadLocal(ctx context.Context, prep *kcache.Prepared) (*moduleEntry, bool) {
+	region := trace.StartRegion(ctx, regionRead)
 	r, err := c.bins.GetLocal(ctx, prep)
+	region.End()
 	if err != nil {
 		return nil, false
 	}
@@ -464,10 +493,13 @@ func (c *Cache) loadLocal(ctx context.Context, prep *kcache.Prepared) (*moduleEn
 
 // fromBlob decodes a stored image and loads it.
 func (c *Cache) fromBlob(blob []byte) (*moduleEntry, error) {
+	region := trace.StartRegion(context.Background(), regionDecode)
 	im, err := decodeImage(blob)
+	region.End()
 	if err != nil {
 		return nil, err
 	}
+	defer trace.StartRegion(context.Background(), regionLoad).End()
 	m, err := c.ctx.LoadModule(im.code, c.jit)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"runtime/trace"
 	"time"
 
 	"github.com/kcache/kcache"
@@ -148,7 +149,9 @@ func appendStrings(b []byte, l []string) []byte {
 // that cannot be read).
 func (c *Cache) moduleDirect(ctx context.Context, src Source, p plan, h uint64) (*CachedModule, *directRequest) {
 	start := time.Now()
+	region := trace.StartRegion(ctx, regionDirect)
 	req, d, scanned, confirm, ok := c.lookupDirect(ctx, src, p)
+	region.End()
 	if !ok {
 		return nil, req
 	}
@@ -173,12 +176,16 @@ func (c *Cache) moduleDirect(ctx context.Context, src Source, p plan, h uint64) 
 		}
 		return nil, req
 	}
-	if !confirm() {
+	region = trace.StartRegion(ctx, regionConfirm)
+	held := confirm()
+	region.End()
+	if !held {
 		// The records' files changed: the module is the binary of the
 		// old ones.
 		m.Release()
 		return nil, req
 	}
+	defer trace.StartRegion(ctx, regionRemember).End()
 	if outcome == kcache.OutcomeDisk {
 		c.bins.RecordMemory(false, 0)
 		c.bins.RecordLocalHit(kcache.OutcomeDisk, d.buildTime, time.Since(start))
@@ -195,7 +202,9 @@ func (c *Cache) moduleDirect(ctx context.Context, src Source, p plan, h uint64) 
 // used before confirm returns true). req is nil where src has no name (a
 // working directory that cannot be read).
 func (c *Cache) lookupDirect(ctx context.Context, src Source, p plan) (req *directRequest, d direct, scanned []kcache.Header, confirm deps.Confirm, ok bool) {
+	region := trace.StartRegion(ctx, regionDirectName)
 	req, err := c.directRequestOf(src, p)
+	region.End()
 	if err != nil {
 		return nil, d, nil, nil, false
 	}
@@ -205,9 +214,13 @@ func (c *Cache) lookupDirect(ctx context.Context, src Source, p plan) (req *dire
 			return req, d, nil, nil, false
 		}
 	}
-	if d, err = decodeDirect(data); err != nil || len(d.records) != len(req.ins) {
+	region = trace.StartRegion(ctx, regionDirectDecode)
+	d, err = decodeDirect(data)
+	region.End()
+	if err != nil || len(d.records) != len(req.ins) {
 		return req, d, nil, nil, false
 	}
+	defer trace.StartRegion(ctx, regionAdopt).End()
 	confirms := make([]deps.Confirm, len(req.ins))
 	for i, in := range req.ins {
 		if scanned, confirms[i], ok = c.scanner.AdoptRecord(ctx, scanned, in, d.records[i]); !ok {
