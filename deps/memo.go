@@ -28,11 +28,14 @@ import (
 // stats returns the same result without lexing, expanding or reading
 // anything: a warm lookup costs one stat per place (ccache's manifest).
 
-// observation is what one stat returned.
+// observation is what one stat returned. Its one-byte fields come last,
+// side by side: 64 bytes, not 72 with each padded to a word, of which a
+// record of 2,500 headers decodes as many in a new process, all fresh
+// memory.
 type observation struct {
 	path  string
-	state statState
 	id    identity // for files and directories
+	state statState
 	// settled says a file or directory was settled when observed: an
 	// observation of something too new pins nothing.
 	settled bool

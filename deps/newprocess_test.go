@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,6 +94,11 @@ type newProcResult struct {
 	Open    float64 // the disk tier and the cache opened
 	Key     float64 // the stats done, the key prepared
 	Total   float64 // the entry read and checked
+	// KeyFaults counts the page faults of the key's part (the process's
+	// minor faults, every thread's): a new process's heap is fresh
+	// memory, and on a virtual machine a first touch of a page can cost
+	// as much as a stat.
+	KeyFaults float64
 }
 
 func runNewProc(t *testing.T, job newProcJob, phase string) newProcResult {
@@ -153,6 +159,7 @@ func newProcHit(t *testing.T, job newProcJob) newProcResult {
 	read := s.fs.readFile
 	s.fs.readFile = func(p string) ([]byte, error) { r.Reads++; return read(p) }
 	r.Open = ms()
+	faults := minorFaults()
 	headers, _, err := s.Scan(ctx, job.In)
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +167,7 @@ func newProcHit(t *testing.T, job newProcJob) newProcResult {
 	key := &kcache.Key{Image: kcache.Image{Format: "test", Source: job.In.Source, Headers: headers}}
 	p := key.Prepare()
 	r.Key = ms()
+	r.KeyFaults = minorFaults() - faults
 	res, pending, err := c.LookupPrepared(ctx, p)
 	if err != nil {
 		t.Fatal(err)
@@ -193,8 +201,9 @@ func newProcFloor(t *testing.T, job newProcJob) newProcResult {
 	paths := strings.Split(string(list), "\n")
 	start := time.Now()
 	ms := func() float64 { return float64(time.Since(start).Nanoseconds()) / 1e6 }
+	faults := minorFaults()
 	statAll(paths)
-	r := newProcResult{Key: ms()}
+	r := newProcResult{Key: ms(), KeyFaults: minorFaults() - faults}
 	if _, err := os.ReadFile(filepath.Join(job.Dir, "bin")); err != nil {
 		t.Fatal(err)
 	}
@@ -213,10 +222,18 @@ func medianResult(rs []newProcResult) newProcResult {
 		return v[len(v)/2]
 	}
 	return newProcResult{
-		Open:  med(func(r newProcResult) float64 { return r.Open }),
-		Key:   med(func(r newProcResult) float64 { return r.Key }),
-		Total: med(func(r newProcResult) float64 { return r.Total }),
+		Open:      med(func(r newProcResult) float64 { return r.Open }),
+		Key:       med(func(r newProcResult) float64 { return r.Key }),
+		Total:     med(func(r newProcResult) float64 { return r.Total }),
+		KeyFaults: med(func(r newProcResult) float64 { return r.KeyFaults }),
 	}
+}
+
+// minorFaults returns the process's minor page faults so far.
+func minorFaults() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Minflt)
 }
 
 func mustJSON(v any) string {

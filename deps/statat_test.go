@@ -43,14 +43,17 @@ func TestDirStatsIsObserve(t *testing.T) {
 		}
 	}
 	run("d", "h0.h", "h1.h", "missing.h", "lf", "dangling", "self", "fifo", "h2.h", "h3.h")
-	run("ld", "h0.h", "h4.h", "nothere.h", "h5.h")            // a link to a directory
-	run("nodir", "a.h", "b.h", "c.h", "d.h", "e.h")           // a directory that does not exist
-	run("top.h", "a.h", "b.h", "c.h", "d.h")                  // a file taken for a directory
-	run("lfile", "a.h", "b.h", "c.h", "d.h")                  // a link to a file, likewise
-	run("d/../d", "h0.h", "h1.h", "h2.h", "h3.h", "h4.h")     // as the compiler opens it, not cleaned
-	run("d/self", "h0.h", "self", "h1.h", "h2.h", "fifo")     // through a link to "."
-	run("ld/nodir", "a.h", "b.h", "c.h", "d.h")               // missing under a link
-	run("d", "h4.h", ".", "..", "h5.h")                       // "." and ".." left to a full stat
+	run("ld", "h0.h", "h4.h", "nothere.h", "h5.h")        // a link to a directory
+	run("nodir", "a.h", "b.h", "c.h", "d.h", "e.h")       // a directory that does not exist
+	run("top.h", "a.h", "b.h", "c.h", "d.h")              // a file taken for a directory
+	run("lfile", "a.h", "b.h", "c.h", "d.h")              // a link to a file, likewise
+	run("d/../d", "h0.h", "h1.h", "h2.h", "h3.h", "h4.h") // as the compiler opens it, not cleaned
+	run("d/self", "h0.h", "self", "h1.h", "h2.h", "fifo") // through a link to "."
+	run("ld/nodir", "a.h", "b.h", "c.h", "d.h")           // missing under a link
+	run("d", "h4.h", ".", "..", "h5.h")                   // "." and ".." left to a full stat
+	// Names no C string holds whole (a NUL) or past the kernel's limit,
+	// beside the name buffer's own: each must answer as os.Stat does.
+	run("d", "h0.h", "h1.h\x00x", "h2.h", strings.Repeat("n", 255), strings.Repeat("n", 256), strings.Repeat("n", 300), "h3.h")
 	names = append(names, "top.h", "d/", "d", "d/h0.h", "ld") // alone: no run
 	now := time.Now()
 	seen := make([]observation, len(names))
