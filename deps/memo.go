@@ -81,9 +81,28 @@ func observe(path string, fi fs.FileInfo, err error, now time.Time) observation 
 type memo struct {
 	seen    []observation
 	headers []kcache.Header
-	trace   []Dependency
+	// trace is a scan's trace; a memo decoded from a record has its
+	// trace in lazy instead (record.go). dependencies returns either.
+	trace []Dependency
+	lazy  *lazyTrace
 	// date says the sources expand __DATE__: the key holds the day.
 	date bool
+}
+
+// dependencies returns m's trace, which no caller may change.
+func (m *memo) dependencies() []Dependency {
+	if m.lazy != nil {
+		return m.lazy.dependencies(m.seen, m.headers)
+	}
+	return m.trace
+}
+
+// dependencyCount returns the length of m's trace without making it.
+func (m *memo) dependencyCount() int {
+	if m.lazy != nil {
+		return len(m.lazy.deps)
+	}
+	return len(m.trace)
 }
 
 // memoCache holds the last scan of each input. A warm lookup finds its

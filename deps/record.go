@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/kcache/kcache"
 	"github.com/kcache/kcache/internal/wire"
@@ -146,7 +147,8 @@ func (m *memo) recorded() bool {
 // (the part under the working directory): those are written as numbers,
 // so that decoding allocates no string for them.
 func encodeRecord(id kcache.Digest, m *memo) []byte {
-	e := recordEncoder{buf: make([]byte, 0, 64+len(m.seen)*48+len(m.trace)*40)}
+	trace := m.dependencies()
+	e := recordEncoder{buf: make([]byte, 0, 64+len(m.seen)*48+len(trace)*40)}
 	e.buf = append(e.buf, recordMagic...)
 	e.uvarint(recordVersion)
 	e.buf = append(e.buf, id[:]...)
@@ -179,12 +181,12 @@ func encodeRecord(id kcache.Digest, m *memo) []byte {
 		}
 		e.buf = append(e.buf, boolByte(o.settled))
 	}
-	e.uvarint(uint64(len(m.trace)))
+	e.uvarint(uint64(len(trace)))
 	var prevPath, prevName string
-	for _, d := range m.trace {
+	for _, d := range trace {
 		e.dependency(d, index, &prevPath, &prevName)
 	}
-	for _, i := range headerOrder(m) {
+	for _, i := range headerOrder(m.headers, trace) {
 		e.uvarint(uint64(i))
 	}
 	return binary.LittleEndian.AppendUint32(e.buf, crc32.Checksum(e.buf, recordCRC))
@@ -200,26 +202,26 @@ func sortHeaders(headers []kcache.Header) {
 	})
 }
 
-// headerOrder returns, for each of m's headers in order, the index of the
-// dependency of m's trace it names: a record keeps the order of the
-// headers (sorted, as sortHeaders leaves them) without sorting them
+// headerOrder returns, for each of a memo's headers in order, the index
+// of the dependency of its trace it names: a record keeps the order of
+// the headers (sorted, as sortHeaders leaves them) without sorting them
 // again when it is read. A memo whose headers are not its trace's found
 // dependencies (none is made so) is written in the trace's order.
-func headerOrder(m *memo) []int {
+func headerOrder(headers []kcache.Header, trace []Dependency) []int {
 	byHeader := map[kcache.Header][]int{}
 	var found []int
-	for i, d := range m.trace {
+	for i, d := range trace {
 		if d.Rule != RuleAbsent {
 			h := kcache.Header{Name: d.Name, Digest: d.Digest}
 			byHeader[h] = append(byHeader[h], i)
 			found = append(found, i)
 		}
 	}
-	if len(m.headers) != len(found) {
+	if len(headers) != len(found) {
 		return found
 	}
 	order := make([]int, 0, len(found))
-	for _, h := range m.headers {
+	for _, h := range headers {
 		at := byHeader[h]
 		if len(at) == 0 {
 			return found
@@ -349,8 +351,8 @@ func parseRecordChecked(id kcache.Digest, body []byte, check *recordCheck) (*mem
 	flags := d.byte()
 	m.date = flags&1 != 0
 	m.seen = d.observations(check)
-	m.trace = d.dependencies(m.seen)
-	m.headers = d.headers(m.trace)
+	m.lazy, m.headers = d.dependencies(m.seen)
+	d.order(m.lazy, m.headers)
 	switch {
 	case !d.OK:
 		return nil, fmt.Errorf("%w: malformed", errBadRecord)
@@ -360,27 +362,54 @@ func parseRecordChecked(id kcache.Digest, body []byte, check *recordCheck) (*mem
 	return m, nil
 }
 
-// headers reads the order of the headers, an index into trace for each
-// of its found dependencies, each once, and returns them in that order.
-func (d *recordDecoder) headers(trace []Dependency) []kcache.Header {
-	found := 0
-	for _, dep := range trace {
-		if dep.Rule != RuleAbsent {
-			found++
-		}
+// order reads the order of the headers, an index into the trace for each
+// of its found dependencies, each once, and puts headers, decoded in the
+// trace's order, in that order, in place; each dependency's index into
+// them follows.
+func (d *recordDecoder) order(lt *lazyTrace, headers []kcache.Header) {
+	if !d.OK {
+		return
 	}
-	headers := make([]kcache.Header, found)
-	used := make([]bool, len(trace))
-	for k := range headers {
+	from := make([]int32, len(headers)) // the header at k comes from headers[from[k]]
+	for k := range from {
 		i := d.Uvarint()
-		if i >= uint64(len(trace)) || used[i] || trace[i].Rule == RuleAbsent {
-			d.Fail()
-			return nil
+		if i >= uint64(len(lt.deps)) || lt.deps[i].header < 0 {
+			d.Fail() // out of range, absent, or named twice
+			return
 		}
-		used[i] = true
-		headers[k] = kcache.Header{Name: trace[i].Name, Digest: trace[i].Digest}
+		from[k] = lt.deps[i].header
+		lt.deps[i].header = -2 - int32(k) // named: no second time
 	}
-	return headers
+	// Every found dependency was named once (as many names as found
+	// dependencies, each a different one): from is a permutation.
+	for i := range lt.deps {
+		if h := lt.deps[i].header; h <= -2 {
+			lt.deps[i].header = -2 - h
+		}
+	}
+	permute(headers, from)
+}
+
+// permute reorders a in place so that a[k] is what a[from[k]] was, from a
+// permutation of a's indexes, which it spends.
+func permute(a []kcache.Header, from []int32) {
+	for start := range a {
+		if from[start] < 0 {
+			continue // moved in an earlier cycle
+		}
+		first := a[start]
+		k := start
+		for {
+			j := int(from[k])
+			from[k] = -1
+			if j == start {
+				a[k] = first
+				break
+			}
+			a[k] = a[j]
+			k = j
+		}
+	}
 }
 
 // recordDecoder reads a record's fields; after the first failure every
@@ -473,52 +502,129 @@ func (d *recordDecoder) observations(check *recordCheck) []observation {
 }
 
 // dependencies reads the dependencies, whose paths may name observations
-// of seen.
-func (d *recordDecoder) dependencies(seen []observation) []Dependency {
-	trace := make([]Dependency, d.Count(4))
+// of seen, as the record has them (lazyTrace), and the header of each
+// found one, in their order.
+func (d *recordDecoder) dependencies(seen []observation) (*lazyTrace, []kcache.Header) {
+	lt := &lazyTrace{deps: make([]recordedDep, d.Count(4))}
+	headers := make([]kcache.Header, 0, len(lt.deps))
 	var prevPath, prevName string
-	for i := range trace {
-		dep := &trace[i]
+	for i := range lt.deps {
+		rd := &lt.deps[i]
 		code, flags := d.byte(), d.byte()
+		var rule string
 		switch {
 		case code == ruleLiteral:
-			dep.Rule = d.str("")
+			rule = d.str("")
+			rd.rule = lt.literal(rule)
 		case int(code) < len(ruleCodes):
-			dep.Rule = ruleCodes[code]
+			rule = ruleCodes[code]
+			rd.rule = int32(code)
 		default:
 			d.Fail()
 		}
 		if flags&^depFlags != 0 {
 			d.Fail()
 		}
+		var path, name string
 		if flags&depPathRef != 0 {
 			if ref := d.Uvarint(); ref < uint64(len(seen)) {
-				dep.Path = seen[ref].path
+				rd.path, path = int32(ref), seen[ref].path
 			} else {
 				d.Fail()
 			}
 		} else {
-			dep.Path = d.str(prevPath)
-			prevPath = dep.Path
+			path = d.str(prevPath)
+			prevPath = path
+			rd.path = lt.literal(path)
 		}
 		if flags&depNameTail != 0 {
-			if tail := d.Uvarint(); tail <= uint64(len(dep.Path)) {
-				dep.Name = dep.Path[tail:]
+			if tail := d.Uvarint(); tail <= uint64(len(path)) {
+				rd.name, name = int32(tail), path[tail:]
 			} else {
 				d.Fail()
 			}
 		} else {
-			dep.Name = d.str(prevName)
-			prevName = dep.Name
+			name = d.str(prevName)
+			prevName = name
+			rd.name = lt.literal(name)
 		}
+		var digest kcache.Digest
 		if flags&depDigest != 0 {
-			if b := d.Fixed(len(dep.Digest)); b != nil {
-				dep.Digest = kcache.Digest(b)
+			if b := d.Fixed(len(digest)); b != nil {
+				digest = kcache.Digest(b)
 			}
 		}
+		rd.header = -1
+		switch {
+		case rule != RuleAbsent:
+			rd.header = int32(len(headers))
+			headers = append(headers, kcache.Header{Name: name, Digest: digest})
+		case digest != kcache.Digest{}:
+			d.Fail() // an absent place has no content: no scan records one
+		}
 		if !d.OK {
-			return nil
+			return nil, nil
 		}
 	}
-	return trace
+	return lt, headers
+}
+
+// lazyTrace is the trace of a memo decoded from a record, as compact as
+// the record holds it: a dependency's path is mostly an observation's,
+// its name a tail of its path, its digest its header's. A key takes the
+// headers alone, and a new process's first key of a CUB-sized source
+// decoded 2,500 dependencies of 80 bytes each, fresh memory, that nothing
+// read; they are made when a caller asks for the trace (Scan, a record
+// written again), once.
+type lazyTrace struct {
+	deps     []recordedDep
+	literals []string // the strings no index names
+	once     sync.Once
+	trace    []Dependency
+}
+
+// recordedDep is a dependency of a record by index: each field is an
+// index into what the memo holds where it is not negative, and the
+// literal -1-i otherwise.
+type recordedDep struct {
+	path   int32 // into the memo's observations
+	name   int32 // the offset of the name in the path
+	header int32 // into the memo's headers; -1 for an absent dependency
+	rule   int32 // into ruleCodes
+}
+
+// literal keeps s and returns its index as a recordedDep holds it.
+func (lt *lazyTrace) literal(s string) int32 {
+	lt.literals = append(lt.literals, s)
+	return -int32(len(lt.literals))
+}
+
+// dependencies returns the trace, made from the memo's observations and
+// headers on the first call.
+func (lt *lazyTrace) dependencies(seen []observation, headers []kcache.Header) []Dependency {
+	lt.once.Do(func() {
+		lt.trace = make([]Dependency, len(lt.deps))
+		for i, rd := range lt.deps {
+			dep := &lt.trace[i]
+			if rd.rule >= 0 {
+				dep.Rule = ruleCodes[rd.rule]
+			} else {
+				dep.Rule = lt.literals[-1-rd.rule]
+			}
+			if rd.path >= 0 {
+				dep.Path = seen[rd.path].path
+			} else {
+				dep.Path = lt.literals[-1-rd.path]
+			}
+			if rd.name >= 0 {
+				dep.Name = dep.Path[rd.name:]
+			} else {
+				dep.Name = lt.literals[-1-rd.name]
+			}
+			if rd.header >= 0 {
+				dep.Digest = headers[rd.header].Digest
+			}
+		}
+	})
+	return lt.trace
 }

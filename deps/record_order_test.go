@@ -34,7 +34,7 @@ func TestHeadersInKeyOrder(t *testing.T) {
 	if !slices.IsSortedFunc(scanned, keyOrder) {
 		t.Errorf("a scan's headers are not in the key's order: %v", scanned)
 	}
-	if !slices.Equal(m.headers, scanned) || !slices.Equal(m.trace, trace[:len(m.trace)]) {
+	if dt := m.dependencies(); !slices.Equal(m.headers, scanned) || !slices.Equal(dt, trace[:len(dt)]) {
 		t.Errorf("the record's headers %v\nwant %v, and its trace in the scan's order", m.headers, scanned)
 	}
 }
@@ -51,8 +51,8 @@ func TestRecordHeaderOrderChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	order := headerOrder(m)
-	absent := slices.IndexFunc(m.trace, func(d Dependency) bool { return d.Rule == RuleAbsent })
+	order := headerOrder(m.headers, m.dependencies())
+	absent := slices.IndexFunc(m.dependencies(), func(d Dependency) bool { return d.Rule == RuleAbsent })
 	if len(order) < 2 || absent < 0 {
 		t.Fatalf("the tree gives %d headers and absent place %d: too few to test", len(order), absent)
 	}
@@ -68,7 +68,7 @@ func TestRecordHeaderOrderChecked(t *testing.T) {
 	for name, bad := range map[string][]int{
 		"twice":  append(slices.Clone(order[:len(order)-1]), order[0]),
 		"absent": append(slices.Clone(order[:len(order)-1]), absent),
-		"past":   append(slices.Clone(order[:len(order)-1]), len(m.trace)),
+		"past":   append(slices.Clone(order[:len(order)-1]), m.dependencyCount()),
 		"short":  order[:len(order)-1],
 	} {
 		b := slices.Clone(head)

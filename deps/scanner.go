@@ -589,7 +589,7 @@ func (r loadedRecord) holds(ctx context.Context, s *Scanner, in Input) bool {
 	if s.log.Enabled(ctx, slog.LevelDebug) {
 		msg := "deps: dependency record holds"
 		attrs := []any{"source", in.Path, "id", r.id, "bytes", r.bytes, "observations", len(r.m.seen),
-			"dependencies", len(r.m.trace), "read", r.read, "decode", r.decode, "stat", time.Since(start)}
+			"dependencies", r.m.dependencyCount(), "read", r.read, "decode", r.decode, "stat", time.Since(start)}
 		if !ok {
 			msg = "deps: dependency record stale, scanning"
 			attrs = append(attrs, slog.Any("stale", slog.GroupValue(staleness(s.fs, r.m.seen)...)))
@@ -671,7 +671,7 @@ func (m *memo) appendHeaders(dst []kcache.Header, now time.Time) ([]kcache.Heade
 // result returns a copy of the memo's headers and trace, with the day
 // where the sources expand __DATE__.
 func (m *memo) result(now time.Time) ([]kcache.Header, []Dependency, error) {
-	headers, trace := slices.Clone(m.headers), slices.Clone(m.trace)
+	headers, trace := slices.Clone(m.headers), slices.Clone(m.dependencies())
 	if m.date {
 		h, day, err := dateHeader(now)
 		if err != nil {

@@ -22,7 +22,7 @@ type depsScanner struct {
 }
 
 func (d depsScanner) headers(ctx context.Context, src []byte, options, cwd, platform string) ([]kcache.Header, func() bool, error) {
-	headers, unchanged, trace, err := layerstore.Headers(ctx, d.s, src, options, cwd, platform, d.private)
+	headers, unchanged, trace, err := layerstore.Headers(ctx, d.s, src, options, cwd, platform, d.private, d.trace)
 	if err != nil {
 		return nil, nil, err
 	}

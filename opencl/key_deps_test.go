@@ -181,13 +181,26 @@ func TestTraceListsDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := kcache.DefaultConfig(func(string) string { return "" })
-	cfg.Trace = true
-	c := NewCache(f.ctx, kcache.New(cfg, log, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st}), CacheOptions{Environ: []string{}})
-	defer c.Close()
 	src := Source{Code: saxpyWith("#include M2S(INCLUDE_PATH/inc_scale.cl)\n#include \"missing.h\""), Options: hashcatOptions}
-	if _, err := c.Key(f.dev, src); err != nil {
-		t.Fatal(err)
+	key := func(trace bool) kcache.Digest {
+		cfg := kcache.DefaultConfig(func(string) string { return "" })
+		cfg.Trace = trace
+		c := NewCache(f.ctx, kcache.New(cfg, log, kcache.Tier{Kind: kcache.OutcomeDisk, Store: st}), CacheOptions{Environ: []string{}})
+		defer c.Close()
+		k, err := c.Key(f.dev, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k.Prepare().Digests().Key
+	}
+	// Without KCACHE_TRACE the headers come without the trace, and the
+	// key is the same.
+	untraced := key(false)
+	if strings.Contains(logs.String(), "kcache dependency") {
+		t.Fatalf("dependencies logged without KCACHE_TRACE:\n%s", logs.String())
+	}
+	if traced := key(true); traced != untraced {
+		t.Fatalf("key %v with KCACHE_TRACE, %v without", traced, untraced)
 	}
 	for _, want := range []string{
 		"dependency.rule=computed-include dependency.name=./inc_scale.cl dependency.path=" + wd + "/./inc_scale.cl dependency.digest=",

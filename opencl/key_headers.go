@@ -21,14 +21,18 @@ func (c *Cache) dependencies(platform string, src Source) ([]kcache.Header, stri
 	if err != nil {
 		return nil, "", err
 	}
+	if !c.bins.Config().Trace {
+		// No copy of the trace: a warm key of hundreds of headers made
+		// one on every lookup.
+		headers, err := c.headers.AppendHeaders(context.Background(), nil, in)
+		return headers, options, err
+	}
 	headers, trace, err := c.headers.Scan(context.Background(), in)
 	if err != nil {
 		return nil, "", err
 	}
-	if c.bins.Config().Trace {
-		for _, d := range trace {
-			c.bins.Logger().Debug("kcache dependency", "source", src.Path, "dependency", d)
-		}
+	for _, d := range trace {
+		c.bins.Logger().Debug("kcache dependency", "source", src.Path, "dependency", d)
 	}
 	return headers, options, nil
 }

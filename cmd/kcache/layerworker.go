@@ -341,7 +341,7 @@ func orderDevice(o layerstore.Order) (opencl.Device, keyparts.OpenCLDevice, erro
 // rules, and checks it is the order's.
 func orderKey(ctx context.Context, o layerstore.Order, id keyparts.OpenCLDevice, cwd string, log *slog.Logger) (*kcache.Key, func() bool, error) {
 	dev, comp := id.Identity()
-	headers, unchanged, _, err := layerstore.Headers(ctx, deps.NewScanner(log), o.Source, o.Options, cwd, dev.Platform, "")
+	headers, unchanged, _, err := layerstore.Headers(ctx, deps.NewScanner(log), o.Source, o.Options, cwd, dev.Platform, "", false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", errDropped, err)
 	}

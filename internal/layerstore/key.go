@@ -43,18 +43,25 @@ func Key(dev kcache.Device, comp kcache.Compiler, format string, source []byte, 
 // after the build, whether every file the key was computed from is still
 // as the scan saw it (and was settled then), and the day the key holds
 // for __DATE__ still today's: only then may the binary be stored under
-// that key. trace is the scan's trace, for KCACHE_TRACE.
+// that key. trace is the scan's trace, for KCACHE_TRACE, where withTrace
+// asks for it (nil otherwise).
 // privateDir names the process's own PoCL directory where it has one
 // (deps.Input.PrivateDir): the scan's dependency record then serves other
 // processes, each with its own.
-func Headers(ctx context.Context, s *deps.Scanner, src []byte, options, cwd, platform, privateDir string) (headers []kcache.Header, unchanged func() bool, trace []deps.Dependency, err error) {
+func Headers(ctx context.Context, s *deps.Scanner, src []byte, options, cwd, platform, privateDir string, withTrace bool) (headers []kcache.Header, unchanged func() bool, trace []deps.Dependency, err error) {
 	in, err := keyparts.OpenCLScan(src, options, platform)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	in.WorkDir = cwd
 	in = keyparts.WithPrivateDir(in, privateDir)
-	headers, trace, err = s.Scan(ctx, in)
+	if withTrace {
+		headers, trace, err = s.Scan(ctx, in)
+	} else {
+		// No copy of the trace: a warm key of hundreds of headers made
+		// one on every lookup, for nothing but KCACHE_TRACE.
+		headers, err = s.AppendHeaders(ctx, nil, in)
+	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
