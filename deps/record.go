@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -103,6 +104,11 @@ const crcSize = 4
 // maxPathLen bounds one path of a record: PATH_MAX on Linux. A record
 // whose paths claim more is damaged.
 const maxPathLen = 4096
+
+// maxRecordBody bounds a record's body: every count, offset and index a
+// decoded record keeps fits in an int32 below it (recordedDep), and no
+// scan writes a record within a thousandth of it.
+const maxRecordBody = math.MaxInt32
 
 // recordMagic starts every record.
 const recordMagic = "KCDR"
@@ -340,6 +346,9 @@ func parseRecord(id kcache.Digest, body []byte) (*memo, error) {
 // parseRecordChecked is parseRecord that starts check (when not nil) on
 // the observations as they are decoded.
 func parseRecordChecked(id kcache.Digest, body []byte, check *recordCheck) (*memo, error) {
+	if len(body) > maxRecordBody {
+		return nil, fmt.Errorf("%w: %d bytes", errBadRecord, len(body))
+	}
 	d := recordDecoder{wire.NewDecoder(body)}
 	if v := d.Uvarint(); v != recordVersion {
 		return nil, fmt.Errorf("%w: version %d, want %d", errBadRecord, v, recordVersion)
