@@ -3,6 +3,7 @@ package deps
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -25,9 +26,14 @@ func TestRawObserveIsObserve(t *testing.T) {
 	must(os.Symlink("nowhere", filepath.Join(root, "dangling")))
 	must(syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644))
 	now := time.Now()
-	for _, name := range []string{"f.h", "d", "d/g.h", "missing.h", "f.h/under", "lf", "ld", "ld/g.h", "dangling", "fifo", "", "d/../f.h"} {
+	// Names beside the stack buffer's bound (statNameMax) and past it, and
+	// one no C string holds whole: each must answer as os.Stat does.
+	long := func(n int) string { return strings.Repeat("l/", n/2)[:n-len(root)-1] }
+	names := []string{"f.h", "d", "d/g.h", "missing.h", "f.h/under", "lf", "ld", "ld/g.h", "dangling", "fifo", "", "d/../f.h",
+		"f.h\x00x", long(511), long(512), long(700), long(5000)}
+	for _, name := range names {
 		path := filepath.Join(root, name)
-		if name == "d/../f.h" {
+		if name == "d/../f.h" || strings.HasPrefix(name, "l/") || strings.Contains(name, "\x00") {
 			path = root + "/" + name // as the compiler opens it, not cleaned
 		}
 		fi, err := os.Stat(path)

@@ -39,10 +39,7 @@ const dirSlots = 4
 // not safe for concurrent use; close releases its descriptors.
 type dirStats struct {
 	slots [dirSlots]dirSlot
-	// name holds the last component of a place, NUL-terminated, for
-	// fstatat (statname.go).
-	name [nameBuf]byte
-	next int // the slot reused next
+	next  int // the slot reused next
 	// budget bounds the directories open at once across a check's
 	// goroutines (fdroom.go); nil for none.
 	budget *descriptorBudget
@@ -79,11 +76,11 @@ func (d *dirStats) observe(seen []observation, i int, now time.Time) observation
 		return observed(path, 0, identity{}, s.missing, now)
 	}
 	var st unix.Stat_t
-	err := d.fstatat(s.fd, base, &st)
+	err := fstatat(s.fd, base, &st)
 	for err == unix.EINTR { // as os.Stat retries
-		err = d.fstatat(s.fd, base, &st)
+		err = fstatat(s.fd, base, &st)
 	}
-	return observed(path, uint32(st.Mode), identity{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), inode: st.Ino, dev: uint64(st.Dev)}, err, now)
+	return observed(path, uint32(st.Mode), statIdentity(&st), err, now)
 }
 
 // splitPlace splits path into its directory and last component, where a

@@ -9,25 +9,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// nameBuf is the size of dirStats' name buffer: a file name's limit
-// (NAME_MAX, 255) and its NUL. A longer last component is no name the
-// kernel would find; unix.Fstatat answers it.
-const nameBuf = 256
+// statNameMax bounds the names fstatat copies onto the stack: a record's
+// places run to 100-200 bytes, and the buffer is zeroed on every call.
+const statNameMax = 512
 
-// fstatat is unix.Fstatat(fd, base, st, 0) without its allocation: the
-// name is copied into d's buffer and NUL-terminated there, where
+// fstatat is unix.Fstatat(fd, name, st, 0) without its allocation: the
+// name is copied into a buffer on the stack, NUL-terminated there, where
 // unix.Fstatat allocates a C string for every call, 2,500 for a record
-// of a CUB-sized key. These architectures' newfstatat takes the Stat_t
-// of x/sys as it is, as unix.Fstatat passes it. A name holding a NUL is
-// left to unix.Fstatat, which refuses it (EINVAL) rather than stat a
-// shorter name.
-func (d *dirStats) fstatat(fd int, base string, st *unix.Stat_t) error {
-	if len(base) >= len(d.name) || strings.IndexByte(base, 0) >= 0 {
-		return unix.Fstatat(fd, base, st, 0)
+// of a CUB-sized key and one per header on every warm key. These
+// architectures' newfstatat takes the Stat_t of x/sys as it is, as
+// unix.Fstatat passes it. A longer name, and one holding a NUL (which
+// unix.Fstatat refuses, EINVAL, rather than stat a shorter name), are
+// left to unix.Fstatat.
+func fstatat(fd int, name string, st *unix.Stat_t) error {
+	if len(name) >= statNameMax || strings.IndexByte(name, 0) >= 0 {
+		return unix.Fstatat(fd, name, st, 0)
 	}
-	copy(d.name[:], base)
-	d.name[len(base)] = 0
-	_, _, errno := unix.Syscall6(unix.SYS_NEWFSTATAT, uintptr(fd), uintptr(unsafe.Pointer(&d.name[0])), uintptr(unsafe.Pointer(st)), 0, 0, 0)
+	var buf [statNameMax]byte // zeroed: the NUL follows the copy
+	copy(buf[:], name)
+	_, _, errno := unix.Syscall6(unix.SYS_NEWFSTATAT, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(st)), 0, 0, 0)
 	if errno != 0 {
 		return errno
 	}
