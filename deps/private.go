@@ -103,9 +103,9 @@ func (m *memo) portable(p string) bool {
 // named by its path, as portable lets a record hold under privateRoot: a
 // record that says otherwise is not used.
 func (m *memo) reroot(from, to string) bool {
-	// The trace is made before the paths change, from the paths it was
-	// recorded with, and is m's own from here on.
-	m.trace, m.lazy = slices.Clone(m.dependencies()), nil
+	// A record's trace is made before the paths change, from the paths it
+	// was recorded with; m, not yet shared, then holds it as its own.
+	m.trace, m.lazy = m.dependencies(), nil
 	for i, o := range m.seen {
 		if under(o.path, from) {
 			if o.state != stateMissing {
@@ -129,7 +129,7 @@ func (m *memo) reroot(from, to string) bool {
 // portableCopy returns a copy of m, portable under private directory p,
 // whose places under p are named under privateRoot, for a record.
 func (m *memo) portableCopy(p string) *memo {
-	c := &memo{seen: slices.Clone(m.seen), trace: m.dependencies(), headers: m.headers, date: m.date}
+	c := &memo{seen: slices.Clone(m.seen), trace: slices.Clone(m.dependencies()), headers: m.headers, date: m.date}
 	c.reroot(p, privateRoot)
 	return c
 }
