@@ -86,7 +86,7 @@ func FuzzIncludeOperands(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, text []byte) {
 		var want [][]byte
-		for _, m := range includeLine.FindAllSubmatch(text, -1) {
+		for _, m := range includeLine().FindAllSubmatch(text, -1) {
 			want = append(want, bytes.TrimSpace(m[1]))
 		}
 		got := includeOperands(text)

@@ -3,6 +3,7 @@ package deps
 import (
 	"fmt"
 	"slices"
+	"sync"
 )
 
 // A paste (##) makes one token of its operands' spellings, and clang
@@ -41,32 +42,40 @@ var pasteTargets = [...]string{"__TIME__", "__TIMESTAMP__", "__DATE__", "__FILE_
 // TestPredefinedWordsCoverClang): a paste through a macro that expands
 // its operands first (XCAT(__FI, __INT64_C_SUFFIX__)) takes them as
 // pieces no text spells.
-var predefinedWords = append(predefinedVectorWords, "F", "F16", "L", "LL", "U", "UL", "ULL", "X",
+//
+// The word lists and the sets made of them are built on first use, not at
+// the package's start: every process that links deps (the layer in every
+// application it is loaded into among them) would otherwise build them
+// before its first call, most never to paste.
+var predefinedWords = sync.OnceValue(func() []string { return append(predefinedVectorWords(), predefinedScalarWords...) })
+
+// predefinedScalarWords are predefinedWords less the vector types.
+var predefinedScalarWords = []string{"F", "F16", "L", "LL", "U", "UL", "ULL", "X",
 	"__attribute__", "__blocks__", "__int128", "__kernel", "address_space", "byref",
 	"char", "double", "extern", "float", "half", "int", "long", "short", "signed",
 	"unsigned", "void", "size_t", "ptrdiff_t", "intptr_t", "uintptr_t",
 	"vec_type_hint", "work_group_size_hint", "typen", "INT_MAX", "INT_MIN",
 	"SCHAR_MAX", "SCHAR_MIN", "__builtin_astype", "__builtin_huge_val",
 	"__builtin_huge_valf", "__builtin_inff", "clk_event_t", "reserve_id_t",
-	"uchar", "uint", "ulong", "ushort")
+	"uchar", "uint", "ulong", "ushort"}
 
 // predefinedWordSet holds predefinedWords.
-var predefinedWordSet = func() map[string]bool {
+var predefinedWordSet = sync.OnceValue(func() map[string]bool {
 	set := map[string]bool{}
-	for _, w := range predefinedWords {
+	for _, w := range predefinedWords() {
 		set[w] = true
 	}
 	return set
-}()
+})
 
 // compilerGives reports whether a paste may take piece w from what the
 // compiler makes rather than from a text: a number (__LINE__, __COUNTER__
 // give any), or a word of its predefined bodies.
-func compilerGives(w string) bool { return isDigit(w[0]) || predefinedWordSet[w] }
+func compilerGives(w string) bool { return isDigit(w[0]) || predefinedWordSet()[w] }
 
 // predefinedVectorWords are OpenCL's vector types of each scalar type,
 // which clang's as_TYPEn macros expand to: char2 ... ushort16.
-var predefinedVectorWords = func() []string {
+func predefinedVectorWords() []string {
 	var words []string
 	for _, s := range []string{"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "half", "float", "double"} {
 		for _, n := range []string{"2", "3", "4", "8", "16"} {
@@ -74,7 +83,7 @@ var predefinedVectorWords = func() []string {
 		}
 	}
 	return words
-}()
+}
 
 // targetSet is a set of pasteTargets, one bit each by index.
 type targetSet uint8
@@ -84,13 +93,13 @@ type targetSet uint8
 const userLabelPrefix = "__USER_LABEL_PREFIX__"
 
 // targetPieceSet holds every proper substring of a pasteTarget.
-var targetPieceSet = func() map[string]bool {
+var targetPieceSet = sync.OnceValue(func() map[string]bool {
 	set := map[string]bool{}
 	for _, t := range pasteTargets {
 		addPieces(set, t)
 	}
 	return set
-}()
+})
 
 // addPieces adds every proper substring of name to set.
 func addPieces(set map[string]bool, name string) {

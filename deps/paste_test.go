@@ -432,7 +432,7 @@ func FuzzTargetWords(f *testing.F) {
 			}
 		}
 		for _, w := range got {
-			if !targetPieceSet[w] && w != "_" {
+			if !targetPieceSet()[w] && w != "_" {
 				t.Fatalf("%q is no piece of a target", w)
 			}
 		}
@@ -447,7 +447,7 @@ func FuzzTargetWords(f *testing.F) {
 		}
 		var want []string
 		for _, w := range strings.FieldsFunc(string(text), func(r rune) bool { return r > 0x7f || !continuesWord(byte(r)) }) {
-			if targetPieceSet[w] && !slices.Contains(want, w) {
+			if targetPieceSet()[w] && !slices.Contains(want, w) {
 				want = append(want, w)
 			}
 		}
@@ -508,7 +508,7 @@ func TestPredefinedWordsCoverClang(t *testing.T) {
 		if !ok {
 			continue
 		}
-		if _, macro := bodies[word]; !macro && !predefinedWordSet[word] {
+		if _, macro := bodies[word]; !macro && !predefinedWordSet()[word] {
 			t.Errorf("%s expands to %s, which predefinedWords lacks", from, word)
 		}
 	}

@@ -54,7 +54,7 @@ type pasteWords struct {
 func targetWords(text []byte, cpp bool, dirs []directive) pasteWords {
 	var words pasteWords
 	add := func(w []byte, grouped bool) {
-		if len(w) > maxTargetLen || !inTargetAlphabet(w) || !targetPieceSet[string(w)] {
+		if len(w) > maxTargetLen || !inTargetAlphabet(w) || !targetPieceSet()[string(w)] {
 			return
 		}
 		if !slices.Contains(words.all, string(w)) {

@@ -772,7 +772,9 @@ type builtinInclude struct {
 
 // includeLine matches an include directive's line, a comment or blanks
 // between its parts; its operand is the rest of the line.
-var includeLine = regexp.MustCompile(`(?m)^(?:[ \t]|/\*.*?\*/)*(?:#|%:|\?\?=)(?:[ \t]|/\*.*?\*/)*(?:include|include_next|import)\b(?:[ \t]|/\*.*?\*/)*(.*)$`)
+var includeLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^(?:[ \t]|/\*.*?\*/)*(?:#|%:|\?\?=)(?:[ \t]|/\*.*?\*/)*(?:include|include_next|import)\b(?:[ \t]|/\*.*?\*/)*(.*)$`)
+})
 
 // includeOperands returns the operands of text's include directives,
 // in their order. includeLine matches within one line that holds an
@@ -811,7 +813,7 @@ func includeOperands(text []byte) [][]byte {
 		}
 		line := text[start:end]
 		if bytes.Contains(line, []byte("include")) || bytes.Contains(line, []byte("import")) {
-			if m := includeLine.FindSubmatch(line); m != nil {
+			if m := includeLine().FindSubmatch(line); m != nil {
 				ops = append(ops, bytes.TrimSpace(m[1]))
 			}
 		}
