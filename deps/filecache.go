@@ -1,7 +1,9 @@
 package deps
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"io"
 	"io/fs"
 	"os"
 	"sync"
@@ -147,6 +149,35 @@ type fileSystem struct {
 func osFileSystem() *fileSystem {
 	return &fileSystem{readFile: os.ReadFile, readDir: os.ReadDir, now: time.Now}
 }
+
+// sameContent reports whether the file at path holds exactly want. It
+// reads through a buffer of its own (compareBufSize) and stops at the
+// first difference: a file whose bytes a caller holds already costs no
+// memory of its own.
+func sameContent(path string, want []byte) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	buf := make([]byte, compareBufSize)
+	for {
+		n, err := io.ReadFull(f, buf)
+		if n > len(want) || !bytes.Equal(buf[:n], want[:n]) {
+			return false, nil
+		}
+		want = want[n:]
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			return len(want) == 0, nil
+		case err != nil:
+			return false, err
+		}
+	}
+}
+
+// compareBufSize is sameContent's buffer: 64 KiB, sixteen pages.
+const compareBufSize = 64 << 10
 
 // statFile stats path for a scan, which needs its fs.FileInfo.
 func (fsys *fileSystem) statFile(path string) (fs.FileInfo, error) {

@@ -1,6 +1,7 @@
 package deps
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -528,7 +529,8 @@ func TestScanRootSearchDirIsUncacheable(t *testing.T) {
 // TestBuiltinsReadOncePerFile: a built-in header reached by two paths (a
 // directory link, as clang's version directories are) is read and lexed
 // once, by the first path, and still answers for both; a copy of it, a
-// file of its own, is read too.
+// file of its own, is lexed too, and for the text compared with the first
+// (TestBuiltinsCopiesShareText), not read whole.
 func TestBuiltinsReadOncePerFile(t *testing.T) {
 	root := tree(t, map[string]string{
 		"inc/builtin.h":  "#define GUARD_X 1\n",
@@ -558,10 +560,11 @@ func TestBuiltinsReadOncePerFile(t *testing.T) {
 	if reads[builtins[1]] != 0 {
 		t.Errorf("%s read %d times: it is the file of %s", builtins[1], reads[builtins[1]], builtins[0])
 	}
-	// The text (for the guard's mention) and the macro table read each
-	// distinct file once each.
-	if reads[builtins[0]] != 2 || reads[builtins[2]] != 2 {
-		t.Errorf("reads %v, want 2 of each distinct file", reads)
+	// The text (for the guard's mention) and the macro table read the
+	// first file once each; the copy, the same bytes, is read for the
+	// table alone.
+	if reads[builtins[0]] != 2 || reads[builtins[2]] != 1 {
+		t.Errorf("reads %v, want 2 of the first file and 1 of its copy", reads)
 	}
 	// Every path is still stat'd for the memo: an edit through any of
 	// them is seen.
@@ -569,6 +572,53 @@ func TestBuiltinsReadOncePerFile(t *testing.T) {
 		if !slices.ContainsFunc(s.memos.get(inputID(in, root)).seen, func(o observation) bool { return o.path == p }) {
 			t.Errorf("%s not observed", p)
 		}
+	}
+}
+
+// TestBuiltinsCopiesShareText: a built-in header with the same bytes as
+// an earlier one (PoCL's copy of clang's opencl-c.h) shares its text; one
+// as long that differs, at its first byte, its last, or past a compare
+// buffer's length, keeps its own, and a guard only it defines is found in
+// it.
+func TestBuiltinsCopiesShareText(t *testing.T) {
+	long := strings.Repeat("// filler\n", compareBufSize/10+7)
+	for _, c := range []struct {
+		name, first, second string
+		shared              bool // the second file's text is the first's
+		guarded             bool // GUARD_Y is defined by the headers
+	}{
+		{"same bytes", "#define GUARD_X 1\n", "#define GUARD_X 1\n", true, false},
+		{"same bytes past the buffer", long + "#define GUARD_Y 1\n", long + "#define GUARD_Y 1\n", true, true},
+		{"last byte differs", "#define GUARD_X 1\n", "#define GUARD_X 1 ", false, false},
+		{"first byte differs", "#define GUARD_Y 1\n", "+define GUARD_Y 1\n", false, true},
+		{"differs past the buffer", long + "#define GUARD_X 1\n", long + "#define GUARD_Y 1\n", false, true},
+		{"only the copy defines it", "#define GUARD_X 1\n", "#define GUARD_Y 1\n", false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := tree(t, map[string]string{
+				"a/builtin.h": c.first, "b/builtin.h": c.second,
+				"h.h":   "#ifndef GUARD_Y\n#define GUARD_Y\n#define SYS cpu\n#endif\n",
+				"cpu.h": "",
+			})
+			in := Input{Source: []byte(strMacros + "#include \"h.h\"\n#include XS(SYS.h)\n"), WorkDir: root, SearchWorkDir: true,
+				Builtins: []string{filepath.Join(root, "a/builtin.h"), filepath.Join(root, "b/builtin.h")}}
+			s := NewScanner(nil)
+			counting(s)
+			_, tr := mustScan(t, s, in)
+			if got := slices.Contains(found(root, tr), "absent SYS.h SYS.h"); got != c.guarded {
+				t.Errorf("SYS.h named %v, want %v (the guard defined by the headers)", got, c.guarded)
+			}
+			text := s.builtinText.val
+			if text == nil || len(text.texts) != 2 {
+				t.Fatalf("kept text %+v, want two files'", text)
+			}
+			if got := sharesText(text.texts[:1], text.texts[1]); got != c.shared {
+				t.Errorf("the copy shares the first file's text: %v, want %v", got, c.shared)
+			}
+			if want := unsplice([]byte(c.second)); !bytes.Equal(text.texts[1], want) {
+				t.Errorf("the second file's text is not its own bytes")
+			}
+		})
 	}
 }
 
