@@ -46,8 +46,9 @@ var pasteTargets = [...]string{"__TIME__", "__TIMESTAMP__", "__DATE__", "__FILE_
 // The word lists and the sets made of them are built on first use, not at
 // the package's start: every process that links deps (the layer in every
 // application it is loaded into among them) would otherwise build them
-// before its first call, most never to paste.
-var predefinedWords = sync.OnceValue(func() []string { return append(predefinedVectorWords(), predefinedScalarWords...) })
+// before its first call, most never to paste. Only predefinedWordSet,
+// made once, reads the list.
+func predefinedWords() []string { return append(predefinedVectorWords(), predefinedScalarWords...) }
 
 // predefinedScalarWords are predefinedWords less the vector types.
 var predefinedScalarWords = []string{"F", "F16", "L", "LL", "U", "UL", "ULL", "X",
